@@ -1,0 +1,41 @@
+# Finds libfabric >= 2.0 and defines the INTERFACE target loom_libfabric (exported as
+# loom::libfabric) with its include directory and the full path of the library.
+# Search order: LOOM_LIBFABRIC_PREFIX, then the set-up cache (${LOOM_DEPS:-$HOME/.cache/loom}),
+# then pkg-config on the system.
+set(_loom_deps "$ENV{LOOM_DEPS}")
+if(NOT _loom_deps)
+  set(_loom_deps "$ENV{HOME}/.cache/loom")
+endif()
+set(LOOM_LIBFABRIC_PREFIX "" CACHE PATH "Prefix of the libfabric installation to use")
+set(_lf_prefixes "")
+if(LOOM_LIBFABRIC_PREFIX)
+  list(APPEND _lf_prefixes "${LOOM_LIBFABRIC_PREFIX}")
+elseif(NOT "$ENV{LOOM_LIBFABRIC}" STREQUAL "system")
+  list(APPEND _lf_prefixes "${_loom_deps}/libfabric-2.1.0")
+endif()
+
+find_package(PkgConfig REQUIRED)
+set(_saved_pc "$ENV{PKG_CONFIG_PATH}")
+foreach(p IN LISTS _lf_prefixes)
+  set(ENV{PKG_CONFIG_PATH} "${p}/lib/pkgconfig:$ENV{PKG_CONFIG_PATH}")
+endforeach()
+pkg_check_modules(LIBFABRIC REQUIRED libfabric>=2.0)
+set(ENV{PKG_CONFIG_PATH} "${_saved_pc}")
+
+find_library(LOOM_LIBFABRIC_LIBRARY NAMES fabric HINTS ${LIBFABRIC_LIBRARY_DIRS} NO_DEFAULT_PATH)
+if(NOT LOOM_LIBFABRIC_LIBRARY)
+  find_library(LOOM_LIBFABRIC_LIBRARY NAMES fabric REQUIRED)
+endif()
+get_filename_component(LOOM_LIBFABRIC_LIBDIR "${LOOM_LIBFABRIC_LIBRARY}" DIRECTORY)
+set(LOOM_LIBFABRIC_INCLUDEDIR "${LIBFABRIC_INCLUDEDIR}")
+if(NOT LOOM_LIBFABRIC_INCLUDEDIR)
+  list(GET LIBFABRIC_INCLUDE_DIRS 0 LOOM_LIBFABRIC_INCLUDEDIR)
+endif()
+get_filename_component(LOOM_LIBFABRIC_PREFIX_FOUND "${LOOM_LIBFABRIC_LIBDIR}" DIRECTORY)
+message(STATUS "loom: libfabric ${LIBFABRIC_VERSION} at ${LOOM_LIBFABRIC_LIBRARY}")
+
+add_library(loom_libfabric INTERFACE)
+target_include_directories(loom_libfabric SYSTEM INTERFACE "${LOOM_LIBFABRIC_INCLUDEDIR}")
+target_link_libraries(loom_libfabric INTERFACE "${LOOM_LIBFABRIC_LIBRARY}")
+set_target_properties(loom_libfabric PROPERTIES EXPORT_NAME libfabric)
+add_library(loom::libfabric ALIAS loom_libfabric)

@@ -1,0 +1,102 @@
+// loom/address.hpp — typed native addresses (sockaddr_in/in6/ib, provider formats).
+#pragma once
+
+#include <loom/error.hpp>
+#include <loom/flags.hpp>
+
+#include <netinet/in.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace loom {
+
+/// An IPv4 socket address (FI_SOCKADDR_IN).
+class ipv4_address {
+public:
+    ipv4_address() noexcept;
+    explicit ipv4_address(const ::sockaddr_in& native) noexcept : sa_(native) {}
+    /// Dotted quad + port in host order; invalid_argument when the text is no IPv4 address.
+    [[nodiscard]] static auto parse(const std::string& host, std::uint16_t port) -> result<ipv4_address>;
+    [[nodiscard]] auto native() const noexcept -> const ::sockaddr_in& { return sa_; }
+    [[nodiscard]] auto port() const noexcept -> std::uint16_t;
+    [[nodiscard]] auto to_string() const -> std::string;  // "a.b.c.d:port"
+    friend auto operator==(const ipv4_address& a, const ipv4_address& b) noexcept -> bool;
+
+private:
+    ::sockaddr_in sa_;
+};
+
+/// An IPv6 socket address (FI_SOCKADDR_IN6).
+class ipv6_address {
+public:
+    ipv6_address() noexcept;
+    explicit ipv6_address(const ::sockaddr_in6& native) noexcept : sa_(native) {}
+    [[nodiscard]] static auto parse(const std::string& host, std::uint16_t port) -> result<ipv6_address>;
+    [[nodiscard]] auto native() const noexcept -> const ::sockaddr_in6& { return sa_; }
+    [[nodiscard]] auto port() const noexcept -> std::uint16_t;
+    [[nodiscard]] auto scope_id() const noexcept -> std::uint32_t { return sa_.sin6_scope_id; }
+    [[nodiscard]] auto to_string() const -> std::string;  // "[addr]:port"
+    friend auto operator==(const ipv6_address& a, const ipv6_address& b) noexcept -> bool;
+
+private:
+    ::sockaddr_in6 sa_;
+};
+
+/// An InfiniBand socket address (FI_SOCKADDR_IB, struct sockaddr_ib). Scalars are in host
+/// order; the GID bytes are in network order, as on the wire.
+struct ib_socket_address {
+    std::array<std::uint8_t, 16> gid{};
+    std::uint16_t pkey{};
+    std::uint32_t flow_info{};
+    std::uint64_t service_id{};
+    std::uint64_t service_id_mask{};
+    std::uint64_t scope_id{};
+    friend auto operator==(const ib_socket_address&, const ib_socket_address&) noexcept -> bool = default;
+    [[nodiscard]] auto to_string() const -> std::string;
+};
+/// Size of the native struct sockaddr_ib.
+inline constexpr std::size_t native_sockaddr_ib_size = 48;
+/// AF_IB from the kernel's socket families.
+inline constexpr int address_family_ib = 27;
+
+/// A provider-specific representation (FI_ADDR_STR, EFA, CXI, PSM3, ...), kept byte-exact,
+/// including a string address's terminating null byte.
+class opaque_address {
+public:
+    opaque_address() = default;
+    opaque_address(address_format fmt, std::span<const std::byte> bytes)
+        : format_(fmt), bytes_(bytes.begin(), bytes.end()) {}
+    [[nodiscard]] auto format() const noexcept -> address_format { return format_; }
+    [[nodiscard]] auto bytes() const noexcept -> std::span<const std::byte> { return bytes_; }
+    [[nodiscard]] auto to_string() const -> std::string;
+    friend auto operator==(const opaque_address&, const opaque_address&) -> bool = default;
+
+private:
+    address_format format_{address_format::unspecified};
+    std::vector<std::byte> bytes_;
+};
+
+/// Any native endpoint address. Exhaustive visitors handle every alternative.
+using address = std::variant<ipv4_address, ipv6_address, ib_socket_address, opaque_address>;
+
+/// Decodes native address bytes of a given format. Malformed input (wrong length, wrong
+/// family, an unterminated string address, an unspecified format) -> invalid_argument.
+[[nodiscard]] auto address_from_raw(address_format format, std::span<const std::byte> bytes)
+    -> result<address>;
+
+/// The native format an address encodes to.
+[[nodiscard]] auto native_format(const address& a) noexcept -> address_format;
+
+/// Encodes an address into its native bytes (the inverse of address_from_raw).
+[[nodiscard]] auto to_raw(const address& a) -> std::vector<std::byte>;
+
+/// Human-readable form ("127.0.0.1:4242", "fi_shm://1234", ...).
+[[nodiscard]] auto to_string(const address& a) -> std::string;
+
+}  // namespace loom

@@ -1,0 +1,76 @@
+// loom/context.hpp — operation contexts and strong scalar types.
+#pragma once
+
+#include <rdma/fabric.h>
+
+#include <compare>
+#include <cstdint>
+#include <type_traits>
+
+namespace loom {
+
+/// A value of type T that does not mix with other strong values of the same T.
+template <class Tag, class T>
+class strong_value {
+public:
+    using value_type = T;
+    constexpr strong_value() noexcept = default;
+    constexpr explicit strong_value(T v) noexcept : v_(v) {}
+    [[nodiscard]] constexpr auto get() const noexcept -> T { return v_; }
+    friend constexpr auto operator<=>(strong_value, strong_value) noexcept = default;
+
+private:
+    T v_{};
+};
+
+/// A peer's handle in an address vector (fi_addr_t).
+using fabric_addr = strong_value<struct fabric_addr_tag, ::fi_addr_t>;
+/// A remote virtual address or offset for RMA.
+using rma_addr = strong_value<struct rma_addr_tag, std::uint64_t>;
+/// A remote protection key.
+using mr_key = strong_value<struct mr_key_tag, std::uint64_t>;
+
+namespace fabric_addrs {
+/// No particular peer: a connected destination, or a receive from anyone.
+inline constexpr fabric_addr unspecified{FI_ADDR_UNSPEC};
+}  // namespace fabric_addrs
+
+/// Per-operation state handed to the provider. The native fi_context2 comes first, so the
+/// pointer the provider stores (and returns in completions) is the request_context itself.
+/// Derive from it to attach application state; it is never allocated by loom.
+struct request_context {
+    ::fi_context2 native{};
+    void* user_data{nullptr};
+
+    [[nodiscard]] auto native_context() noexcept -> void* { return &native; }
+    [[nodiscard]] static auto from_native(void* p) noexcept -> request_context* {
+        return static_cast<request_context*>(p);
+    }
+};
+static_assert(std::is_standard_layout_v<request_context>);
+
+/// A borrowed pointer to operation context storage (nullptr: no context).
+/// Built implicitly from a request_context* (or any pointer convertible to T*).
+template <class T>
+class context_ptr {
+public:
+    constexpr context_ptr() noexcept = default;
+    constexpr context_ptr(std::nullptr_t) noexcept {}
+    template <class U>
+        requires std::is_convertible_v<U*, T*>
+    constexpr context_ptr(U* p) noexcept : p_(p) {}  // NOLINT(google-explicit-constructor)
+    [[nodiscard]] constexpr auto get() const noexcept -> T* { return p_; }
+    constexpr explicit operator bool() const noexcept { return p_ != nullptr; }
+
+private:
+    T* p_{nullptr};
+};
+
+/// How message/RMA helpers treat the endpoint's default operation flags.
+enum class operation_defaults {
+    replace,               ///< use exactly the flags passed
+    inherit,               ///< extend the endpoint's creation defaults for this direction
+    inherit_without_more,  ///< inherit, then drop the FI_MORE batching hint
+};
+
+}  // namespace loom

@@ -1,0 +1,57 @@
+// loom/counter.hpp — completion counters (fi_cntr).
+#pragma once
+
+#include <loom/detail/fid.hpp>
+#include <loom/domain.hpp>
+
+#include <rdma/fi_domain.h>
+
+#include <chrono>
+#include <cstdint>
+
+namespace loom {
+
+struct counter_attr {
+    std::uint64_t threshold{1};  ///< the value wait() waits for
+    bool wait_obj{false};        ///< request a wait object for blocking waits
+};
+
+class counter {
+public:
+    counter() = default;
+    [[nodiscard]] static auto create(domain& dom, const counter_attr& attr = {},
+                                     std::pmr::memory_resource* mr = nullptr) -> result<counter>;
+
+    /// Successful completions counted so far.
+    [[nodiscard]] auto read() const noexcept -> std::uint64_t;
+    /// Failed completions counted so far.
+    [[nodiscard]] auto read_error_count() const noexcept -> std::uint64_t;
+    /// io_error when any failure has been counted.
+    [[nodiscard]] auto get_error() const noexcept -> void_result;
+    auto add(std::uint64_t v) noexcept -> void_result;
+    auto set(std::uint64_t v) noexcept -> void_result;
+    /// Sets/adds the failure count, leaving the success count alone; invalid_argument above
+    /// max_error_value() (for add: when the sum would exceed it).
+    auto set_error_count(std::uint64_t v) noexcept -> void_result;
+    auto add_error_count(std::uint64_t v) noexcept -> void_result;
+    [[nodiscard]] auto max_error_value() const noexcept -> std::uint64_t { return max_error_; }
+    /// Waits until read() >= threshold; timed_out after `timeout`; io_error when a failure
+    /// is counted meanwhile.
+    auto wait(std::uint64_t threshold, std::chrono::milliseconds timeout) noexcept -> void_result;
+    /// Waits for the creation threshold with no time limit.
+    auto wait() noexcept -> void_result { return wait(attr_.threshold, std::chrono::milliseconds{-1}); }
+
+    [[nodiscard]] auto attributes() const noexcept -> const counter_attr& { return attr_; }
+    [[nodiscard]] auto native() const noexcept -> ::fid_cntr* { return h_.get(); }
+    [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
+    [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    auto close() noexcept -> void_result { return h_.close(); }
+
+private:
+    detail::unique_fid<::fid_cntr> h_;
+    counter_attr attr_{};
+    ::fid_domain* domain_{nullptr};
+    std::uint64_t max_error_{~std::uint64_t{0}};
+};
+
+}  // namespace loom

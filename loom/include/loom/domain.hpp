@@ -1,0 +1,35 @@
+// loom/domain.hpp — the access domain (fi_domain).
+#pragma once
+
+#include <loom/detail/fid.hpp>
+#include <loom/fabric.hpp>
+#include <loom/fabric_info.hpp>
+
+#include <rdma/fi_domain.h>
+
+namespace loom {
+
+class domain {
+public:
+    domain() = default;
+    [[nodiscard]] static auto create(fabric& fab, const fabric_info& info,
+                                     std::pmr::memory_resource* mr = nullptr) -> result<domain>;
+
+    [[nodiscard]] auto native() const noexcept -> ::fid_domain* { return h_.get(); }
+    [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    [[nodiscard]] auto info() const noexcept -> const fabric_info& { return info_; }
+    /// The negotiated memory-registration modes.
+    [[nodiscard]] auto get_memory_region_mode() const noexcept -> mr_mode_flags { return mr_mode_; }
+    [[nodiscard]] auto addr_format() const noexcept -> address_format { return info_.addr_format(); }
+    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
+    /// Busy while endpoints, queues or registrations of this domain are open.
+    auto close() noexcept -> void_result { return h_.close(); }
+
+private:
+    detail::unique_fid<::fid_domain> h_;
+    fabric_info info_;
+    mr_mode_flags mr_mode_{};
+    std::pmr::memory_resource* mr_{nullptr};
+};
+
+}  // namespace loom

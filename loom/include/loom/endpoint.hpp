@@ -1,0 +1,322 @@
+// loom/endpoint.hpp — endpoints (fi_endpoint): binding, options, messaging and tagged messaging.
+#pragma once
+
+#include <loom/address.hpp>
+#include <loom/context.hpp>
+#include <loom/detail/fid.hpp>
+#include <loom/domain.hpp>
+
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <sys/uio.h>
+#include <vector>
+
+namespace loom {
+
+class completion_queue;
+class address_vector;
+class counter;
+class memory_region;
+
+/// Negotiated IOV bounds: transmit, receive and remote (RMA) entries per operation.
+struct iov_limits {
+    std::size_t tx{0};
+    std::size_t rx{0};
+    std::size_t rma{0};
+};
+
+/// Scoped endpoint-option identifiers (fi_getopt/fi_setopt).
+namespace ep_opt {
+enum class level : int { endpoint = 0 };
+inline constexpr level level_endpoint = level::endpoint;
+enum class option : int {
+    min_multi_recv = 0, cm_data_size, buffered_min, buffered_limit, send_buf_size, recv_buf_size,
+    tx_size, rx_size, hmem_p2p, xpu_trigger, cuda_api_permitted, shared_memory_permitted,
+    max_msg_size, max_tagged_size, max_rma_size, max_atomic_size, inject_msg_size,
+    inject_tagged_size, inject_rma_size, inject_atomic_size,
+};
+inline constexpr option min_multi_recv = option::min_multi_recv;
+inline constexpr option cm_data_size = option::cm_data_size;
+inline constexpr option buffered_min = option::buffered_min;
+inline constexpr option buffered_limit = option::buffered_limit;
+inline constexpr option send_buf_size = option::send_buf_size;
+inline constexpr option recv_buf_size = option::recv_buf_size;
+inline constexpr option tx_size = option::tx_size;
+inline constexpr option rx_size = option::rx_size;
+inline constexpr option hmem_p2p = option::hmem_p2p;
+inline constexpr option xpu_trigger = option::xpu_trigger;
+inline constexpr option cuda_api_permitted = option::cuda_api_permitted;
+inline constexpr option shared_memory_permitted = option::shared_memory_permitted;
+inline constexpr option max_msg_size = option::max_msg_size;
+inline constexpr option max_tagged_size = option::max_tagged_size;
+inline constexpr option max_rma_size = option::max_rma_size;
+inline constexpr option max_atomic_size = option::max_atomic_size;
+inline constexpr option inject_msg_size = option::inject_msg_size;
+inline constexpr option inject_tagged_size = option::inject_tagged_size;
+inline constexpr option inject_rma_size = option::inject_rma_size;
+inline constexpr option inject_atomic_size = option::inject_atomic_size;
+/// The value size an option takes, or 0 for an unknown/unsupported identifier.
+[[nodiscard]] auto value_size(option o) noexcept -> std::size_t;
+}  // namespace ep_opt
+
+class endpoint {
+public:
+    endpoint() = default;
+    [[nodiscard]] static auto create(domain& dom, const fabric_info& info,
+                                     std::pmr::memory_resource* mr = nullptr) -> result<endpoint>;
+
+    // ------------------------------------------------------------ set-up
+    auto bind_cq(completion_queue& cq, cq_bind flags) noexcept -> void_result;
+    auto bind_av(address_vector& av) noexcept -> void_result;
+    auto bind_counter(counter& c, counter_bind flags = counter_bind::send | counter_bind::recv |
+                                                        counter_bind::read | counter_bind::write) noexcept
+        -> void_result;
+    auto enable() noexcept -> void_result;
+    /// This endpoint's own address, to hand to peers.
+    [[nodiscard]] auto name() const -> result<address>;
+    /// Cancels an operation posted with this context (its completion reports canceled).
+    auto cancel(context_ptr<void> ctx) noexcept -> void_result;
+    /// Sets the multi-receive threshold (FI_OPT_MIN_MULTI_RECV).
+    auto set_min_multi_recv(std::size_t bytes) noexcept -> void_result;
+
+    // ------------------------------------------------------------ queries
+    [[nodiscard]] auto iov_limits() const noexcept -> loom::iov_limits { return limits_; }
+    [[nodiscard]] auto inject_size() const noexcept -> std::size_t { return inject_size_; }
+    [[nodiscard]] auto max_msg_size() const noexcept -> std::size_t { return max_msg_size_; }
+    [[nodiscard]] auto capabilities() const noexcept -> capability { return caps_; }
+    [[nodiscard]] auto type() const noexcept -> endpoint_types { return type_; }
+    [[nodiscard]] auto tx_op_flags() const noexcept -> op_flag { return tx_flags_; }
+    [[nodiscard]] auto rx_op_flags() const noexcept -> op_flag { return rx_flags_; }
+    [[nodiscard]] auto context_required() const noexcept -> bool { return needs_context_; }
+    [[nodiscard]] auto enabled() const noexcept -> bool { return enabled_; }
+    [[nodiscard]] auto addr_format() const noexcept -> address_format { return format_; }
+    [[nodiscard]] auto belongs_to(const domain& dom) const noexcept -> bool {
+        return domain_ != nullptr && domain_ == dom.native();
+    }
+    [[nodiscard]] auto native() const noexcept -> ::fid_ep* { return h_.get(); }
+    [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
+    [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    auto close() noexcept -> void_result {
+        auto r = h_.close();
+        if (r) enabled_ = false;
+        return r;
+    }
+
+    // ------------------------------------------------------------ messages
+    auto send(std::span<const std::byte> data, context_ptr<void> ctx = {}) noexcept -> void_result {
+        return send(data, fabric_addrs::unspecified, nullptr, ctx);
+    }
+    auto send(std::span<const std::byte> data, fabric_addr dest, void* desc = nullptr,
+              context_ptr<void> ctx = {}) noexcept -> void_result {
+        if (const int e = check_tx(capability::msg, data.size(), dest, ctx)) [[unlikely]] return fail(e);
+        return check_native(::fi_send(h_.get(), data.data(), data.size(), desc, dest.get(), ctx.get()));
+    }
+    auto send(std::span<const std::byte> data, const memory_region& mr, fabric_addr dest,
+              context_ptr<void> ctx = {}) noexcept -> void_result;
+    auto senddata(std::span<const std::byte> data, std::uint64_t imm, fabric_addr dest,
+                  void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
+        if (const int e = check_tx(capability::msg, data.size(), dest, ctx)) [[unlikely]] return fail(e);
+        return check_native(
+            ::fi_senddata(h_.get(), data.data(), data.size(), desc, imm, dest.get(), ctx.get()));
+    }
+    auto sendv(std::span<const ::iovec> iov, std::span<void* const> desc, fabric_addr dest,
+               context_ptr<void> ctx = {}) noexcept -> void_result {
+        if (const int e = check_tx_iov(capability::msg, iov, desc, dest, ctx)) [[unlikely]] return fail(e);
+        return check_native(::fi_sendv(h_.get(), iov.data(), desc.empty() ? nullptr : const_cast<void**>(desc.data()),
+                                       iov.size(), dest.get(), ctx.get()));
+    }
+    /// Sends without a completion; the buffer is reusable on return. invalid_argument above
+    /// inject_size().
+    auto inject(std::span<const std::byte> data, fabric_addr dest = fabric_addrs::unspecified) noexcept
+        -> void_result {
+        if (const int e = check_inject(capability::msg, data.size(), dest)) [[unlikely]] return fail(e);
+        return check_native(::fi_inject(h_.get(), data.data(), data.size(), dest.get()));
+    }
+    auto injectdata(std::span<const std::byte> data, std::uint64_t imm,
+                    fabric_addr dest = fabric_addrs::unspecified) noexcept -> void_result {
+        if (const int e = check_inject(capability::msg, data.size(), dest)) [[unlikely]] return fail(e);
+        return check_native(::fi_injectdata(h_.get(), data.data(), data.size(), imm, dest.get()));
+    }
+    auto recv(std::span<std::byte> buffer, context_ptr<void> ctx = {}) noexcept -> void_result {
+        return recv(buffer, fabric_addrs::unspecified, nullptr, ctx);
+    }
+    auto recv(std::span<std::byte> buffer, fabric_addr src, void* desc = nullptr,
+              context_ptr<void> ctx = {}) noexcept -> void_result {
+        if (const int e = check_rx(capability::msg, src, ctx)) [[unlikely]] return fail(e);
+        return check_native(::fi_recv(h_.get(), buffer.data(), buffer.size(), desc, src.get(), ctx.get()));
+    }
+    auto recv(std::span<std::byte> buffer, const memory_region& mr, fabric_addr src,
+              context_ptr<void> ctx = {}) noexcept -> void_result;
+    auto recvv(std::span<const ::iovec> iov, std::span<void* const> desc, fabric_addr src,
+               context_ptr<void> ctx = {}) noexcept -> void_result {
+        if (const int e = check_rx_iov(capability::msg, iov, desc, src, ctx)) [[unlikely]] return fail(e);
+        return check_native(::fi_recvv(h_.get(), iov.data(), desc.empty() ? nullptr : const_cast<void**>(desc.data()),
+                                       iov.size(), src.get(), ctx.get()));
+    }
+    /// Posts a multi-receive buffer: several messages land in it back to back; the last
+    /// completion for it carries op_flag::multi_recv.
+    auto recv_multi(std::span<std::byte> buffer, void* desc, context_ptr<void> ctx,
+                    fabric_addr src = fabric_addrs::unspecified) noexcept -> void_result;
+
+    // ------------------------------------------------------------ tagged messages
+    auto tagged_send(std::span<const std::byte> data, std::uint64_t tag, context_ptr<void> ctx = {}) noexcept
+        -> void_result {
+        return tagged_send(data, tag, fabric_addrs::unspecified, nullptr, ctx);
+    }
+    auto tagged_send(std::span<const std::byte> data, std::uint64_t tag, fabric_addr dest,
+                     void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
+        if (const int e = check_tx(capability::tagged, data.size(), dest, ctx)) [[unlikely]] return fail(e);
+        return check_native(
+            ::fi_tsend(h_.get(), data.data(), data.size(), desc, dest.get(), tag, ctx.get()));
+    }
+    auto tagged_send(std::span<const std::byte> data, const memory_region& mr, std::uint64_t tag,
+                     fabric_addr dest, context_ptr<void> ctx = {}) noexcept -> void_result;
+    auto tagged_senddata(std::span<const std::byte> data, std::uint64_t tag, std::uint64_t imm,
+                         fabric_addr dest, void* desc = nullptr, context_ptr<void> ctx = {}) noexcept
+        -> void_result {
+        if (const int e = check_tx(capability::tagged, data.size(), dest, ctx)) [[unlikely]] return fail(e);
+        return check_native(
+            ::fi_tsenddata(h_.get(), data.data(), data.size(), desc, imm, dest.get(), tag, ctx.get()));
+    }
+    auto tagged_sendv(std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag,
+                      fabric_addr dest, context_ptr<void> ctx = {}) noexcept -> void_result {
+        if (const int e = check_tx_iov(capability::tagged, iov, desc, dest, ctx)) [[unlikely]] return fail(e);
+        return check_native(::fi_tsendv(h_.get(), iov.data(), desc.empty() ? nullptr : const_cast<void**>(desc.data()),
+                                        iov.size(), dest.get(), tag, ctx.get()));
+    }
+    auto tagged_inject(std::span<const std::byte> data, std::uint64_t tag,
+                       fabric_addr dest = fabric_addrs::unspecified) noexcept -> void_result {
+        if (const int e = check_inject(capability::tagged, data.size(), dest)) [[unlikely]] return fail(e);
+        return check_native(::fi_tinject(h_.get(), data.data(), data.size(), dest.get(), tag));
+    }
+    auto tagged_injectdata(std::span<const std::byte> data, std::uint64_t tag, std::uint64_t imm,
+                           fabric_addr dest = fabric_addrs::unspecified) noexcept -> void_result {
+        if (const int e = check_inject(capability::tagged, data.size(), dest)) [[unlikely]] return fail(e);
+        return check_native(::fi_tinjectdata(h_.get(), data.data(), data.size(), imm, dest.get(), tag));
+    }
+    /// Matches messages whose tag equals `tag` in every bit not set in `ignore`.
+    auto tagged_recv(std::span<std::byte> buffer, std::uint64_t tag, std::uint64_t ignore = 0,
+                     context_ptr<void> ctx = {}) noexcept -> void_result {
+        return tagged_recv(buffer, tag, ignore, fabric_addrs::unspecified, nullptr, ctx);
+    }
+    /// Directed form: only messages from `src` match (needs capability::directed_recv).
+    auto tagged_recv(std::span<std::byte> buffer, std::uint64_t tag, std::uint64_t ignore,
+                     fabric_addr src, void* desc = nullptr, context_ptr<void> ctx = {}) noexcept
+        -> void_result {
+        if (const int e = check_rx(capability::tagged, src, ctx)) [[unlikely]] return fail(e);
+        return check_native(
+            ::fi_trecv(h_.get(), buffer.data(), buffer.size(), desc, src.get(), tag, ignore, ctx.get()));
+    }
+    auto tagged_recv(std::span<std::byte> buffer, const memory_region& mr, std::uint64_t tag,
+                     std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx = {}) noexcept
+        -> void_result;
+    auto tagged_recvv(std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag,
+                      std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx = {}) noexcept
+        -> void_result {
+        if (const int e = check_rx_iov(capability::tagged, iov, desc, src, ctx)) [[unlikely]] return fail(e);
+        return check_native(::fi_trecvv(h_.get(), iov.data(), desc.empty() ? nullptr : const_cast<void**>(desc.data()),
+                                        iov.size(), src.get(), tag, ignore, ctx.get()));
+    }
+
+    // ------------------------------------------------------------ pre-submission checks
+    // Each returns 0 or a positive FI_E* code; used by the msg:: helpers too.
+    [[nodiscard]] auto check_tx(capability family, std::size_t len, fabric_addr dest,
+                                context_ptr<void> ctx) const noexcept -> int {
+        if (!enabled_) return FI_EOPBADSTATE;
+        if (!caps_.any(family)) return FI_EINVAL;  // wrong endpoint type for this operation
+        if (needs_context_ && !ctx) return FI_EINVAL;
+        if (needs_dest_ && dest == fabric_addrs::unspecified) return FI_EINVAL;
+        if (len > max_msg_size_) return FI_EINVAL;
+        return 0;
+    }
+    [[nodiscard]] auto check_inject(capability family, std::size_t len, fabric_addr dest) const noexcept -> int {
+        if (!enabled_) return FI_EOPBADSTATE;
+        if (!caps_.any(family)) return FI_EINVAL;
+        if (needs_dest_ && dest == fabric_addrs::unspecified) return FI_EINVAL;
+        if (len > inject_size_) return FI_EINVAL;
+        return 0;
+    }
+    [[nodiscard]] auto check_rx(capability family, fabric_addr src, context_ptr<void> ctx) const noexcept -> int {
+        if (!enabled_) return FI_EOPBADSTATE;
+        if (!caps_.any(family)) return FI_EINVAL;
+        if (needs_context_ && !ctx) return FI_EINVAL;
+        if (src != fabric_addrs::unspecified && !caps_.any(capability::directed_recv)) return FI_EINVAL;
+        return 0;
+    }
+    [[nodiscard]] auto check_tx_iov(capability family, std::span<const ::iovec> iov,
+                                    std::span<void* const> desc, fabric_addr dest,
+                                    context_ptr<void> ctx) const noexcept -> int {
+        if (iov.size() > limits_.tx || (!desc.empty() && desc.size() != iov.size())) return FI_EINVAL;
+        return check_tx(family, total_length(iov), dest, ctx);
+    }
+    [[nodiscard]] auto check_rx_iov(capability family, std::span<const ::iovec> iov,
+                                    std::span<void* const> desc, fabric_addr src,
+                                    context_ptr<void> ctx) const noexcept -> int {
+        if (iov.size() > limits_.rx || (!desc.empty() && desc.size() != iov.size())) return FI_EINVAL;
+        return check_rx(family, src, ctx);
+    }
+    [[nodiscard]] static auto total_length(std::span<const ::iovec> iov) noexcept -> std::size_t {
+        std::size_t n = 0;
+        for (const auto& v : iov) {
+            if (n + v.iov_len < n) return ~std::size_t{0};  // overflow: fails the size check
+            n += v.iov_len;
+        }
+        return n;
+    }
+    [[nodiscard]] static auto fail(int code) noexcept -> void_result {
+        return std::unexpected(native_error(code));
+    }
+
+private:
+    detail::unique_fid<::fid_ep> h_;
+    ::fid_domain* domain_{nullptr};
+    capability caps_{};
+    endpoint_types type_{endpoint_types::unspecified};
+    address_format format_{address_format::unspecified};
+    op_flag tx_flags_{};
+    op_flag rx_flags_{};
+    loom::iov_limits limits_{};
+    std::size_t inject_size_{0};
+    std::size_t max_msg_size_{0};
+    bool needs_context_{false};
+    bool needs_dest_{false};
+    bool enabled_{false};
+    bool has_av_{false};
+};
+
+// ---------------------------------------------------------------- endpoint options
+auto get_endpoint_option(const endpoint& ep, ep_opt::level level, ep_opt::option name, void* value,
+                         std::size_t* length) noexcept -> void_result;
+auto set_endpoint_option(endpoint& ep, ep_opt::level level, ep_opt::option name, const void* value,
+                         std::size_t length) noexcept -> void_result;
+/// Native FI_OPT_* (or provider extension) identifiers, forwarded unchanged.
+auto get_native_endpoint_option(const endpoint& ep, int level, int name, void* value,
+                                std::size_t* length) noexcept -> void_result;
+auto set_native_endpoint_option(endpoint& ep, int level, int name, const void* value,
+                                std::size_t length) noexcept -> void_result;
+
+// ---------------------------------------------------------------- free-function spellings
+inline auto send(endpoint& ep, std::span<const std::byte> data, fabric_addr dest, void* desc,
+                 context_ptr<void> ctx = {}) noexcept -> void_result {
+    return ep.send(data, dest, desc, ctx);
+}
+inline auto recv(endpoint& ep, std::span<std::byte> buffer, fabric_addr src, void* desc,
+                 context_ptr<void> ctx = {}) noexcept -> void_result {
+    return ep.recv(buffer, src, desc, ctx);
+}
+inline auto tagged_send(endpoint& ep, std::span<const std::byte> data, std::uint64_t tag,
+                        fabric_addr dest, void* desc, context_ptr<void> ctx = {}) noexcept -> void_result {
+    return ep.tagged_send(data, tag, dest, desc, ctx);
+}
+inline auto tagged_recv(endpoint& ep, std::span<std::byte> buffer, std::uint64_t tag,
+                        std::uint64_t ignore, fabric_addr src, void* desc,
+                        context_ptr<void> ctx = {}) noexcept -> void_result {
+    return ep.tagged_recv(buffer, tag, ignore, src, desc, ctx);
+}
+
+}  // namespace loom

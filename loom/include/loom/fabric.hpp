@@ -1,0 +1,28 @@
+// loom/fabric.hpp — the fabric object (fi_fabric).
+#pragma once
+
+#include <loom/detail/fid.hpp>
+#include <loom/fabric_info.hpp>
+
+#include <memory_resource>
+
+namespace loom {
+
+class fabric {
+public:
+    fabric() = default;
+    [[nodiscard]] static auto create(const fabric_info& info, std::pmr::memory_resource* mr = nullptr)
+        -> result<fabric>;
+
+    [[nodiscard]] auto native() const noexcept -> ::fid_fabric* { return h_.get(); }
+    [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
+    /// Closes the fabric; busy while domains are open (the handle is kept for a retry).
+    auto close() noexcept -> void_result { return h_.close(); }
+
+private:
+    detail::unique_fid<::fid_fabric> h_;
+    std::pmr::memory_resource* mr_{nullptr};
+};
+
+}  // namespace loom

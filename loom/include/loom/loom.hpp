@@ -1,0 +1,16 @@
+// loom/loom.hpp — the whole core binding.
+#pragma once
+
+#include <loom/address.hpp>
+#include <loom/address_vector.hpp>
+#include <loom/completion_queue.hpp>
+#include <loom/context.hpp>
+#include <loom/counter.hpp>
+#include <loom/domain.hpp>
+#include <loom/endpoint.hpp>
+#include <loom/error.hpp>
+#include <loom/fabric.hpp>
+#include <loom/fabric_info.hpp>
+#include <loom/flags.hpp>
+#include <loom/memory_region.hpp>
+#include <loom/msg.hpp>

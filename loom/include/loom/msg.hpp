@@ -1,0 +1,107 @@
+// loom/msg.hpp — message descriptions with explicit flags (fi_sendmsg / fi_tsendmsg families).
+#pragma once
+
+#include <loom/context.hpp>
+#include <loom/detail/inline_vector.hpp>
+#include <loom/endpoint.hpp>
+
+#include <sys/uio.h>
+
+namespace loom::msg {
+
+using iov_array = detail::inline_vector<::iovec, 16>;
+using desc_array = detail::inline_vector<void*, 16>;
+
+template <class Ctx = void*>
+struct send_message {
+    iov_array iov{};
+    desc_array desc{};
+    fabric_addr addr{fabric_addrs::unspecified};
+    Ctx context{};
+    std::uint64_t data{0};  ///< remote CQ data, sent with op_flag::remote_cq_data
+};
+
+template <class Ctx = void*>
+struct receive_message {
+    iov_array iov{};
+    desc_array desc{};
+    fabric_addr addr{fabric_addrs::unspecified};
+    Ctx context{};
+};
+
+template <class Ctx = void*>
+struct tagged_send_message {
+    iov_array iov{};
+    desc_array desc{};
+    fabric_addr addr{fabric_addrs::unspecified};
+    std::uint64_t tag{0};
+    Ctx context{};
+    std::uint64_t data{0};
+};
+
+template <class Ctx = void*>
+struct tagged_receive_message {
+    iov_array iov{};
+    desc_array desc{};
+    fabric_addr addr{fabric_addrs::unspecified};
+    std::uint64_t tag{0};
+    std::uint64_t ignore{0};
+    Ctx context{};
+};
+
+namespace detail {
+template <operation_defaults D>
+constexpr auto effective(op_flag requested, op_flag defaults) noexcept -> op_flag {
+    if constexpr (D == operation_defaults::replace) return requested;
+    else if constexpr (D == operation_defaults::inherit) return requested | defaults;
+    else return (requested | defaults).without(op_flag::more);
+}
+template <class Ctx>
+auto to_void(Ctx c) noexcept -> void* {
+    if constexpr (std::is_pointer_v<Ctx>) return const_cast<void*>(static_cast<const void*>(c));
+    else return reinterpret_cast<void*>(c);
+}
+inline auto desc_ptr(const desc_array& d) noexcept -> void** {
+    return d.empty() ? nullptr : const_cast<void**>(d.data());
+}
+}  // namespace detail
+
+/// fi_sendmsg. `flags` replace the endpoint's transmit defaults unless D inherits them.
+template <operation_defaults D = operation_defaults::replace, class Ctx>
+auto sendmsg(endpoint& ep, const send_message<Ctx>& m, op_flag flags = {}) noexcept -> void_result {
+    void* ctx = detail::to_void(m.context);
+    if (const int e = ep.check_tx_iov(capability::msg, m.iov, m.desc, m.addr, ctx)) return endpoint::fail(e);
+    const ::fi_msg native{m.iov.data(), detail::desc_ptr(m.desc), m.iov.size(), m.addr.get(), ctx, m.data};
+    return check_native(::fi_sendmsg(ep.native(), &native, detail::effective<D>(flags, ep.tx_op_flags()).get()));
+}
+
+/// fi_recvmsg (op_flag::multi_recv posts a multi-receive buffer).
+template <operation_defaults D = operation_defaults::replace, class Ctx>
+auto recvmsg(endpoint& ep, const receive_message<Ctx>& m, op_flag flags = {}) noexcept -> void_result {
+    void* ctx = detail::to_void(m.context);
+    if (const int e = ep.check_rx_iov(capability::msg, m.iov, m.desc, m.addr, ctx)) return endpoint::fail(e);
+    const ::fi_msg native{m.iov.data(), detail::desc_ptr(m.desc), m.iov.size(), m.addr.get(), ctx, 0};
+    return check_native(::fi_recvmsg(ep.native(), &native, detail::effective<D>(flags, ep.rx_op_flags()).get()));
+}
+
+template <operation_defaults D = operation_defaults::replace, class Ctx>
+auto tagged_sendmsg(endpoint& ep, const tagged_send_message<Ctx>& m, op_flag flags = {}) noexcept
+    -> void_result {
+    void* ctx = detail::to_void(m.context);
+    if (const int e = ep.check_tx_iov(capability::tagged, m.iov, m.desc, m.addr, ctx)) return endpoint::fail(e);
+    const ::fi_msg_tagged native{m.iov.data(), detail::desc_ptr(m.desc), m.iov.size(), m.addr.get(),
+                                 m.tag, 0, ctx, m.data};
+    return check_native(::fi_tsendmsg(ep.native(), &native, detail::effective<D>(flags, ep.tx_op_flags()).get()));
+}
+
+template <operation_defaults D = operation_defaults::replace, class Ctx>
+auto tagged_recvmsg(endpoint& ep, const tagged_receive_message<Ctx>& m, op_flag flags = {}) noexcept
+    -> void_result {
+    void* ctx = detail::to_void(m.context);
+    if (const int e = ep.check_rx_iov(capability::tagged, m.iov, m.desc, m.addr, ctx)) return endpoint::fail(e);
+    const ::fi_msg_tagged native{m.iov.data(), detail::desc_ptr(m.desc), m.iov.size(), m.addr.get(),
+                                 m.tag, m.ignore, ctx, 0};
+    return check_native(::fi_trecvmsg(ep.native(), &native, detail::effective<D>(flags, ep.rx_op_flags()).get()));
+}
+
+}  // namespace loom::msg

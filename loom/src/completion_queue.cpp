@@ -1,0 +1,163 @@
+#include "loom/completion_queue.hpp"
+
+#include <rdma/fi_errno.h>
+
+#include <array>
+#include <sched.h>
+
+namespace loom {
+namespace {
+
+constexpr std::size_t batch_max = 64;
+
+void fill_from_native(completion_event& ev, cq_format fmt, const void* raw) noexcept {
+    switch (fmt) {
+        case cq_format::context: {
+            const auto* e = static_cast<const ::fi_cq_entry*>(raw);
+            ev.context = e->op_context;
+            break;
+        }
+        case cq_format::msg: {
+            const auto* e = static_cast<const ::fi_cq_msg_entry*>(raw);
+            ev.context = e->op_context;
+            ev.flags = op_flag{e->flags};
+            ev.bytes_transferred = e->len;
+            break;
+        }
+        case cq_format::data: {
+            const auto* e = static_cast<const ::fi_cq_data_entry*>(raw);
+            ev.context = e->op_context;
+            ev.flags = op_flag{e->flags};
+            ev.bytes_transferred = e->len;
+            ev.buffer = e->buf;
+            ev.data = e->data;
+            break;
+        }
+        case cq_format::tagged: {
+            const auto* e = static_cast<const ::fi_cq_tagged_entry*>(raw);
+            ev.context = e->op_context;
+            ev.flags = op_flag{e->flags};
+            ev.bytes_transferred = e->len;
+            ev.buffer = e->buf;
+            ev.data = e->data;
+            ev.tag = e->tag;
+            break;
+        }
+    }
+}
+
+auto entry_size(cq_format fmt) noexcept -> std::size_t {
+    switch (fmt) {
+        case cq_format::context: return sizeof(::fi_cq_entry);
+        case cq_format::msg: return sizeof(::fi_cq_msg_entry);
+        case cq_format::data: return sizeof(::fi_cq_data_entry);
+        case cq_format::tagged: return sizeof(::fi_cq_tagged_entry);
+    }
+    return sizeof(::fi_cq_tagged_entry);
+}
+
+}  // namespace
+
+auto completion_queue::create(domain& dom, const cq_attr& attr, std::pmr::memory_resource*)
+    -> result<completion_queue> {
+    if (!dom.valid()) return make_unexpected(errc::invalid_argument);
+    const auto f = static_cast<int>(attr.format);
+    if (f < static_cast<int>(cq_format::context) || f > static_cast<int>(cq_format::tagged))
+        return make_unexpected(errc::invalid_argument);
+    ::fi_cq_attr native{};
+    native.size = attr.size;
+    native.format = static_cast<::fi_cq_format>(attr.format);
+    native.wait_obj = attr.wait_obj ? FI_WAIT_UNSPEC : FI_WAIT_NONE;
+    ::fid_cq* cq = nullptr;
+    if (const int rc = ::fi_cq_open(dom.native(), &native, &cq, nullptr); rc != 0) return native_unexpected(rc);
+    completion_queue out;
+    out.h_ = detail::unique_fid<::fid_cq>{cq};
+    out.attr_ = attr;
+    out.domain_ = dom.native();
+    return out;
+}
+
+auto completion_queue::read_error(completion_event& ev) -> bool {
+    ::fi_cq_err_entry err{};
+    const auto rc = ::fi_cq_readerr(h_.get(), &err, 0);
+    if (rc == -FI_EAGAIN) return false;
+    ev = completion_event{};
+    if (rc < 0) {
+        ev.error = native_error(rc);
+        return true;
+    }
+    ev.context = err.op_context;
+    ev.flags = op_flag{err.flags};
+    ev.bytes_transferred = err.len;
+    ev.buffer = err.buf;
+    ev.data = err.data;
+    ev.tag = err.tag;
+    ev.overflow_length = err.olen;
+    ev.provider_errno = err.prov_errno;
+    ev.error = native_error(err.err != 0 ? err.err : FI_EOTHER);
+    char text[256]{};
+    if (const char* s = ::fi_cq_strerror(h_.get(), err.prov_errno, err.err_data, text, sizeof text))
+        ev.error_text = s;
+    return true;
+}
+
+auto completion_queue::poll() -> std::optional<completion_event> {
+    completion_event ev;
+    auto n = read({&ev, 1});
+    if (!n) {
+        ev.error = n.error();
+        return ev;
+    }
+    if (*n == 0) return std::nullopt;
+    return ev;
+}
+
+auto completion_queue::read(std::span<completion_event> out) -> result<std::size_t> {
+    if (!h_) return make_unexpected(errc::bad_state);
+    if (out.empty()) return 0;
+    alignas(::fi_cq_tagged_entry) std::array<std::byte, batch_max * sizeof(::fi_cq_tagged_entry)> raw;
+    std::array<::fi_addr_t, batch_max> src;
+    const std::size_t want = std::min(out.size(), batch_max);
+    const auto rc = attr_.want_source ? ::fi_cq_readfrom(h_.get(), raw.data(), want, src.data())
+                                      : ::fi_cq_read(h_.get(), raw.data(), want);
+    if (rc == -FI_EAGAIN) return 0;
+    if (rc == -FI_EAVAIL) return read_error(out[0]) ? 1 : 0;
+    if (rc < 0) return native_unexpected(rc);
+    const std::size_t stride = entry_size(attr_.format);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(rc); ++i) {
+        auto& ev = out[i];
+        ev = completion_event{};
+        fill_from_native(ev, attr_.format, raw.data() + i * stride);
+        if (attr_.want_source) ev.source = fabric_addr{src[i]};
+    }
+    return static_cast<std::size_t>(rc);
+}
+
+auto completion_queue::wait(std::chrono::milliseconds timeout) -> result<completion_event> {
+    if (!h_) return make_unexpected(errc::bad_state);
+    if (attr_.wait_obj) {
+        alignas(::fi_cq_tagged_entry) std::array<std::byte, sizeof(::fi_cq_tagged_entry)> raw;
+        const auto rc = ::fi_cq_sread(h_.get(), raw.data(), 1, nullptr,
+                                      timeout.count() < 0 ? -1 : static_cast<int>(timeout.count()));
+        if (rc == 1) {
+            completion_event ev;
+            fill_from_native(ev, attr_.format, raw.data());
+            return ev;
+        }
+        if (rc == -FI_EAVAIL) {
+            completion_event ev;
+            if (read_error(ev)) return ev;
+        }
+        if (rc == -FI_EAGAIN || rc == -FI_ETIMEDOUT) return make_unexpected(errc::timed_out);
+        if (rc < 0 && rc != -FI_ENOSYS && rc != -FI_EOPNOTSUPP) return native_unexpected(rc);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        if (auto ev = poll()) return std::move(*ev);
+        if (timeout.count() >= 0 && std::chrono::steady_clock::now() >= deadline)
+            return make_unexpected(errc::timed_out);
+        ::sched_yield();
+    }
+}
+
+}  // namespace loom

@@ -1,0 +1,202 @@
+#include "loom/endpoint.hpp"
+
+#include "loom/address_vector.hpp"
+#include "loom/completion_queue.hpp"
+#include "loom/counter.hpp"
+#include "loom/memory_region.hpp"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+
+#include <vector>
+
+namespace loom {
+
+auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_resource*) -> result<endpoint> {
+    if (!dom.valid() || !info.valid()) return make_unexpected(errc::invalid_argument);
+    const ::fi_info* fi = info.native();
+    if (fi->ep_attr == nullptr || fi->tx_attr == nullptr || fi->rx_attr == nullptr)
+        return make_unexpected(errc::invalid_argument);
+    if (auto ok = validate(static_cast<endpoint_types>(fi->ep_attr->type)); !ok) return std::unexpected(ok.error());
+    ::fid_ep* ep = nullptr;
+    if (const int rc = ::fi_endpoint(dom.native(), const_cast<::fi_info*>(fi), &ep, nullptr); rc != 0)
+        return native_unexpected(rc);
+    endpoint out;
+    out.h_ = detail::unique_fid<::fid_ep>{ep};
+    out.domain_ = dom.native();
+    out.caps_ = capability{fi->caps};
+    out.type_ = static_cast<endpoint_types>(fi->ep_attr->type);
+    out.format_ = static_cast<address_format>(fi->addr_format);
+    out.tx_flags_ = op_flag{fi->tx_attr->op_flags};
+    out.rx_flags_ = op_flag{fi->rx_attr->op_flags};
+    out.limits_ = {fi->tx_attr->iov_limit, fi->rx_attr->iov_limit, fi->tx_attr->rma_iov_limit};
+    out.inject_size_ = fi->tx_attr->inject_size;
+    out.max_msg_size_ = fi->ep_attr->max_msg_size;
+    out.needs_context_ = (fi->mode & (FI_CONTEXT | FI_CONTEXT2)) != 0;
+    out.needs_dest_ = out.type_ == endpoint_types::rdm || out.type_ == endpoint_types::dgram;
+    return out;
+}
+
+auto endpoint::bind_cq(completion_queue& cq, cq_bind flags) noexcept -> void_result {
+    if (!h_ || !cq.valid()) return make_unexpected(errc::invalid_argument);
+    if (enabled_) return make_unexpected(errc::bad_state);
+    if (cq.domain_native() != domain_) return make_unexpected(errc::invalid_argument);
+    constexpr auto known = cq_bind::transmit | cq_bind::recv | cq_bind::selective_completion;
+    if (!(flags & (cq_bind::transmit | cq_bind::recv)) || !(flags & ~known).empty())
+        return make_unexpected(errc::invalid_argument);
+    return check_native(::fi_ep_bind(h_.get(), &cq.native()->fid, flags.get()));
+}
+
+auto endpoint::bind_av(address_vector& av) noexcept -> void_result {
+    if (!h_ || !av.valid()) return make_unexpected(errc::invalid_argument);
+    if (enabled_) return make_unexpected(errc::bad_state);
+    if (av.domain_native() != domain_) return make_unexpected(errc::invalid_argument);
+    // Connected (msg) endpoints have no address vector.
+    if (type_ == endpoint_types::msg) return make_unexpected(errc::invalid_argument);
+    auto r = check_native(::fi_ep_bind(h_.get(), &av.native()->fid, 0));
+    if (r) has_av_ = true;
+    return r;
+}
+
+auto endpoint::bind_counter(counter& c, counter_bind flags) noexcept -> void_result {
+    if (!h_ || !c.valid()) return make_unexpected(errc::invalid_argument);
+    if (enabled_) return make_unexpected(errc::bad_state);
+    if (c.domain_native() != domain_) return make_unexpected(errc::invalid_argument);
+    constexpr auto known = counter_bind::send | counter_bind::recv | counter_bind::read |
+                           counter_bind::write | counter_bind::remote_read | counter_bind::remote_write;
+    if (flags.empty() || !(flags & ~known).empty()) return make_unexpected(errc::invalid_argument);
+    return check_native(::fi_ep_bind(h_.get(), &c.native()->fid, flags.get()));
+}
+
+auto endpoint::enable() noexcept -> void_result {
+    if (!h_) return make_unexpected(errc::invalid_argument);
+    if (enabled_) return {};
+    if (needs_dest_ && !has_av_) return make_unexpected(errc::no_address_vector);
+    auto r = check_native(::fi_enable(h_.get()));
+    if (r) enabled_ = true;
+    return r;
+}
+
+auto endpoint::name() const -> result<address> {
+    if (!h_) return make_unexpected(errc::bad_state);
+    std::vector<std::byte> buf(128);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        std::size_t len = buf.size();
+        const int rc = ::fi_getname(&h_.get()->fid, buf.data(), &len);
+        if (rc == 0) {
+            buf.resize(len);
+            return address_from_raw(format_, buf);
+        }
+        if (rc != -FI_ETOOSMALL) return native_unexpected(rc);
+        buf.resize(len);
+    }
+    return make_unexpected(errc::too_small);
+}
+
+auto endpoint::cancel(context_ptr<void> ctx) noexcept -> void_result {
+    if (!h_) return make_unexpected(errc::bad_state);
+    if (!ctx) return make_unexpected(errc::invalid_argument);
+    return check_native(::fi_cancel(&h_.get()->fid, ctx.get()));
+}
+
+auto endpoint::set_min_multi_recv(std::size_t bytes) noexcept -> void_result {
+    return set_endpoint_option(*this, ep_opt::level_endpoint, ep_opt::min_multi_recv, &bytes, sizeof bytes);
+}
+
+auto endpoint::send(std::span<const std::byte> data, const memory_region& mr, fabric_addr dest,
+                    context_ptr<void> ctx) noexcept -> void_result {
+    if (!mr.contains(data) || !mr.usable_with(*this)) return make_unexpected(errc::invalid_argument);
+    return send(data, dest, mr.descriptor(), ctx);
+}
+
+auto endpoint::recv(std::span<std::byte> buffer, const memory_region& mr, fabric_addr src,
+                    context_ptr<void> ctx) noexcept -> void_result {
+    if (!mr.contains(buffer) || !mr.usable_with(*this)) return make_unexpected(errc::invalid_argument);
+    return recv(buffer, src, mr.descriptor(), ctx);
+}
+
+auto endpoint::tagged_send(std::span<const std::byte> data, const memory_region& mr, std::uint64_t tag,
+                           fabric_addr dest, context_ptr<void> ctx) noexcept -> void_result {
+    if (!mr.contains(data) || !mr.usable_with(*this)) return make_unexpected(errc::invalid_argument);
+    return tagged_send(data, tag, dest, mr.descriptor(), ctx);
+}
+
+auto endpoint::tagged_recv(std::span<std::byte> buffer, const memory_region& mr, std::uint64_t tag,
+                           std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx) noexcept
+    -> void_result {
+    if (!mr.contains(buffer) || !mr.usable_with(*this)) return make_unexpected(errc::invalid_argument);
+    return tagged_recv(buffer, tag, ignore, src, mr.descriptor(), ctx);
+}
+
+auto endpoint::recv_multi(std::span<std::byte> buffer, void* desc, context_ptr<void> ctx,
+                          fabric_addr src) noexcept -> void_result {
+    if (const int e = check_rx(capability::msg, src, ctx)) return fail(e);
+    if (!caps_.any(capability::multi_recv)) return make_unexpected(errc::invalid_argument);
+    if (!ctx) return make_unexpected(errc::invalid_argument);  // completions must be attributable
+    ::iovec iov{buffer.data(), buffer.size()};
+    const ::fi_msg m{&iov, &desc, 1, src.get(), ctx.get(), 0};
+    return check_native(::fi_recvmsg(h_.get(), &m, FI_MULTI_RECV | FI_COMPLETION));
+}
+
+// ---------------------------------------------------------------- options
+auto ep_opt::value_size(option o) noexcept -> std::size_t {
+    switch (o) {
+        case option::min_multi_recv:
+        case option::cm_data_size:
+        case option::buffered_min:
+        case option::buffered_limit:
+        case option::send_buf_size:
+        case option::recv_buf_size:
+        case option::tx_size:
+        case option::rx_size:
+        case option::max_msg_size:
+        case option::max_tagged_size:
+        case option::max_rma_size:
+        case option::max_atomic_size:
+        case option::inject_msg_size:
+        case option::inject_tagged_size:
+        case option::inject_rma_size:
+        case option::inject_atomic_size: return sizeof(std::size_t);
+        case option::hmem_p2p: return sizeof(int);
+        case option::cuda_api_permitted:
+        case option::shared_memory_permitted: return sizeof(bool);
+        case option::xpu_trigger: return 0;  // reserved by libfabric
+    }
+    return 0;
+}
+
+namespace {
+auto check_option(ep_opt::level level, ep_opt::option name) noexcept -> std::size_t {
+    if (level != ep_opt::level::endpoint) return 0;
+    return ep_opt::value_size(name);
+}
+}  // namespace
+
+auto get_endpoint_option(const endpoint& ep, ep_opt::level level, ep_opt::option name, void* value,
+                         std::size_t* length) noexcept -> void_result {
+    const auto need = check_option(level, name);
+    if (need == 0 || value == nullptr || length == nullptr || *length < need)
+        return make_unexpected(errc::invalid_argument);
+    return get_native_endpoint_option(ep, static_cast<int>(level), static_cast<int>(name), value, length);
+}
+
+auto set_endpoint_option(endpoint& ep, ep_opt::level level, ep_opt::option name, const void* value,
+                         std::size_t length) noexcept -> void_result {
+    const auto need = check_option(level, name);
+    if (need == 0 || value == nullptr || length != need) return make_unexpected(errc::invalid_argument);
+    return set_native_endpoint_option(ep, static_cast<int>(level), static_cast<int>(name), value, length);
+}
+
+auto get_native_endpoint_option(const endpoint& ep, int level, int name, void* value,
+                                std::size_t* length) noexcept -> void_result {
+    if (!ep.valid()) return make_unexpected(errc::bad_state);
+    return check_native(::fi_getopt(&ep.native()->fid, level, name, value, length));
+}
+
+auto set_native_endpoint_option(endpoint& ep, int level, int name, const void* value,
+                                std::size_t length) noexcept -> void_result {
+    if (!ep.valid()) return make_unexpected(errc::bad_state);
+    return check_native(::fi_setopt(&ep.native()->fid, level, name, value, length));
+}
+
+}  // namespace loom
