@@ -25,7 +25,7 @@ static_assert(sizeof(native_sockaddr_ib) == native_sockaddr_ib_size);
 
 template <class T>
 auto read_struct(std::span<const std::byte> bytes) -> T {
-    T v;
+    T v{};
     std::memcpy(&v, bytes.data(), sizeof(T));
     return v;
 }
@@ -73,12 +73,14 @@ ipv6_address::ipv6_address() noexcept : sa_{} { sa_.sin6_family = AF_INET6; }
 
 auto ipv4_address::parse(const std::string& host, std::uint16_t port) -> result<ipv4_address> {
     ipv4_address a;
+    if (host.find('\0') != std::string::npos) return make_unexpected(errc::invalid_argument);
     if (::inet_pton(AF_INET, host.c_str(), &a.sa_.sin_addr) != 1) return make_unexpected(errc::invalid_argument);
     a.sa_.sin_port = htons(port);
     return a;
 }
 auto ipv6_address::parse(const std::string& host, std::uint16_t port) -> result<ipv6_address> {
     ipv6_address a;
+    if (host.find('\0') != std::string::npos) return make_unexpected(errc::invalid_argument);
     if (::inet_pton(AF_INET6, host.c_str(), &a.sa_.sin6_addr) != 1) return make_unexpected(errc::invalid_argument);
     a.sa_.sin6_port = htons(port);
     return a;

@@ -65,6 +65,7 @@ auto errc_name(errc e) noexcept -> const char* {
         LOOM_ERRC_CASE(not_implemented)
         LOOM_ERRC_CASE(no_message)
         LOOM_ERRC_CASE(no_data)
+        LOOM_ERRC_CASE(protocol_error)
         LOOM_ERRC_CASE(value_too_large)
         LOOM_ERRC_CASE(message_too_long)
         LOOM_ERRC_CASE(protocol_option_unavailable)

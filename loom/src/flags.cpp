@@ -1,5 +1,7 @@
 #include "loom/flags.hpp"
 
+#include <rdma/fabric.h>
+
 #include <array>
 #include <cstdio>
 #include <utility>
@@ -61,15 +63,9 @@ auto validate(endpoint_types v) noexcept -> void_result { return in_range(v, ep_
 auto validate(progress_mode v) noexcept -> void_result { return in_range(v, progress_names); }
 auto validate(threading_mode v) noexcept -> void_result { return in_range(v, thread_names); }
 auto validate(av_type v) noexcept -> void_result { return in_range(v, av_names); }
-auto validate(address_format v) noexcept -> void_result {
-#if FI_MAJOR_VERSION > 2 || (FI_MAJOR_VERSION == 2 && FI_MINOR_VERSION >= 3)
-    return in_range(v, format_names);
-#else
-    // FI_SOCKADDR_IP arrived with libfabric 2.3: older headers stop at FI_ADDR_UCX.
-    if (v == address_format::sockaddr_ip) return {};
-    return in_range(v, format_names);
-#endif
-}
+// sockaddr_ip (FI_SOCKADDR_IP) is libfabric 2.3's value; older providers never report it, and
+// addresses of that format decode as IPv4/IPv6 either way.
+auto validate(address_format v) noexcept -> void_result { return in_range(v, format_names); }
 
 auto parse_endpoint_type(std::string_view name) noexcept -> result<endpoint_types> {
     for (std::size_t i = 0; i < ep_names.size(); ++i)

@@ -251,13 +251,17 @@ public:
     [[nodiscard]] auto check_tx_iov(capability family, std::span<const ::iovec> iov,
                                     std::span<void* const> desc, fabric_addr dest,
                                     context_ptr<void> ctx) const noexcept -> int {
-        if (iov.size() > limits_.tx || (!desc.empty() && desc.size() != iov.size())) return FI_EINVAL;
+        if (!desc.empty() && desc.size() != iov.size()) return FI_EINVAL;
+        if (!enabled_) return FI_EOPBADSTATE;
+        if (iov.size() > limits_.tx) return FI_EINVAL;
         return check_tx(family, total_length(iov), dest, ctx);
     }
     [[nodiscard]] auto check_rx_iov(capability family, std::span<const ::iovec> iov,
                                     std::span<void* const> desc, fabric_addr src,
                                     context_ptr<void> ctx) const noexcept -> int {
-        if (iov.size() > limits_.rx || (!desc.empty() && desc.size() != iov.size())) return FI_EINVAL;
+        if (!desc.empty() && desc.size() != iov.size()) return FI_EINVAL;
+        if (!enabled_) return FI_EOPBADSTATE;
+        if (iov.size() > limits_.rx) return FI_EINVAL;
         return check_rx(family, src, ctx);
     }
     [[nodiscard]] static auto total_length(std::span<const ::iovec> iov) noexcept -> std::size_t {

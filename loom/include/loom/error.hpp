@@ -29,6 +29,7 @@ enum class errc : int {
     not_implemented = 38,          // FI_ENOSYS
     no_message = 42,               // FI_ENOMSG
     no_data = 61,                  // FI_ENODATA
+    protocol_error = 71,           // FI_EPROTO
     value_too_large = 75,          // FI_EOVERFLOW
     message_too_long = 90,         // FI_EMSGSIZE
     protocol_option_unavailable = 92,  // FI_ENOPROTOOPT

@@ -152,7 +152,7 @@ inline constexpr op_flag op_flag::auth_key{1ULL << 57};
 LOOM_DETAIL_FLAG_FAMILY(cq_bind)
 inline constexpr cq_bind cq_bind::transmit{1ULL << 11};
 inline constexpr cq_bind cq_bind::recv{1ULL << 10};
-inline constexpr cq_bind cq_bind::selective_completion{1ULL << 24};
+inline constexpr cq_bind cq_bind::selective_completion{1ULL << 59};
 
 // ---------------------------------------------------------------- counter_bind
 #define LOOM_DETAIL_counter_bind_MEMBERS \
