@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix, then builds and runs a consumer against it
+# twice: through find_package(loom CONFIG COMPONENTS core) and through pkg-config.
+set -euo pipefail
+build=$1 src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/consumer" >/dev/null
+"$tmp/consumer/consumer"
+# A component this installation was not built with must make find_package fail.
+mkdir -p "$tmp/bad"
+cat >"$tmp/bad/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.25)
+project(bad LANGUAGES CXX)
+find_package(loom CONFIG REQUIRED COMPONENTS core asio)
+CM
+if cmake -S "$tmp/bad" -B "$tmp/bad/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/bad.log" 2>&1; then
+  echo "find_package(loom COMPONENTS asio) succeeded on an installation without that component" >&2
+  exit 1
+fi
+PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --exists loom
+# shellcheck disable=SC2046
+c++ -o "$tmp/pc-consumer" "$src/tests/install/consumer/main.cpp" $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs loom)
+"$tmp/pc-consumer"
+echo "install check: find_package and pkg-config consumers built and ran"
