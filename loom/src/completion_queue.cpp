@@ -72,6 +72,7 @@ auto completion_queue::create(domain& dom, const cq_attr& attr, std::pmr::memory
     if (const int rc = ::fi_cq_open(dom.native(), &native, &cq, nullptr); rc != 0) return native_unexpected(rc);
     completion_queue out;
     out.h_ = detail::unique_fid<::fid_cq>{cq};
+    out.h_.set_parent(dom.child_tracker());
     out.attr_ = attr;
     out.domain_ = dom.native();
     return out;

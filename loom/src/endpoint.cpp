@@ -23,6 +23,7 @@ auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_res
         return native_unexpected(rc);
     endpoint out;
     out.h_ = detail::unique_fid<::fid_ep>{ep};
+    out.h_.set_parent(dom.child_tracker());
     out.domain_ = dom.native();
     out.caps_ = capability{fi->caps};
     out.type_ = static_cast<endpoint_types>(fi->ep_attr->type);
@@ -34,6 +35,7 @@ auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_res
     out.max_msg_size_ = fi->ep_attr->max_msg_size;
     out.needs_context_ = (fi->mode & (FI_CONTEXT | FI_CONTEXT2)) != 0;
     out.needs_dest_ = out.type_ == endpoint_types::rdm || out.type_ == endpoint_types::dgram;
+    out.getopt_needs_enable_ = info.provider_name() == "shm";
     return out;
 }
 
@@ -190,6 +192,7 @@ auto set_endpoint_option(endpoint& ep, ep_opt::level level, ep_opt::option name,
 auto get_native_endpoint_option(const endpoint& ep, int level, int name, void* value,
                                 std::size_t* length) noexcept -> void_result {
     if (!ep.valid()) return make_unexpected(errc::bad_state);
+    if (ep.getopt_needs_enable_ && !ep.enabled()) return make_unexpected(errc::bad_state);
     return check_native(::fi_getopt(&ep.native()->fid, level, name, value, length));
 }
 

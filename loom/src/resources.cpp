@@ -22,6 +22,7 @@ auto fabric::create(const fabric_info& info, std::pmr::memory_resource* mr) -> r
     if (const int rc = ::fi_fabric(info.native()->fabric_attr, &f, nullptr); rc != 0) return native_unexpected(rc);
     fabric out;
     out.h_ = detail::unique_fid<::fid_fabric>{f};
+    out.h_.track_children(mr);
     out.mr_ = mr;
     return out;
 }
@@ -33,6 +34,8 @@ auto domain::create(fabric& fab, const fabric_info& info, std::pmr::memory_resou
         return native_unexpected(rc);
     domain out;
     out.h_ = detail::unique_fid<::fid_domain>{d};
+    out.h_.set_parent(fab.child_tracker());
+    out.h_.track_children(mr);
     out.info_ = info;
     out.mr_ = mr;
     if (const auto* da = info.native()->domain_attr)
@@ -65,6 +68,7 @@ auto address_vector::create(domain& dom, const address_vector_attr& attr, std::p
     if (const int rc = ::fi_av_open(dom.native(), &native, &av, nullptr); rc != 0) return native_unexpected(rc);
     address_vector out;
     out.h_ = detail::unique_fid<::fid_av>{av};
+    out.h_.set_parent(dom.child_tracker());
     out.attr_ = attr;
     out.format_ = dom.addr_format();
     out.domain_ = dom.native();
@@ -124,6 +128,7 @@ auto counter::create(domain& dom, const counter_attr& attr, std::pmr::memory_res
     if (const int rc = ::fi_cntr_open(dom.native(), &native, &c, nullptr); rc != 0) return native_unexpected(rc);
     counter out;
     out.h_ = detail::unique_fid<::fid_cntr>{c};
+    out.h_.set_parent(dom.child_tracker());
     out.attr_ = attr;
     out.domain_ = dom.native();
     return out;
@@ -217,6 +222,7 @@ auto memory_region::register_memory(domain& dom, std::span<std::byte> buffer,
     if (const int rc = ::fi_mr_regattr(dom.native(), &attr, flags, &m); rc != 0) return native_unexpected(rc);
     memory_region out;
     out.h_ = detail::unique_fid<::fid_mr>{m};
+    out.h_.set_parent(dom.child_tracker());
     out.desc_ = ::fi_mr_desc(m);
     out.base_ = buffer.data();
     out.length_ = buffer.size();

@@ -17,12 +17,16 @@ public:
 
     [[nodiscard]] auto native() const noexcept -> ::fid_domain* { return h_.get(); }
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    /// Open objects created from this one (close() is busy while any remain).
+    [[nodiscard]] auto open_children() const noexcept -> long { return h_.open_children(); }
+    [[nodiscard]] auto child_tracker() const noexcept -> const detail::child_count& { return h_.children(); }
     [[nodiscard]] auto info() const noexcept -> const fabric_info& { return info_; }
     /// The negotiated memory-registration modes.
     [[nodiscard]] auto get_memory_region_mode() const noexcept -> mr_mode_flags { return mr_mode_; }
     [[nodiscard]] auto addr_format() const noexcept -> address_format { return info_.addr_format(); }
     [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
-    /// Busy while endpoints, queues or registrations of this domain are open.
+    /// Busy while endpoints, queues, vectors, counters or registrations created from this
+    /// domain are open (fi_close is not called then).
     auto close() noexcept -> void_result { return h_.close(); }
 
 private:

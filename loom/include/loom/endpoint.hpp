@@ -291,6 +291,8 @@ private:
     bool needs_dest_{false};
     bool enabled_{false};
     bool has_av_{false};
+    bool getopt_needs_enable_{false};  // shm's fi_getopt dereferences state fi_enable creates
+    friend auto get_native_endpoint_option(const endpoint&, int, int, void*, std::size_t*) noexcept -> void_result;
 };
 
 // ---------------------------------------------------------------- endpoint options

@@ -16,8 +16,12 @@ public:
 
     [[nodiscard]] auto native() const noexcept -> ::fid_fabric* { return h_.get(); }
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    /// Open objects created from this one (close() is busy while any remain).
+    [[nodiscard]] auto open_children() const noexcept -> long { return h_.open_children(); }
+    [[nodiscard]] auto child_tracker() const noexcept -> const detail::child_count& { return h_.children(); }
     [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
-    /// Closes the fabric; busy while domains are open (the handle is kept for a retry).
+    /// Closes the fabric; busy while domains created from it are open (the handle is kept
+    /// for a retry and fi_close is not called).
     auto close() noexcept -> void_result { return h_.close(); }
 
 private:

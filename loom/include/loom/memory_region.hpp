@@ -34,6 +34,23 @@ public:
                                               mr_access_flags access,
                                               std::pmr::memory_resource* mr = nullptr)
         -> result<memory_region>;
+    /// Fixed-extent spans (std::span{array}) of writable or read-only bytes.
+    template <std::size_t N>
+        requires(N != std::dynamic_extent)
+    [[nodiscard]] static auto register_memory(domain& dom, std::span<std::byte, N> buffer,
+                                              mr_access_flags access,
+                                              std::pmr::memory_resource* mr = nullptr)
+        -> result<memory_region> {
+        return register_memory(dom, std::span<std::byte>{buffer}, access, mr);
+    }
+    template <std::size_t N>
+        requires(N != std::dynamic_extent)
+    [[nodiscard]] static auto register_memory(domain& dom, std::span<const std::byte, N> buffer,
+                                              mr_access_flags access,
+                                              std::pmr::memory_resource* mr = nullptr)
+        -> result<memory_region> {
+        return register_memory(dom, std::span<const std::byte>{buffer}, access, mr);
+    }
     [[nodiscard]] static auto register_memory(domain& dom, std::span<std::byte> buffer,
                                               const memory_registration& request,
                                               std::pmr::memory_resource* mr = nullptr)
