@@ -21,21 +21,32 @@ auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_res
     ::fid_ep* ep = nullptr;
     if (const int rc = ::fi_endpoint(dom.native(), const_cast<::fi_info*>(fi), &ep, nullptr); rc != 0)
         return native_unexpected(rc);
+    return adopt_native(ep, *fi, dom);
+}
+
+auto endpoint::adopt_native(::fid_ep* ep, const ::fi_info& fi, domain& dom) -> endpoint {
     endpoint out;
     out.h_ = detail::unique_fid<::fid_ep>{ep};
     out.h_.set_parent(dom.child_tracker());
     out.domain_ = dom.native();
-    out.caps_ = capability{fi->caps};
-    out.type_ = static_cast<endpoint_types>(fi->ep_attr->type);
-    out.format_ = static_cast<address_format>(fi->addr_format);
-    out.tx_flags_ = op_flag{fi->tx_attr->op_flags};
-    out.rx_flags_ = op_flag{fi->rx_attr->op_flags};
-    out.limits_ = {fi->tx_attr->iov_limit, fi->rx_attr->iov_limit, fi->tx_attr->rma_iov_limit};
-    out.inject_size_ = fi->tx_attr->inject_size;
-    out.max_msg_size_ = fi->ep_attr->max_msg_size;
-    out.needs_context_ = (fi->mode & (FI_CONTEXT | FI_CONTEXT2)) != 0;
+    out.caps_ = capability{fi.caps};
+    out.type_ = fi.ep_attr ? static_cast<endpoint_types>(fi.ep_attr->type) : endpoint_types::unspecified;
+    out.format_ = static_cast<address_format>(fi.addr_format);
+    if (fi.tx_attr) {
+        out.tx_flags_ = op_flag{fi.tx_attr->op_flags};
+        out.limits_.tx = fi.tx_attr->iov_limit;
+        out.limits_.rma = fi.tx_attr->rma_iov_limit;
+        out.inject_size_ = fi.tx_attr->inject_size;
+    }
+    if (fi.rx_attr) {
+        out.rx_flags_ = op_flag{fi.rx_attr->op_flags};
+        out.limits_.rx = fi.rx_attr->iov_limit;
+    }
+    out.max_msg_size_ = fi.ep_attr ? fi.ep_attr->max_msg_size : 0;
+    out.needs_context_ = (fi.mode & (FI_CONTEXT | FI_CONTEXT2)) != 0;
     out.needs_dest_ = out.type_ == endpoint_types::rdm || out.type_ == endpoint_types::dgram;
-    out.getopt_needs_enable_ = info.provider_name() == "shm";
+    out.getopt_needs_enable_ = fi.fabric_attr && fi.fabric_attr->prov_name &&
+                               std::string_view{fi.fabric_attr->prov_name} == "shm";
     return out;
 }
 

@@ -69,6 +69,13 @@ public:
     endpoint() = default;
     [[nodiscard]] static auto create(domain& dom, const fabric_info& info,
                                      std::pmr::memory_resource* mr = nullptr) -> result<endpoint>;
+    /// Takes ownership of a native endpoint-class object (a scalable endpoint's transmit or
+    /// receive context, a shared context, ...) opened from `dom` with attributes `info`
+    /// (tx/rx attributes may be the context's own). Counts as a child of `dom`.
+    [[nodiscard]] static auto adopt_native(::fid_ep* native, const ::fi_info& info, domain& dom) -> endpoint;
+    /// Marks an adopted context as enabled (contexts of a scalable endpoint are enabled by
+    /// their parent or by fi_enable on the context itself).
+    void mark_enabled() noexcept { enabled_ = true; }
 
     // ------------------------------------------------------------ set-up
     auto bind_cq(completion_queue& cq, cq_bind flags) noexcept -> void_result;
