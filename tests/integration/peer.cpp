@@ -160,6 +160,47 @@ private:
                 if (ev->has_error()) return fail(r, ev->error, "send completion");
                 return r;
             }
+            case op::expose: {
+                exposed_.assign(c.size, std::byte{0});
+                fill_pattern(exposed_, c.seed);
+                auto m = loom::memory_region::register_memory(
+                    s_.domain, std::span{exposed_},
+                    loom::mr_access_flags::remote_read | loom::mr_access_flags::remote_write |
+                        loom::mr_access_flags::read | loom::mr_access_flags::write);
+                if (!m) return fail(r, m.error(), "register exposed");
+                exposed_mr_ = std::move(*m);
+                auto rm = loom::remote_memory::from_mr(exposed_mr_);
+                if (!rm) return fail(r, rm.error(), "export");
+                r.value = rm->addr;
+                r.tag = rm->key;
+                r.bytes = rm->length;
+                return r;
+            }
+            case op::verify: {
+                if (c.tag > exposed_.size() || c.size > exposed_.size() - c.tag)
+                    return fail(r, loom::make_error_code(loom::errc::invalid_argument), "verify range");
+                // A write's completion at the initiator may precede delivery (transmit
+                // complete): wait, progressing, until the bytes are there or time runs out.
+                const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                for (;;) {
+                    auto bad = check_pattern(std::span{exposed_}.subspan(c.tag, c.size), c.seed);
+                    if (!bad) return r;
+                    if (std::chrono::steady_clock::now() > deadline) {
+                        r.value = *bad + 1;
+                        return r;
+                    }
+                    prog_.poll_once();
+                }
+            }
+            case op::wait_data: {
+                auto ev = prog_.wait_for(nullptr, op_timeout);
+                if (!ev) return fail(r, ev.error(), "wait remote data");
+                if (ev->has_error()) return fail(r, ev->error, "remote data completion");
+                r.value = ev->data;
+                r.bytes = ev->bytes_transferred;
+                r.flags = ev->flags.has(loom::op_flag::remote_cq_data) ? 1 : 0;
+                return r;
+            }
             case op::quit: return r;
         }
         return fail(r, loom::make_error_code(loom::errc::invalid_argument), "unknown command");
@@ -172,6 +213,8 @@ private:
     loom::memory_region& recv_mr_;
     loom::memory_region& send_mr_;
     std::array<slot, slot_count> slots_{};
+    std::vector<std::byte> exposed_;
+    loom::memory_region exposed_mr_;
     std::vector<loom::fabric_addr> peers_;
 };
 

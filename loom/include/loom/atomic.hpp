@@ -1,0 +1,220 @@
+// loom/atomic.hpp — remote atomic operations with datatype deduction (fi_atomic family).
+#pragma once
+
+#include <loom/context.hpp>
+#include <loom/endpoint.hpp>
+#include <loom/memory_region.hpp>
+
+#include <complex>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+namespace loom::atomic {
+
+/// Atomic operations (fi_op), same values.
+enum class operation : int {
+    min = 0, max, sum, prod, lor, land, bor, band, lxor, bxor, atomic_read, atomic_write,
+    cswap, cswap_ne, cswap_le, cswap_lt, cswap_ge, cswap_gt, mswap,
+};
+/// Atomic datatypes (fi_datatype), same values.
+enum class datatype : int {
+    int8 = 0, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64,
+    float_complex, double_complex, long_double, long_double_complex, int128, uint128,
+};
+/// Which libfabric interface an operation belongs to: base (fi_atomic), fetch
+/// (fi_fetch_atomic: base + atomic_read), compare (fi_compare_atomic: cswap* and mswap).
+enum class family { base, fetch, compare };
+
+[[nodiscard]] constexpr auto is_known(operation op) noexcept -> bool {
+    return static_cast<int>(op) >= 0 && static_cast<int>(op) <= static_cast<int>(operation::mswap);
+}
+[[nodiscard]] constexpr auto is_known(datatype dt) noexcept -> bool {
+    return static_cast<int>(dt) >= 0 && static_cast<int>(dt) <= static_cast<int>(datatype::uint128);
+}
+[[nodiscard]] constexpr auto in_family(operation op, family f) noexcept -> bool {
+    if (!is_known(op)) return false;
+    const bool compare = static_cast<int>(op) >= static_cast<int>(operation::cswap);
+    switch (f) {
+        case family::base: return !compare && op != operation::atomic_read;
+        case family::fetch: return !compare;
+        case family::compare: return compare;
+    }
+    return false;
+}
+
+template <class T>
+struct datatype_traits;  // undefined: no libfabric datatype for T
+#define LOOM_DETAIL_DT(T, v) \
+    template <>              \
+    struct datatype_traits<T> { static constexpr datatype value = datatype::v; };
+LOOM_DETAIL_DT(std::int8_t, int8)
+LOOM_DETAIL_DT(std::uint8_t, uint8)
+LOOM_DETAIL_DT(std::int16_t, int16)
+LOOM_DETAIL_DT(std::uint16_t, uint16)
+LOOM_DETAIL_DT(std::int32_t, int32)
+LOOM_DETAIL_DT(std::uint32_t, uint32)
+LOOM_DETAIL_DT(std::int64_t, int64)
+LOOM_DETAIL_DT(std::uint64_t, uint64)
+LOOM_DETAIL_DT(float, float32)
+LOOM_DETAIL_DT(double, float64)
+LOOM_DETAIL_DT(std::complex<float>, float_complex)
+LOOM_DETAIL_DT(std::complex<double>, double_complex)
+LOOM_DETAIL_DT(long double, long_double)
+LOOM_DETAIL_DT(std::complex<long double>, long_double_complex)
+LOOM_DETAIL_DT(__int128, int128)
+LOOM_DETAIL_DT(unsigned __int128, uint128)
+#undef LOOM_DETAIL_DT
+
+template <class T>
+concept atomic_value = requires { datatype_traits<std::remove_cv_t<T>>::value; };
+template <atomic_value T>
+inline constexpr datatype datatype_of = datatype_traits<std::remove_cv_t<T>>::value;
+
+/// Provider support for (op, type): true and *count = the largest element count when valid.
+/// False — with *count untouched — for unknown enums, an operation of another family, or
+/// when the provider says no.
+[[nodiscard]] auto is_valid(const endpoint& ep, operation op, datatype dt, std::size_t* count) noexcept -> bool;
+[[nodiscard]] auto is_fetch_valid(const endpoint& ep, operation op, datatype dt, std::size_t* count) noexcept -> bool;
+[[nodiscard]] auto is_compare_valid(const endpoint& ep, operation op, datatype dt, std::size_t* count) noexcept
+    -> bool;
+
+/// One operand/result/compare buffer with its (optional) registration.
+struct buffer_ref {
+    const void* data{nullptr};
+    std::size_t bytes{0};
+    const memory_region* mr{nullptr};
+};
+
+namespace detail {
+struct request {
+    family fam{};
+    operation op{};
+    datatype dt{};
+    std::size_t count{0};
+    std::size_t element_size{0};
+    buffer_ref operand{}, compare{}, result{};
+    fabric_addr peer{};
+    remote_memory remote{};
+    void* context{nullptr};
+};
+/// Checks (all before the provider) and submits; `flags` nullopt: the plain call (endpoint
+/// defaults apply natively), otherwise the msg form with exactly these flags.
+auto submit(endpoint& ep, const request& r, const op_flag* flags) noexcept -> void_result;
+auto submit_inject(endpoint& ep, const request& r) noexcept -> void_result;
+template <operation_defaults D>
+[[nodiscard]] constexpr auto effective(op_flag requested, op_flag defaults) noexcept -> op_flag {
+    if constexpr (D == operation_defaults::replace) return requested;
+    else if constexpr (D == operation_defaults::inherit) return requested | defaults;
+    else return (requested | defaults).without(op_flag::more);
+}
+template <class T>
+auto ref(std::span<T> s, const memory_region* mr) noexcept -> buffer_ref {
+    return {s.data(), s.size_bytes(), mr};
+}
+}  // namespace detail
+
+// ---------------------------------------------------------------- base interface
+template <atomic_value T>
+auto execute_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr, fabric_addr peer,
+                const remote_memory& remote, operation op, context_ptr<void> ctx = {}) noexcept -> void_result {
+    return detail::submit(ep, {family::base, op, datatype_of<T>, operand.size(), sizeof(T),
+                               detail::ref(operand, operand_mr), {}, {}, peer, remote, ctx.get()}, nullptr);
+}
+template <operation_defaults D = operation_defaults::replace, atomic_value T>
+auto execute_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr, fabric_addr peer,
+                const remote_memory& remote, operation op, op_flag flags, context_ptr<void> ctx) noexcept
+    -> void_result {
+    const auto f = detail::effective<D>(flags, ep.tx_op_flags());
+    return detail::submit(ep, {family::base, op, datatype_of<T>, operand.size(), sizeof(T),
+                               detail::ref(operand, operand_mr), {}, {}, peer, remote, ctx.get()}, &f);
+}
+/// No completion; the operand is reusable on return.
+template <atomic_value T>
+auto inject_to(endpoint& ep, std::span<const T> operand, fabric_addr peer, const remote_memory& remote,
+               operation op) noexcept -> void_result {
+    return detail::submit_inject(ep, {family::base, op, datatype_of<T>, operand.size(), sizeof(T),
+                                      detail::ref(operand, nullptr), {}, {}, peer, remote, nullptr});
+}
+
+// ---------------------------------------------------------------- fetch interface
+template <atomic_value T>
+auto fetch_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr, std::span<T> result,
+              const memory_region* result_mr, fabric_addr peer, const remote_memory& remote, operation op,
+              context_ptr<void> ctx = {}) noexcept -> void_result {
+    if (operand.size() != result.size() && !(op == operation::atomic_read && operand.empty()))
+        return make_unexpected(errc::invalid_argument);
+    return detail::submit(ep, {family::fetch, op, datatype_of<T>, result.size(), sizeof(T),
+                               detail::ref(operand, operand_mr), {}, detail::ref(result, result_mr), peer, remote,
+                               ctx.get()}, nullptr);
+}
+template <operation_defaults D = operation_defaults::replace, atomic_value T>
+auto fetch_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr, std::span<T> result,
+              const memory_region* result_mr, fabric_addr peer, const remote_memory& remote, operation op,
+              op_flag flags, context_ptr<void> ctx) noexcept -> void_result {
+    if (operand.size() != result.size() && !(op == operation::atomic_read && operand.empty()))
+        return make_unexpected(errc::invalid_argument);
+    const auto f = detail::effective<D>(flags, ep.tx_op_flags());
+    return detail::submit(ep, {family::fetch, op, datatype_of<T>, result.size(), sizeof(T),
+                               detail::ref(operand, operand_mr), {}, detail::ref(result, result_mr), peer, remote,
+                               ctx.get()}, &f);
+}
+
+// ---------------------------------------------------------------- compare interface
+template <atomic_value T>
+auto compare_swap_to(endpoint& ep, std::span<const T> compare, const memory_region* compare_mr,
+                     std::span<const T> desired, const memory_region* desired_mr, std::span<T> result,
+                     const memory_region* result_mr, fabric_addr peer, const remote_memory& remote,
+                     operation op = operation::cswap, context_ptr<void> ctx = {}) noexcept -> void_result {
+    if (compare.size() != desired.size() || result.size() != desired.size())
+        return make_unexpected(errc::invalid_argument);
+    return detail::submit(ep, {family::compare, op, datatype_of<T>, desired.size(), sizeof(T),
+                               detail::ref(desired, desired_mr), detail::ref(compare, compare_mr),
+                               detail::ref(result, result_mr), peer, remote, ctx.get()}, nullptr);
+}
+template <operation_defaults D = operation_defaults::replace, atomic_value T>
+auto compare_swap_to(endpoint& ep, std::span<const T> compare, const memory_region* compare_mr,
+                     std::span<const T> desired, const memory_region* desired_mr, std::span<T> result,
+                     const memory_region* result_mr, fabric_addr peer, const remote_memory& remote, operation op,
+                     op_flag flags, context_ptr<void> ctx) noexcept -> void_result {
+    if (compare.size() != desired.size() || result.size() != desired.size())
+        return make_unexpected(errc::invalid_argument);
+    const auto f = detail::effective<D>(flags, ep.tx_op_flags());
+    return detail::submit(ep, {family::compare, op, datatype_of<T>, desired.size(), sizeof(T),
+                               detail::ref(desired, desired_mr), detail::ref(compare, compare_mr),
+                               detail::ref(result, result_mr), peer, remote, ctx.get()}, &f);
+}
+
+// ---------------------------------------------------------------- typed single-value helpers
+// Arguments are borrowed until completion: temporaries are rejected at compile time.
+template <atomic_value T>
+auto add_to(endpoint& ep, const T& value, const memory_region* value_mr, fabric_addr peer,
+            const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
+    return execute_to<T>(ep, std::span<const T>{&value, 1}, value_mr, peer, remote, operation::sum, ctx);
+}
+template <atomic_value T>
+auto add_to(endpoint&, const T&&, const memory_region*, fabric_addr, const remote_memory&,
+            context_ptr<void> = {}) -> void_result = delete;
+
+template <atomic_value T>
+auto fetch_add_to(endpoint& ep, const T& increment, T* previous, const memory_region* input_mr,
+                  const memory_region* result_mr, fabric_addr peer, const remote_memory& remote,
+                  context_ptr<void> ctx = {}) noexcept -> void_result {
+    if (previous == nullptr) return make_unexpected(errc::invalid_argument);
+    return fetch_to<T>(ep, std::span<const T>{&increment, 1}, input_mr, std::span<T>{previous, 1}, result_mr, peer,
+                       remote, operation::sum, ctx);
+}
+template <atomic_value T>
+auto fetch_add_to(endpoint&, const T&&, T*, const memory_region*, const memory_region*, fabric_addr,
+                  const remote_memory&, context_ptr<void> = {}) -> void_result = delete;
+
+template <atomic_value T>
+auto cas_to(endpoint& ep, const T& expected, const memory_region* expected_mr, const T& desired,
+            const memory_region* desired_mr, T* result, const memory_region* result_mr, fabric_addr peer,
+            const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
+    if (result == nullptr) return make_unexpected(errc::invalid_argument);
+    return compare_swap_to<T>(ep, std::span<const T>{&expected, 1}, expected_mr, std::span<const T>{&desired, 1},
+                              desired_mr, std::span<T>{result, 1}, result_mr, peer, remote, operation::cswap, ctx);
+}
+
+}  // namespace loom::atomic

@@ -1,0 +1,129 @@
+// loom/rma.hpp — one-sided reads and writes (fi_read / fi_write / fi_writedata and msg forms).
+#pragma once
+
+#include <loom/context.hpp>
+#include <loom/detail/inline_vector.hpp>
+#include <loom/endpoint.hpp>
+#include <loom/memory_region.hpp>
+
+#include <rdma/fi_rma.h>
+
+#include <span>
+#include <sys/uio.h>
+
+namespace loom::rma {
+
+/// Flags that only make sense for writes; a read with any of them is invalid_argument.
+inline constexpr op_flag write_only_flags = op_flag::inject | op_flag::transmit_complete |
+                                            op_flag::delivery_complete | op_flag::remote_cq_data |
+                                            op_flag::inject_complete | op_flag::commit_complete;
+
+namespace detail {
+/// 0 or an FI_E* code: the checks every RMA submission makes before the provider.
+[[nodiscard]] auto check(const endpoint& ep, std::span<const std::byte> local, const memory_region* mr,
+                         fabric_addr peer, const remote_memory& remote, context_ptr<void> ctx) noexcept -> int;
+[[nodiscard]] auto check_vector(const endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc,
+                                fabric_addr peer, std::span<const remote_memory> remote,
+                                context_ptr<void> ctx) noexcept -> int;
+template <operation_defaults D>
+[[nodiscard]] constexpr auto effective(op_flag requested, op_flag defaults) noexcept -> op_flag {
+    if constexpr (D == operation_defaults::replace) return requested;
+    else if constexpr (D == operation_defaults::inherit) return requested | defaults;
+    else return (requested | defaults).without(op_flag::more);
+}
+[[nodiscard]] inline auto fail(int e) noexcept -> void_result { return std::unexpected(native_error(e)); }
+auto submit_msg(endpoint& ep, bool is_read, std::span<const ::iovec> local, std::span<void* const> desc,
+                fabric_addr peer, std::span<const remote_memory> remote, std::uint64_t data, op_flag flags,
+                void* ctx) noexcept -> void_result;
+}  // namespace detail
+
+// ---------------------------------------------------------------- explicit peer
+/// Reads local.size() bytes from `remote` (which must be at least that long) into `local`.
+inline auto read_to(endpoint& ep, std::span<std::byte> local, const memory_region& local_mr, fabric_addr peer,
+                    const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
+    if (const int e = detail::check(ep, local, &local_mr, peer, remote, ctx)) return detail::fail(e);
+    return check_native(::fi_read(ep.native(), local.data(), local.size(), local_mr.descriptor(), peer.get(),
+                                  remote.addr, remote.key, ctx.get()));
+}
+inline auto write_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
+                     fabric_addr peer, const remote_memory& remote, context_ptr<void> ctx = {}) noexcept
+    -> void_result {
+    if (const int e = detail::check(ep, local, &local_mr, peer, remote, ctx)) return detail::fail(e);
+    return check_native(::fi_write(ep.native(), local.data(), local.size(), local_mr.descriptor(), peer.get(),
+                                   remote.addr, remote.key, ctx.get()));
+}
+/// A write whose completion at the target carries `data` (remote CQ data).
+inline auto write_data_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
+                          fabric_addr peer, const remote_memory& remote, std::uint64_t data,
+                          context_ptr<void> ctx = {}) noexcept -> void_result {
+    if (const int e = detail::check(ep, local, &local_mr, peer, remote, ctx)) return detail::fail(e);
+    return check_native(::fi_writedata(ep.native(), local.data(), local.size(), local_mr.descriptor(), data,
+                                       peer.get(), remote.addr, remote.key, ctx.get()));
+}
+
+/// Explicit flags: replace the endpoint's transmit defaults, or extend them with
+/// operation_defaults::inherit. Reads drop write-only defaults and reject write-only flags.
+template <operation_defaults D = operation_defaults::replace>
+auto read_to(endpoint& ep, std::span<std::byte> local, const memory_region& local_mr, fabric_addr peer,
+             const remote_memory& remote, op_flag flags, context_ptr<void> ctx) noexcept -> void_result {
+    if (flags.any(write_only_flags)) return detail::fail(FI_EINVAL);
+    if (const int e = detail::check(ep, local, &local_mr, peer, remote, ctx)) return detail::fail(e);
+    const ::iovec iov{local.data(), local.size()};
+    void* desc = local_mr.descriptor();
+    return detail::submit_msg(ep, true, {&iov, 1}, {&desc, 1}, peer, {&remote, 1}, 0,
+                              detail::effective<D>(flags, ep.tx_op_flags()).without(write_only_flags), ctx.get());
+}
+template <operation_defaults D = operation_defaults::replace>
+auto write_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr, fabric_addr peer,
+              const remote_memory& remote, op_flag flags, context_ptr<void> ctx) noexcept -> void_result {
+    if (const int e = detail::check(ep, local, &local_mr, peer, remote, ctx)) return detail::fail(e);
+    const ::iovec iov{const_cast<std::byte*>(local.data()), local.size()};
+    void* desc = local_mr.descriptor();
+    return detail::submit_msg(ep, false, {&iov, 1}, {&desc, 1}, peer, {&remote, 1}, 0,
+                              detail::effective<D>(flags, ep.tx_op_flags()), ctx.get());
+}
+
+/// Vectored forms: one descriptor per local IOV, any number of remote segments (within
+/// iov_limits().rma); local and remote byte totals must be equal.
+template <operation_defaults D = operation_defaults::replace>
+auto readv_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc, fabric_addr peer,
+              std::span<const remote_memory> remote, op_flag flags, context_ptr<void> ctx) noexcept -> void_result {
+    if (flags.any(write_only_flags)) return detail::fail(FI_EINVAL);
+    if (const int e = detail::check_vector(ep, local, desc, peer, remote, ctx)) return detail::fail(e);
+    return detail::submit_msg(ep, true, local, desc, peer, remote, 0,
+                              detail::effective<D>(flags, ep.tx_op_flags()).without(write_only_flags), ctx.get());
+}
+template <operation_defaults D = operation_defaults::replace>
+auto writev_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc, fabric_addr peer,
+               std::span<const remote_memory> remote, op_flag flags, context_ptr<void> ctx) noexcept -> void_result {
+    if (const int e = detail::check_vector(ep, local, desc, peer, remote, ctx)) return detail::fail(e);
+    return detail::submit_msg(ep, false, local, desc, peer, remote, 0,
+                              detail::effective<D>(flags, ep.tx_op_flags()), ctx.get());
+}
+inline auto readv_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc, fabric_addr peer,
+                     std::span<const remote_memory> remote, context_ptr<void> ctx = {}) noexcept -> void_result {
+    return readv_to<operation_defaults::inherit>(ep, local, desc, peer, remote, op_flag{}, ctx);
+}
+inline auto writev_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc, fabric_addr peer,
+                      std::span<const remote_memory> remote, context_ptr<void> ctx = {}) noexcept -> void_result {
+    return writev_to<operation_defaults::inherit>(ep, local, desc, peer, remote, op_flag{}, ctx);
+}
+
+// ---------------------------------------------------------------- connected endpoints
+/// The peer is the endpoint's connection (fabric_addrs::unspecified): for connected
+/// endpoints only; an RDM endpoint needs the _to forms (invalid_argument otherwise).
+inline auto read(endpoint& ep, std::span<std::byte> local, const memory_region& local_mr,
+                 const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
+    return read_to(ep, local, local_mr, fabric_addrs::unspecified, remote, ctx);
+}
+inline auto write(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
+                  const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
+    return write_to(ep, local, local_mr, fabric_addrs::unspecified, remote, ctx);
+}
+inline auto write_data(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
+                       const remote_memory& remote, std::uint64_t data, context_ptr<void> ctx = {}) noexcept
+    -> void_result {
+    return write_data_to(ep, local, local_mr, fabric_addrs::unspecified, remote, data, ctx);
+}
+
+}  // namespace loom::rma
