@@ -103,13 +103,20 @@ struct side {
         return {};
     }
 
+    bool tx_done{false}, rx_done{false};
+    /// Reads completions until the one for `ctx` has arrived. Completions are matched by
+    /// context: the peer's reply can complete before our own send reports.
     auto wait(const loom::request_context* ctx) -> loom::void_result {
-        for (;;) {
+        bool& done = ctx == &tx_ctx ? tx_done : rx_done;
+        while (!done) {
             if (auto ev = cq.poll()) {
                 if (ev->has_error()) return std::unexpected(ev->error);
-                if (ev->context == ctx) return {};
+                if (ev->context == &tx_ctx) tx_done = true;
+                if (ev->context == &rx_ctx) rx_done = true;
             }
         }
+        done = false;
+        return {};
     }
     auto post_recv(std::size_t n) -> loom::void_result {
         auto buf = std::span{rx}.first(n);
