@@ -3,6 +3,7 @@
 
 #include <loom/address.hpp>
 #include <loom/address_vector.hpp>
+#include <loom/atomic.hpp>
 #include <loom/completion_queue.hpp>
 #include <loom/context.hpp>
 #include <loom/counter.hpp>
@@ -14,3 +15,4 @@
 #include <loom/flags.hpp>
 #include <loom/memory_region.hpp>
 #include <loom/msg.hpp>
+#include <loom/rma.hpp>

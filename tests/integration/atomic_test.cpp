@@ -1,0 +1,275 @@
+// Two-process atomics: every operation x {uint32, uint64, int64, double} the provider accepts,
+// each checked against a local model (old value returned, new value read back).
+#include "peer_process.hpp"
+
+#include <loom/atomic.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+
+using namespace loom_test;
+using namespace std::chrono_literals;
+namespace la = loom::atomic;
+
+namespace {
+
+constexpr auto atomic_caps = loom::capability::msg | loom::capability::tagged | loom::capability::atomic;
+
+template <class T>
+auto model(la::operation op, T v0, T x, T c) -> T {
+    using O = la::operation;
+    switch (op) {
+        case O::min: return std::min(v0, x);
+        case O::max: return std::max(v0, x);
+        case O::sum: return static_cast<T>(v0 + x);
+        case O::prod: return static_cast<T>(v0 * x);
+        case O::lor: return static_cast<T>((v0 != T{}) || (x != T{}));
+        case O::land: return static_cast<T>((v0 != T{}) && (x != T{}));
+        case O::lxor: return static_cast<T>((v0 != T{}) != (x != T{}));
+        case O::atomic_read: return v0;
+        case O::atomic_write: return x;
+        case O::cswap: return c == v0 ? x : v0;
+        case O::cswap_ne: return c != v0 ? x : v0;
+        case O::cswap_le: return c <= v0 ? x : v0;
+        case O::cswap_lt: return c < v0 ? x : v0;
+        case O::cswap_ge: return c >= v0 ? x : v0;
+        case O::cswap_gt: return c > v0 ? x : v0;
+        default: break;
+    }
+    if constexpr (std::is_integral_v<T>) {
+        switch (op) {
+            case O::bor: return v0 | x;
+            case O::band: return v0 & x;
+            case O::bxor: return v0 ^ x;
+            case O::mswap: return static_cast<T>((x & c) | (v0 & ~c));
+            default: break;
+        }
+    }
+    ADD_FAILURE() << "no model for op " << static_cast<int>(op);
+    return v0;
+}
+
+constexpr la::operation all_ops[] = {
+    la::operation::min,      la::operation::max,          la::operation::sum,      la::operation::prod,
+    la::operation::lor,      la::operation::land,         la::operation::bor,      la::operation::band,
+    la::operation::lxor,     la::operation::bxor,         la::operation::atomic_read, la::operation::atomic_write,
+    la::operation::cswap,    la::operation::cswap_ne,     la::operation::cswap_le, la::operation::cswap_lt,
+    la::operation::cswap_ge, la::operation::cswap_gt,     la::operation::mswap,
+};
+
+class atomics : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        auto st = open_stack(GetParam(), atomic_caps);
+        ASSERT_TRUE(st) << GetParam() << ": " << st.error().message();
+        local_ = std::make_unique<stack>(std::move(*st));
+        auto mr = loom::memory_region::register_memory(local_->domain, std::span{scratch_},
+                                                       loom::mr_access_flags::read | loom::mr_access_flags::write);
+        ASSERT_TRUE(mr) << mr.error().message();
+        mr_ = std::move(*mr);
+        peer_ = std::make_unique<peer_process>(GetParam(), atomic_caps, *local_);
+        ASSERT_TRUE(peer_->ok()) << peer_->error();
+        auto r = peer_->run({.code = op::expose, .size = 4096, .seed = 1});
+        ASSERT_EQ(r.status, 0) << r.text;
+        remote_ = {r.value, r.tag, static_cast<std::size_t>(r.bytes)};
+    }
+    void TearDown() override {
+        peer_.reset();
+        mr_ = {};
+        local_.reset();
+    }
+
+    /// Waits for a submitted operation's completion.
+    auto finish(loom::void_result submitted, const loom::request_context& ctx) -> bool {
+        if (!submitted) {
+            ADD_FAILURE() << "submit: " << submitted.error().message();
+            return false;
+        }
+        auto ev = peer_->local().wait_for(&ctx, 20s);
+        if (!ev || ev->has_error()) {
+            ADD_FAILURE() << "completion: " << (ev ? ev->error.message() + " " + ev->error_text : ev.error().message());
+            return false;
+        }
+        return true;
+    }
+    template <class T>
+    auto slot(std::size_t i) -> T* {
+        return reinterpret_cast<T*>(scratch_.data() + i * 16);
+    }
+    /// Sets the remote word with a fetching atomic write (completion = applied).
+    template <class T>
+    auto set_remote(const loom::remote_memory& at, T v) -> bool {
+        *slot<T>(0) = v;
+        loom::request_context ctx;
+        return finish(peer_->local().retry([&] {
+            return la::fetch_to<T>(local_->ep, std::span<const T>{slot<T>(0), 1}, &mr_, std::span<T>{slot<T>(1), 1},
+                                   &mr_, peer_->address(), at, la::operation::atomic_write, &ctx);
+        }, 20s), ctx);
+    }
+    template <class T>
+    auto read_remote(const loom::remote_memory& at) -> T {
+        loom::request_context ctx;
+        *slot<T>(2) = T{};
+        finish(peer_->local().retry([&] {
+            return la::fetch_to<T>(local_->ep, std::span<const T>{}, nullptr, std::span<T>{slot<T>(2), 1}, &mr_,
+                                   peer_->address(), at, la::operation::atomic_read, &ctx);
+        }, 20s), ctx);
+        return *slot<T>(2);
+    }
+    /// Non-fetching operations complete before the target may have applied them on some
+    /// providers: read until the model's value shows up (or time runs out).
+    template <class T>
+    auto eventually(const loom::remote_memory& at, T want) -> T {
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        T got = read_remote<T>(at);
+        while (got != want && std::chrono::steady_clock::now() < deadline) got = read_remote<T>(at);
+        return got;
+    }
+
+    template <class T>
+    auto run_type(std::size_t word) -> int {
+        const auto at = remote_.subregion(word * 16, sizeof(T)).value();
+        const T v0 = static_cast<T>(10), x = static_cast<T>(3);
+        int checked = 0;
+        for (auto op : all_ops) {
+            std::size_t count = 0;
+            SCOPED_TRACE(::testing::Message() << "op " << static_cast<int>(op) << " type " << sizeof(T)
+                                              << (std::is_floating_point_v<T> ? " float" : " int"));
+            // fetch family (also covers atomic_read)
+            if (la::is_fetch_valid(local_->ep, op, la::datatype_of<T>, &count)) {
+                if (!set_remote<T>(at, v0)) return checked;
+                *slot<T>(3) = x;
+                *slot<T>(4) = T{};
+                loom::request_context ctx;
+                if (!finish(peer_->local().retry([&] {
+                        return la::fetch_to<T>(local_->ep, std::span<const T>{slot<T>(3), 1}, &mr_,
+                                               std::span<T>{slot<T>(4), 1}, &mr_, peer_->address(), at, op, &ctx);
+                    }, 20s), ctx))
+                    return checked;
+                EXPECT_EQ(*slot<T>(4), v0) << "fetched old value";
+                EXPECT_EQ(read_remote<T>(at), model<T>(op, v0, x, T{})) << "new value (fetch)";
+                ++checked;
+            }
+            // base family
+            if (la::is_valid(local_->ep, op, la::datatype_of<T>, &count)) {
+                if (!set_remote<T>(at, v0)) return checked;
+                *slot<T>(3) = x;
+                loom::request_context ctx;
+                if (!finish(peer_->local().retry([&] {
+                        return la::execute_to<T>(local_->ep, std::span<const T>{slot<T>(3), 1}, &mr_, peer_->address(),
+                                                 at, op, &ctx);
+                    }, 20s), ctx))
+                    return checked;
+                const T want = model<T>(op, v0, x, T{});
+                EXPECT_EQ(eventually<T>(at, want), want) << "new value (base)";
+                ++checked;
+            }
+            // compare family: once where the comparison holds, once where it does not
+            if (la::is_compare_valid(local_->ep, op, la::datatype_of<T>, &count)) {
+                for (T c : {v0, static_cast<T>(7), static_cast<T>(12)}) {
+                    if (!set_remote<T>(at, v0)) return checked;
+                    *slot<T>(3) = x;
+                    *slot<T>(5) = c;
+                    *slot<T>(4) = T{};
+                    loom::request_context ctx;
+                    if (!finish(peer_->local().retry([&] {
+                            return la::compare_swap_to<T>(local_->ep, std::span<const T>{slot<T>(5), 1}, &mr_,
+                                                          std::span<const T>{slot<T>(3), 1}, &mr_,
+                                                          std::span<T>{slot<T>(4), 1}, &mr_, peer_->address(), at, op,
+                                                          &ctx);
+                        }, 20s), ctx))
+                        return checked;
+                    EXPECT_EQ(*slot<T>(4), v0) << "fetched old value, compare " << c;
+                    EXPECT_EQ(read_remote<T>(at), model<T>(op, v0, x, c)) << "new value, compare " << c;
+                    ++checked;
+                }
+            }
+        }
+        return checked;
+    }
+
+    std::unique_ptr<stack> local_;
+    std::array<std::byte, 4096> scratch_{};
+    loom::memory_region mr_;
+    std::unique_ptr<peer_process> peer_;
+    loom::remote_memory remote_;
+};
+
+TEST_P(atomics, uint32_every_valid_operation_matches_the_model) { EXPECT_GT(run_type<std::uint32_t>(0), 20); }
+TEST_P(atomics, uint64_every_valid_operation_matches_the_model) { EXPECT_GT(run_type<std::uint64_t>(1), 20); }
+TEST_P(atomics, int64_every_valid_operation_matches_the_model) { EXPECT_GT(run_type<std::int64_t>(2), 20); }
+TEST_P(atomics, double_every_valid_operation_matches_the_model) { EXPECT_GT(run_type<double>(3), 10); }
+
+TEST_P(atomics, typed_helpers_and_inject) {
+    const auto at = remote_.subregion(64, 8).value();
+    ASSERT_TRUE(set_remote<std::uint64_t>(at, 100));
+    const std::uint64_t inc = 42;
+    std::uint64_t previous = 0;
+    auto in_mr = loom::memory_region::register_memory(local_->domain, std::as_writable_bytes(std::span{const_cast<std::uint64_t*>(&inc), 1}),
+                                                      loom::mr_access_flags::read).value();
+    auto out_mr = loom::memory_region::register_memory(local_->domain, std::as_writable_bytes(std::span{&previous, 1}),
+                                                       loom::mr_access_flags::write).value();
+    loom::request_context ctx;
+    ASSERT_TRUE(finish(peer_->local().retry([&] {
+        return la::fetch_add_to(local_->ep, inc, &previous, &in_mr, &out_mr, peer_->address(), at, &ctx);
+    }, 20s), ctx));
+    EXPECT_EQ(previous, 100u);
+    ASSERT_TRUE(finish(peer_->local().retry([&] { return la::add_to(local_->ep, inc, &in_mr, peer_->address(), at, &ctx); }, 20s), ctx));
+    EXPECT_EQ(eventually<std::uint64_t>(at, 184), 184u);
+    const std::uint64_t expected = 184, desired = 7;
+    std::uint64_t result = 0;
+    ASSERT_TRUE(finish(peer_->local().retry([&] {
+        return la::cas_to(local_->ep, expected, nullptr, desired, nullptr, &result, nullptr, peer_->address(), at, &ctx);
+    }, 20s), ctx));
+    EXPECT_EQ(result, 184u);
+    EXPECT_EQ(read_remote<std::uint64_t>(at), 7u);
+    const std::uint64_t five = 5;
+    ASSERT_TRUE(peer_->local().retry([&] {
+        return la::inject_to<std::uint64_t>(local_->ep, std::span{&five, 1}, peer_->address(), at, la::operation::sum);
+    }, 20s));
+    EXPECT_EQ(eventually<std::uint64_t>(at, 12), 12u);
+}
+
+TEST_P(atomics, family_and_extent_checks_fail_before_the_provider) {
+    std::uint64_t v = 1, r = 0;
+    auto mr = loom::memory_region::register_memory(local_->domain, std::as_writable_bytes(std::span{&v, 1}),
+                                                   loom::mr_access_flags::read | loom::mr_access_flags::write).value();
+    loom::request_context ctx;
+    auto invalid = [](const loom::void_result& res) { return !res && res.error() == loom::errc::invalid_argument; };
+    const std::span<const std::uint64_t> one{&v, 1};
+    // atomic_read needs the fetch interface; compare ops need the compare interface.
+    EXPECT_TRUE(invalid(la::execute_to(local_->ep, one, &mr, peer_->address(), remote_, la::operation::atomic_read, &ctx)));
+    EXPECT_TRUE(invalid(la::execute_to(local_->ep, one, &mr, peer_->address(), remote_, la::operation::cswap, &ctx)));
+    EXPECT_TRUE(invalid(la::fetch_to(local_->ep, one, &mr, std::span{&r, 1}, nullptr, peer_->address(), remote_,
+                                     la::operation::mswap, &ctx)));
+    EXPECT_TRUE(invalid(la::compare_swap_to(local_->ep, one, &mr, one, &mr, std::span{&r, 1}, nullptr, peer_->address(),
+                                            remote_, la::operation::sum, &ctx)));
+    EXPECT_TRUE(invalid(la::execute_to(local_->ep, one, &mr, peer_->address(), remote_, static_cast<la::operation>(99), &ctx)));
+    // Registration extents: the result is outside `mr`.
+    EXPECT_TRUE(invalid(la::fetch_to(local_->ep, one, &mr, std::span{&r, 1}, &mr, peer_->address(), remote_,
+                                     la::operation::sum, &ctx)));
+    // Remote shorter than one value.
+    const auto tiny = remote_.subregion(0, 4).value();
+    EXPECT_TRUE(invalid(la::execute_to(local_->ep, one, &mr, peer_->address(), tiny, la::operation::sum, &ctx)));
+    // Queries of another family: false, count untouched.
+    std::size_t count = 12345;
+    EXPECT_FALSE(la::is_valid(local_->ep, la::operation::atomic_read, la::datatype::uint64, &count));
+    EXPECT_FALSE(la::is_fetch_valid(local_->ep, la::operation::cswap, la::datatype::uint64, &count));
+    EXPECT_FALSE(la::is_compare_valid(local_->ep, la::operation::sum, la::datatype::uint64, &count));
+    EXPECT_EQ(count, 12345u);
+    // Nothing was submitted.
+    EXPECT_FALSE(peer_->local().wait_for(&ctx, 50ms));
+}
+
+// udp;ofi_rxd: fetching atomics never complete through loom here (raw fabtests complete them at
+// ~20 ms each); left out until understood, see docs/providers.md.
+INSTANTIATE_TEST_SUITE_P(providers, atomics, ::testing::Values("tcp;ofi_rxm", "shm", "sockets"),
+                         [](const auto& info) {
+                             std::string s = info.param;
+                             std::replace(s.begin(), s.end(), ';', '_');
+                             return s;
+                         });
+
+}  // namespace
