@@ -102,12 +102,6 @@ struct request {
 /// defaults apply natively), otherwise the msg form with exactly these flags.
 auto submit(endpoint& ep, const request& r, const op_flag* flags) noexcept -> void_result;
 auto submit_inject(endpoint& ep, const request& r) noexcept -> void_result;
-template <operation_defaults D>
-[[nodiscard]] constexpr auto effective(op_flag requested, op_flag defaults) noexcept -> op_flag {
-    if constexpr (D == operation_defaults::replace) return requested;
-    else if constexpr (D == operation_defaults::inherit) return requested | defaults;
-    else return (requested | defaults).without(op_flag::more);
-}
 template <class T>
 auto ref(std::span<T> s, const memory_region* mr) noexcept -> buffer_ref {
     return {s.data(), s.size_bytes(), mr};
@@ -125,7 +119,7 @@ template <operation_defaults D = operation_defaults::replace, atomic_value T>
 auto execute_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr, fabric_addr peer,
                 const remote_memory& remote, operation op, op_flag flags, context_ptr<void> ctx) noexcept
     -> void_result {
-    const auto f = detail::effective<D>(flags, ep.tx_op_flags());
+    const auto f = effective_flags<D>(flags, ep.tx_op_flags());
     return detail::submit(ep, {family::base, op, datatype_of<T>, operand.size(), sizeof(T),
                                detail::ref(operand, operand_mr), {}, {}, peer, remote, ctx.get()}, &f);
 }
@@ -154,7 +148,7 @@ auto fetch_to(endpoint& ep, std::span<const T> operand, const memory_region* ope
               op_flag flags, context_ptr<void> ctx) noexcept -> void_result {
     if (operand.size() != result.size() && !(op == operation::atomic_read && operand.empty()))
         return make_unexpected(errc::invalid_argument);
-    const auto f = detail::effective<D>(flags, ep.tx_op_flags());
+    const auto f = effective_flags<D>(flags, ep.tx_op_flags());
     return detail::submit(ep, {family::fetch, op, datatype_of<T>, result.size(), sizeof(T),
                                detail::ref(operand, operand_mr), {}, detail::ref(result, result_mr), peer, remote,
                                ctx.get()}, &f);
@@ -179,7 +173,7 @@ auto compare_swap_to(endpoint& ep, std::span<const T> compare, const memory_regi
                      op_flag flags, context_ptr<void> ctx) noexcept -> void_result {
     if (compare.size() != desired.size() || result.size() != desired.size())
         return make_unexpected(errc::invalid_argument);
-    const auto f = detail::effective<D>(flags, ep.tx_op_flags());
+    const auto f = effective_flags<D>(flags, ep.tx_op_flags());
     return detail::submit(ep, {family::compare, op, datatype_of<T>, desired.size(), sizeof(T),
                                detail::ref(desired, desired_mr), detail::ref(compare, compare_mr),
                                detail::ref(result, result_mr), peer, remote, ctx.get()}, &f);

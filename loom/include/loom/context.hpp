@@ -1,6 +1,8 @@
 // loom/context.hpp — operation contexts and strong scalar types.
 #pragma once
 
+#include <loom/flags.hpp>
+
 #include <rdma/fabric.h>
 
 #include <compare>
@@ -72,5 +74,14 @@ enum class operation_defaults {
     inherit,               ///< extend the endpoint's creation defaults for this direction
     inherit_without_more,  ///< inherit, then drop the FI_MORE batching hint
 };
+
+/// The flags an operation is submitted with: `requested`, plus the endpoint's `defaults` for
+/// that direction when D inherits them.
+template <operation_defaults D>
+[[nodiscard]] constexpr auto effective_flags(op_flag requested, op_flag defaults) noexcept -> op_flag {
+    if constexpr (D == operation_defaults::replace) return requested;
+    else if constexpr (D == operation_defaults::inherit) return requested | defaults;
+    else return (requested | defaults).without(op_flag::more);
+}
 
 }  // namespace loom

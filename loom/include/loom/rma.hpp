@@ -25,12 +25,6 @@ namespace detail {
 [[nodiscard]] auto check_vector(const endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc,
                                 fabric_addr peer, std::span<const remote_memory> remote,
                                 context_ptr<void> ctx) noexcept -> int;
-template <operation_defaults D>
-[[nodiscard]] constexpr auto effective(op_flag requested, op_flag defaults) noexcept -> op_flag {
-    if constexpr (D == operation_defaults::replace) return requested;
-    else if constexpr (D == operation_defaults::inherit) return requested | defaults;
-    else return (requested | defaults).without(op_flag::more);
-}
 [[nodiscard]] inline auto fail(int e) noexcept -> void_result { return std::unexpected(native_error(e)); }
 auto submit_msg(endpoint& ep, bool is_read, std::span<const ::iovec> local, std::span<void* const> desc,
                 fabric_addr peer, std::span<const remote_memory> remote, std::uint64_t data, op_flag flags,
@@ -71,7 +65,7 @@ auto read_to(endpoint& ep, std::span<std::byte> local, const memory_region& loca
     const ::iovec iov{local.data(), local.size()};
     void* desc = local_mr.descriptor();
     return detail::submit_msg(ep, true, {&iov, 1}, {&desc, 1}, peer, {&remote, 1}, 0,
-                              detail::effective<D>(flags, ep.tx_op_flags()).without(write_only_flags), ctx.get());
+                              effective_flags<D>(flags, ep.tx_op_flags()).without(write_only_flags), ctx.get());
 }
 template <operation_defaults D = operation_defaults::replace>
 auto write_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr, fabric_addr peer,
@@ -80,7 +74,7 @@ auto write_to(endpoint& ep, std::span<const std::byte> local, const memory_regio
     const ::iovec iov{const_cast<std::byte*>(local.data()), local.size()};
     void* desc = local_mr.descriptor();
     return detail::submit_msg(ep, false, {&iov, 1}, {&desc, 1}, peer, {&remote, 1}, 0,
-                              detail::effective<D>(flags, ep.tx_op_flags()), ctx.get());
+                              effective_flags<D>(flags, ep.tx_op_flags()), ctx.get());
 }
 
 /// Vectored forms: one descriptor per local IOV, any number of remote segments (within
@@ -91,14 +85,14 @@ auto readv_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* cons
     if (flags.any(write_only_flags)) return detail::fail(FI_EINVAL);
     if (const int e = detail::check_vector(ep, local, desc, peer, remote, ctx)) return detail::fail(e);
     return detail::submit_msg(ep, true, local, desc, peer, remote, 0,
-                              detail::effective<D>(flags, ep.tx_op_flags()).without(write_only_flags), ctx.get());
+                              effective_flags<D>(flags, ep.tx_op_flags()).without(write_only_flags), ctx.get());
 }
 template <operation_defaults D = operation_defaults::replace>
 auto writev_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc, fabric_addr peer,
                std::span<const remote_memory> remote, op_flag flags, context_ptr<void> ctx) noexcept -> void_result {
     if (const int e = detail::check_vector(ep, local, desc, peer, remote, ctx)) return detail::fail(e);
     return detail::submit_msg(ep, false, local, desc, peer, remote, 0,
-                              detail::effective<D>(flags, ep.tx_op_flags()), ctx.get());
+                              effective_flags<D>(flags, ep.tx_op_flags()), ctx.get());
 }
 inline auto readv_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc, fabric_addr peer,
                      std::span<const remote_memory> remote, context_ptr<void> ctx = {}) noexcept -> void_result {
