@@ -4,6 +4,7 @@
 #include "loom/completion_queue.hpp"
 #include "loom/counter.hpp"
 #include "loom/memory_region.hpp"
+#include "loom/shared_rx_context.hpp"
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -79,6 +80,16 @@ auto endpoint::bind_counter(counter& c, counter_bind flags) noexcept -> void_res
                            counter_bind::write | counter_bind::remote_read | counter_bind::remote_write;
     if (flags.empty() || !(flags & ~known).empty()) return make_unexpected(errc::invalid_argument);
     return check_native(::fi_ep_bind(h_.get(), &c.native()->fid, flags.get()));
+}
+
+auto endpoint::bind_srx(shared_rx_context& srx) noexcept -> void_result {
+    if (!h_ || !srx.valid()) return make_unexpected(errc::invalid_argument);
+    if (enabled_ || srx_link_) return make_unexpected(errc::bad_state);
+    if (srx.domain_native() != domain_) return make_unexpected(errc::invalid_argument);
+    if (!caps_.any(capability::msg | capability::tagged)) return make_unexpected(errc::invalid_argument);
+    auto r = check_native(::fi_ep_bind(h_.get(), &srx.native()->fid, 0));
+    if (r) srx_link_ = detail::child_link{srx.child_tracker()};
+    return r;
 }
 
 auto endpoint::enable() noexcept -> void_result {

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <sched.h>
+#include <utility>
 #include <vector>
 
 namespace loom {
@@ -93,6 +94,12 @@ auto address_vector::insert_raw(std::span<const std::byte> native_address) -> re
     const int rc = ::fi_av_insert(h_.get(), native_address.data(), 1, &handle, 0, nullptr);
     if (rc < 0) return native_unexpected(rc);
     if (rc != 1 || handle == FI_ADDR_NOTAVAIL) return make_unexpected(errc::address_not_available);
+    try {
+        inserted_.insert(handle);
+    } catch (...) {
+        (void)::fi_av_remove(h_.get(), &handle, 1, 0);  // keep the vector and the record in step
+        return make_unexpected(errc::no_memory);
+    }
     return fabric_addr{handle};
 }
 
@@ -115,7 +122,35 @@ auto address_vector::lookup(fabric_addr handle) const -> result<address> {
 auto address_vector::remove(fabric_addr handle) -> void_result {
     if (!h_) return make_unexpected(errc::bad_state);
     ::fi_addr_t a = handle.get();
-    return check_native(::fi_av_remove(h_.get(), &a, 1, 0));
+    auto r = check_native(::fi_av_remove(h_.get(), &a, 1, 0));
+    if (r) inserted_.erase(a);
+    return r;
+}
+
+auto address_vector::encode_receive_context(fabric_addr base, int index, int rx_ctx_bits) noexcept
+    -> result<fabric_addr> {
+    if (rx_ctx_bits < 0 || rx_ctx_bits > 64) return make_unexpected(errc::invalid_argument);
+    const std::uint64_t b = base.get();
+    // FI_ADDR_UNSPEC and FI_ADDR_NOTAVAIL (both all ones) name no peer.
+    if (b == FI_ADDR_NOTAVAIL || b == FI_ADDR_UNSPEC) return make_unexpected(errc::invalid_argument);
+    if (index < 0) return make_unexpected(errc::invalid_argument);
+    // No reserved bits: fi_rx_addr would shift by 64 (undefined); only context 0 exists.
+    if (rx_ctx_bits == 0) return index == 0 ? result<fabric_addr>{base} : make_unexpected(errc::invalid_argument);
+    const auto idx = static_cast<std::uint64_t>(index);
+    if (rx_ctx_bits < 64 && (idx >> rx_ctx_bits) != 0) return make_unexpected(errc::invalid_argument);
+    const unsigned shift = 64u - static_cast<unsigned>(rx_ctx_bits);  // 0..63
+    if ((b >> shift) != 0) return make_unexpected(errc::invalid_argument);  // base overlaps the index bits
+    const ::fi_addr_t out = ::fi_rx_addr(b, index, rx_ctx_bits);
+    if (out == FI_ADDR_NOTAVAIL || out == FI_ADDR_UNSPEC) return make_unexpected(errc::invalid_argument);
+    return fabric_addr{out};
+}
+
+auto address_vector::receive_context_address(fabric_addr base, int index) const -> result<fabric_addr> {
+    if (!h_) return make_unexpected(errc::bad_state);
+    auto out = encode_receive_context(base, index, attr_.rx_ctx_bits);
+    if (!out) return out;
+    if (!contains(base)) return make_unexpected(errc::invalid_argument);
+    return out;
 }
 
 // ---------------------------------------------------------------- counter
@@ -230,6 +265,11 @@ auto memory_region::register_memory(domain& dom, std::span<std::byte> buffer,
     out.access_ = request.access;
     out.mode_ = mode;
     out.domain_ = dom.native();
+    out.rma_events_ = request.rma_events;
+    // Created disabled: rma_event mode for registrations asking for events, endpoint mode
+    // for every registration (fi_mr_bind to the endpoint, then fi_mr_enable).
+    out.needs_enable_ =
+        (request.rma_events && mode.any(mr_mode_flags::rma_event)) || mode.any(mr_mode_flags::endpoint);
     return out;
 }
 
@@ -245,13 +285,116 @@ auto memory_region::usable_with(const endpoint& ep) const noexcept -> bool {
     return h_ && ep.domain_native() == domain_;
 }
 
+namespace {
+/// The RMA address of a registration's first byte: its virtual address with FI_MR_VIRT_ADDR,
+/// otherwise offset 0 (libfabric reserves fi_mr_attr::offset).
+auto rma_address_of(const memory_region& mr) noexcept -> std::uint64_t {
+    return mr.mode().any(mr_mode_flags::virt_addr) ? reinterpret_cast<std::uintptr_t>(mr.address()) : 0;
+}
+}  // namespace
+
+auto memory_region::export_raw() const -> result<raw_remote_memory> {
+    if (!h_ || length_ == 0) return make_unexpected(errc::invalid_argument);
+    if (!mode_.any(mr_mode_flags::raw)) return make_unexpected(errc::not_supported);
+    raw_remote_memory out;
+    out.addr = rma_address_of(*this);
+    out.length = length_;
+    out.key.resize(16);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        std::size_t size = out.key.size();
+        const int rc = ::fi_mr_raw_attr(h_.get(), &out.base_addr, out.key.data(), &size, 0);
+        if (rc == 0) {
+            if (size > out.key.size()) return make_unexpected(errc::too_small);
+            out.key.resize(size);
+            return out;
+        }
+        if (rc != -FI_ETOOSMALL || size <= out.key.size()) return native_unexpected(rc);
+        out.key.resize(size);
+    }
+    return make_unexpected(errc::too_small);
+}
+
+auto memory_region::bind(counter& c) noexcept -> void_result {
+    if (!h_ || !c.valid() || c.domain_native() != domain_) return make_unexpected(errc::invalid_argument);
+    if (enabled_) return make_unexpected(errc::bad_state);
+    if (!rma_events_ || !access_.any(mr_access_flags::remote_write)) return make_unexpected(errc::invalid_argument);
+    return check_native(::fi_mr_bind(h_.get(), &c.native()->fid, FI_REMOTE_WRITE));
+}
+
+auto memory_region::bind(endpoint& ep) noexcept -> void_result {
+    if (!h_ || !ep.valid() || ep.domain_native() != domain_) return make_unexpected(errc::invalid_argument);
+    if (enabled_) return make_unexpected(errc::bad_state);
+    if (rma_events_ && !ep.capabilities().any(capability::rma_event)) return make_unexpected(errc::invalid_argument);
+    return check_native(::fi_mr_bind(h_.get(), &ep.native()->fid, 0));
+}
+
+auto memory_region::enable() noexcept -> void_result {
+    if (!h_) return make_unexpected(errc::invalid_argument);
+    if (enabled_) return {};
+    if (needs_enable_) {
+        if (auto r = check_native(::fi_mr_enable(h_.get())); !r) return r;
+    }
+    enabled_ = true;
+    return {};
+}
+
+// ---------------------------------------------------------------- mapped remote memory
+auto mapped_remote_memory::map(domain& dom, raw_remote_memory raw) -> result<mapped_remote_memory> {
+    if (!dom.valid() || raw.key.empty() || raw.length == 0) return make_unexpected(errc::invalid_argument);
+    if (raw.addr + (raw.length - 1) < raw.addr) return make_unexpected(errc::invalid_argument);
+    const auto* da = dom.info().valid() ? dom.info().native()->domain_attr : nullptr;
+    if (da != nullptr && da->mr_key_size != 0 && raw.key.size() > da->mr_key_size)
+        return make_unexpected(errc::invalid_argument);
+    if (!dom.get_memory_region_mode().any(mr_mode_flags::raw)) return make_unexpected(errc::not_supported);
+    std::uint64_t key = 0;
+    const int rc = ::fi_mr_map_raw(dom.native(), raw.base_addr, raw.key.data(), raw.key.size(), &key, 0);
+    if (rc != 0) return native_unexpected(rc);
+    mapped_remote_memory out;
+    out.raw_ = std::move(raw);
+    out.domain_ = dom.native();
+    out.key_ = key;
+    out.link_ = detail::child_link{dom.child_tracker()};
+    return out;
+}
+
+mapped_remote_memory::mapped_remote_memory(mapped_remote_memory&& o) noexcept
+    : raw_(std::move(o.raw_)),
+      domain_(std::exchange(o.domain_, nullptr)),
+      key_(std::exchange(o.key_, 0)),
+      link_(std::move(o.link_)) {}
+
+auto mapped_remote_memory::operator=(mapped_remote_memory&& o) noexcept -> mapped_remote_memory& {
+    if (this != &o) swap(o);
+    return *this;
+}
+
+void mapped_remote_memory::swap(mapped_remote_memory& o) noexcept {
+    std::swap(raw_, o.raw_);
+    std::swap(domain_, o.domain_);
+    std::swap(key_, o.key_);
+    link_.swap(o.link_);
+}
+
+mapped_remote_memory::~mapped_remote_memory() { (void)close(); }
+
+auto mapped_remote_memory::remote() const noexcept -> result<remote_memory> {
+    if (domain_ == nullptr) return make_unexpected(errc::bad_state);
+    return remote_memory{raw_.addr, key_, raw_.length};
+}
+
+auto mapped_remote_memory::close() noexcept -> void_result {
+    if (domain_ == nullptr) return {};
+    if (const int rc = ::fi_mr_unmap_key(domain_, key_); rc != 0) return native_unexpected(rc);
+    domain_ = nullptr;
+    key_ = 0;
+    link_.reset();
+    return {};
+}
+
 auto remote_memory::from_mr(const memory_region& mr) noexcept -> result<remote_memory> {
     auto k = mr.key();
     if (!k) return std::unexpected(k.error());
-    const std::uint64_t addr = mr.mode().any(mr_mode_flags::virt_addr)
-                                   ? reinterpret_cast<std::uintptr_t>(mr.address())
-                                   : 0;
-    return remote_memory{addr, *k, mr.size()};
+    return remote_memory{rma_address_of(mr), *k, mr.size()};
 }
 
 auto remote_memory::subregion(std::size_t offset, std::size_t len) const noexcept -> result<remote_memory> {

@@ -9,6 +9,7 @@
 #include <rdma/fi_domain.h>
 
 #include <span>
+#include <unordered_set>
 #include <vector>
 
 namespace loom {
@@ -16,7 +17,7 @@ namespace loom {
 struct address_vector_attr {
     av_type type{av_type::unspecified};
     std::size_t count{0};  ///< expected number of peers (0: provider default)
-    int rx_ctx_bits{0};    ///< bits reserved for named receive-context indices
+    int rx_ctx_bits{0};    ///< bits reserved for named receive-context indices (0..64)
 };
 using av_attr = address_vector_attr;
 
@@ -35,6 +36,22 @@ public:
     [[nodiscard]] auto remove(fabric_addr handle) -> void_result;
     [[nodiscard]] auto receive_context_bits() const noexcept -> int { return attr_.rx_ctx_bits; }
 
+    /// The destination that reaches receive context `index` of the peer inserted as `base`
+    /// (fi_rx_addr; the peer needs capability::named_rx_ctx and a scalable endpoint with that
+    /// context). invalid_argument for: a reserved base (FI_ADDR_NOTAVAIL/UNSPEC), a base with
+    /// bits in the reserved top receive_context_bits(), a negative index or one that does not
+    /// fit those bits, a result equal to a reserved value, or a base this wrapper did not
+    /// return from insert/insert_raw (or has removed since). With zero reserved bits only index
+    /// zero is valid and returns the base unchanged. Whether the remote context exists cannot
+    /// be checked here. bad_state for a closed vector.
+    [[nodiscard]] auto receive_context_address(fabric_addr base, int index) const -> result<fabric_addr>;
+    /// The encoding alone (no membership check): the rules above for a vector with
+    /// `rx_ctx_bits` reserved bits; invalid_argument also for bits outside 0..64.
+    [[nodiscard]] static auto encode_receive_context(fabric_addr base, int index, int rx_ctx_bits) noexcept
+        -> result<fabric_addr>;
+    /// True when `handle` came from this wrapper's insert/insert_raw and was not removed.
+    [[nodiscard]] auto contains(fabric_addr handle) const -> bool { return inserted_.contains(handle.get()); }
+
     [[nodiscard]] auto native() const noexcept -> ::fid_av* { return h_.get(); }
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
@@ -45,6 +62,9 @@ private:
     address_vector_attr attr_{};
     address_format format_{address_format::unspecified};
     ::fid_domain* domain_{nullptr};
+    /// Handles returned by insert/insert_raw and not removed (receive_context_address bases).
+    /// Like the inserts themselves, not synchronized. std::allocator keeps moves nothrow.
+    std::unordered_set<::fi_addr_t> inserted_{};
 };
 
 }  // namespace loom

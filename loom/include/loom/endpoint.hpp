@@ -3,6 +3,7 @@
 
 #include <loom/address.hpp>
 #include <loom/context.hpp>
+#include <loom/detail/child_link.hpp>
 #include <loom/detail/fid.hpp>
 #include <loom/domain.hpp>
 
@@ -11,9 +12,11 @@
 #include <rdma/fi_tagged.h>
 
 #include <cstddef>
+#include <concepts>
 #include <cstdint>
 #include <span>
 #include <sys/uio.h>
+#include <type_traits>
 #include <vector>
 
 namespace loom {
@@ -22,6 +25,7 @@ class completion_queue;
 class address_vector;
 class counter;
 class memory_region;
+class shared_rx_context;
 
 /// Negotiated IOV bounds: transmit, receive and remote (RMA) entries per operation.
 struct iov_limits {
@@ -64,6 +68,77 @@ inline constexpr option inject_atomic_size = option::inject_atomic_size;
 [[nodiscard]] auto value_size(option o) noexcept -> std::size_t;
 }  // namespace ep_opt
 
+namespace detail {
+/// A positive FI_E* code as an error result.
+[[nodiscard]] inline auto fail_code(int code) noexcept -> void_result {
+    return std::unexpected(native_error(code));
+}
+/// Receive-side pre-submission checks, shared by endpoints and shared receive contexts:
+/// 0 or a positive FI_E* code. `ready`: enabled endpoint / open SRX.
+[[nodiscard]] constexpr auto check_receive(bool ready, capability caps, bool needs_context, capability family,
+                                           fabric_addr src, context_ptr<void> ctx) noexcept -> int {
+    if (!ready) return FI_EOPBADSTATE;
+    if (!caps.any(family)) return FI_EINVAL;  // wrong object type for this operation
+    if (needs_context && !ctx) return FI_EINVAL;
+    if (src != fabric_addrs::unspecified && !caps.any(capability::directed_recv)) return FI_EINVAL;
+    return 0;
+}
+[[nodiscard]] constexpr auto check_receive_iov(bool ready, capability caps, bool needs_context,
+                                               std::size_t iov_limit, capability family,
+                                               std::span<const ::iovec> iov, std::span<void* const> desc,
+                                               fabric_addr src, context_ptr<void> ctx) noexcept -> int {
+    if (!desc.empty() && desc.size() != iov.size()) return FI_EINVAL;
+    if (!ready) return FI_EOPBADSTATE;
+    if (iov.size() > iov_limit) return FI_EINVAL;
+    return check_receive(ready, caps, needs_context, family, src, ctx);
+}
+[[nodiscard]] inline auto desc_or_null(std::span<void* const> desc) noexcept -> void** {
+    return desc.empty() ? nullptr : const_cast<void**>(desc.data());
+}
+
+// Receive submission for any receive target (endpoint or shared receive context): the
+// target's checks, then the native call on its fid_ep. Inline and allocation-free.
+template <class T>
+auto post_recv(T& t, std::span<std::byte> buffer, fabric_addr src, void* desc, context_ptr<void> ctx) noexcept
+    -> void_result {
+    if (const int e = t.check_rx(capability::msg, src, ctx)) [[unlikely]] return fail_code(e);
+    return check_native(::fi_recv(t.native(), buffer.data(), buffer.size(), desc, src.get(), ctx.get()));
+}
+template <class T>
+auto post_recvv(T& t, std::span<const ::iovec> iov, std::span<void* const> desc, fabric_addr src,
+                context_ptr<void> ctx) noexcept -> void_result {
+    if (const int e = t.check_rx_iov(capability::msg, iov, desc, src, ctx)) [[unlikely]] return fail_code(e);
+    return check_native(::fi_recvv(t.native(), iov.data(), desc_or_null(desc), iov.size(), src.get(), ctx.get()));
+}
+template <class T>
+auto post_tagged_recv(T& t, std::span<std::byte> buffer, std::uint64_t tag, std::uint64_t ignore, fabric_addr src,
+                      void* desc, context_ptr<void> ctx) noexcept -> void_result {
+    if (const int e = t.check_rx(capability::tagged, src, ctx)) [[unlikely]] return fail_code(e);
+    return check_native(
+        ::fi_trecv(t.native(), buffer.data(), buffer.size(), desc, src.get(), tag, ignore, ctx.get()));
+}
+template <class T>
+auto post_tagged_recvv(T& t, std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag,
+                       std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx) noexcept -> void_result {
+    if (const int e = t.check_rx_iov(capability::tagged, iov, desc, src, ctx)) [[unlikely]] return fail_code(e);
+    return check_native(
+        ::fi_trecvv(t.native(), iov.data(), desc_or_null(desc), iov.size(), src.get(), tag, ignore, ctx.get()));
+}
+}  // namespace detail
+
+/// Something receives can be posted to: an endpoint or a shared receive context. It exposes
+/// its native fid_ep, its receive default flags and the receive checks.
+template <class T>
+concept receive_target =
+    !std::is_const_v<T> &&
+    requires(const T& t, capability family, fabric_addr addr, context_ptr<void> ctx, std::span<const ::iovec> iov,
+             std::span<void* const> desc) {
+        { t.native() } noexcept -> std::same_as<::fid_ep*>;
+        { t.rx_op_flags() } noexcept -> std::same_as<op_flag>;
+        { t.check_rx(family, addr, ctx) } noexcept -> std::same_as<int>;
+        { t.check_rx_iov(family, iov, desc, addr, ctx) } noexcept -> std::same_as<int>;
+    };
+
 class endpoint {
 public:
     endpoint() = default;
@@ -83,6 +158,10 @@ public:
     auto bind_counter(counter& c, counter_bind flags = counter_bind::send | counter_bind::recv |
                                                         counter_bind::read | counter_bind::write) noexcept
         -> void_result;
+    /// Receives through `srx` (fi_ep_bind with the SRX): before enable(), same domain. The
+    /// endpoint counts as an open child of the SRX until it is closed, so srx.close() is
+    /// refused with busy meanwhile. bad_state after enable() or when already bound.
+    auto bind_srx(shared_rx_context& srx) noexcept -> void_result;
     auto enable() noexcept -> void_result;
     /// This endpoint's own address, to hand to peers.
     [[nodiscard]] auto name() const -> result<address>;
@@ -101,6 +180,8 @@ public:
     [[nodiscard]] auto rx_op_flags() const noexcept -> op_flag { return rx_flags_; }
     [[nodiscard]] auto context_required() const noexcept -> bool { return needs_context_; }
     [[nodiscard]] auto enabled() const noexcept -> bool { return enabled_; }
+    /// True once bind_srx() succeeded (until close).
+    [[nodiscard]] auto bound_to_srx() const noexcept -> bool { return static_cast<bool>(srx_link_); }
     [[nodiscard]] auto addr_format() const noexcept -> address_format { return format_; }
     [[nodiscard]] auto belongs_to(const domain& dom) const noexcept -> bool {
         return domain_ != nullptr && domain_ == dom.native();
@@ -110,7 +191,10 @@ public:
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
     auto close() noexcept -> void_result {
         auto r = h_.close();
-        if (r) enabled_ = false;
+        if (r) {
+            enabled_ = false;
+            srx_link_.reset();
+        }
         return r;
     }
 
@@ -154,16 +238,13 @@ public:
     }
     auto recv(std::span<std::byte> buffer, fabric_addr src, void* desc = nullptr,
               context_ptr<void> ctx = {}) noexcept -> void_result {
-        if (const int e = check_rx(capability::msg, src, ctx)) [[unlikely]] return fail(e);
-        return check_native(::fi_recv(h_.get(), buffer.data(), buffer.size(), desc, src.get(), ctx.get()));
+        return detail::post_recv(*this, buffer, src, desc, ctx);
     }
     auto recv(std::span<std::byte> buffer, const memory_region& mr, fabric_addr src,
               context_ptr<void> ctx = {}) noexcept -> void_result;
     auto recvv(std::span<const ::iovec> iov, std::span<void* const> desc, fabric_addr src,
                context_ptr<void> ctx = {}) noexcept -> void_result {
-        if (const int e = check_rx_iov(capability::msg, iov, desc, src, ctx)) [[unlikely]] return fail(e);
-        return check_native(::fi_recvv(h_.get(), iov.data(), desc.empty() ? nullptr : const_cast<void**>(desc.data()),
-                                       iov.size(), src.get(), ctx.get()));
+        return detail::post_recvv(*this, iov, desc, src, ctx);
     }
     /// Posts a multi-receive buffer: several messages land in it back to back; the last
     /// completion for it carries op_flag::multi_recv.
@@ -215,9 +296,7 @@ public:
     auto tagged_recv(std::span<std::byte> buffer, std::uint64_t tag, std::uint64_t ignore,
                      fabric_addr src, void* desc = nullptr, context_ptr<void> ctx = {}) noexcept
         -> void_result {
-        if (const int e = check_rx(capability::tagged, src, ctx)) [[unlikely]] return fail(e);
-        return check_native(
-            ::fi_trecv(h_.get(), buffer.data(), buffer.size(), desc, src.get(), tag, ignore, ctx.get()));
+        return detail::post_tagged_recv(*this, buffer, tag, ignore, src, desc, ctx);
     }
     auto tagged_recv(std::span<std::byte> buffer, const memory_region& mr, std::uint64_t tag,
                      std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx = {}) noexcept
@@ -225,9 +304,7 @@ public:
     auto tagged_recvv(std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag,
                       std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx = {}) noexcept
         -> void_result {
-        if (const int e = check_rx_iov(capability::tagged, iov, desc, src, ctx)) [[unlikely]] return fail(e);
-        return check_native(::fi_trecvv(h_.get(), iov.data(), desc.empty() ? nullptr : const_cast<void**>(desc.data()),
-                                        iov.size(), src.get(), tag, ignore, ctx.get()));
+        return detail::post_tagged_recvv(*this, iov, desc, tag, ignore, src, ctx);
     }
 
     // ------------------------------------------------------------ pre-submission checks
@@ -249,11 +326,7 @@ public:
         return 0;
     }
     [[nodiscard]] auto check_rx(capability family, fabric_addr src, context_ptr<void> ctx) const noexcept -> int {
-        if (!enabled_) return FI_EOPBADSTATE;
-        if (!caps_.any(family)) return FI_EINVAL;
-        if (needs_context_ && !ctx) return FI_EINVAL;
-        if (src != fabric_addrs::unspecified && !caps_.any(capability::directed_recv)) return FI_EINVAL;
-        return 0;
+        return detail::check_receive(enabled_, caps_, needs_context_, family, src, ctx);
     }
     [[nodiscard]] auto check_tx_iov(capability family, std::span<const ::iovec> iov,
                                     std::span<void* const> desc, fabric_addr dest,
@@ -266,10 +339,7 @@ public:
     [[nodiscard]] auto check_rx_iov(capability family, std::span<const ::iovec> iov,
                                     std::span<void* const> desc, fabric_addr src,
                                     context_ptr<void> ctx) const noexcept -> int {
-        if (!desc.empty() && desc.size() != iov.size()) return FI_EINVAL;
-        if (!enabled_) return FI_EOPBADSTATE;
-        if (iov.size() > limits_.rx) return FI_EINVAL;
-        return check_rx(family, src, ctx);
+        return detail::check_receive_iov(enabled_, caps_, needs_context_, limits_.rx, family, iov, desc, src, ctx);
     }
     [[nodiscard]] static auto total_length(std::span<const ::iovec> iov) noexcept -> std::size_t {
         std::size_t n = 0;
@@ -279,11 +349,10 @@ public:
         }
         return n;
     }
-    [[nodiscard]] static auto fail(int code) noexcept -> void_result {
-        return std::unexpected(native_error(code));
-    }
+    [[nodiscard]] static auto fail(int code) noexcept -> void_result { return detail::fail_code(code); }
 
 private:
+    detail::child_link srx_link_;  // declared first: destroyed after the native endpoint closes
     detail::unique_fid<::fid_ep> h_;
     ::fid_domain* domain_{nullptr};
     capability caps_{};
@@ -318,18 +387,33 @@ inline auto send(endpoint& ep, std::span<const std::byte> data, fabric_addr dest
                  context_ptr<void> ctx = {}) noexcept -> void_result {
     return ep.send(data, dest, desc, ctx);
 }
-inline auto recv(endpoint& ep, std::span<std::byte> buffer, fabric_addr src, void* desc,
-                 context_ptr<void> ctx = {}) noexcept -> void_result {
-    return ep.recv(buffer, src, desc, ctx);
-}
 inline auto tagged_send(endpoint& ep, std::span<const std::byte> data, std::uint64_t tag,
                         fabric_addr dest, void* desc, context_ptr<void> ctx = {}) noexcept -> void_result {
     return ep.tagged_send(data, tag, dest, desc, ctx);
 }
-inline auto tagged_recv(endpoint& ep, std::span<std::byte> buffer, std::uint64_t tag,
-                        std::uint64_t ignore, fabric_addr src, void* desc,
-                        context_ptr<void> ctx = {}) noexcept -> void_result {
-    return ep.tagged_recv(buffer, tag, ignore, src, desc, ctx);
+// Receives accept an endpoint or a shared receive context (receive_target). Source filters,
+// descriptors, contexts and tag masks go to the provider unchanged.
+template <receive_target T>
+auto recv(T& target, std::span<std::byte> buffer, fabric_addr src, void* desc, context_ptr<void> ctx = {}) noexcept
+    -> void_result {
+    return detail::post_recv(target, buffer, src, desc, ctx);
 }
+template <receive_target T>
+auto recvv(T& target, std::span<const ::iovec> iov, std::span<void* const> desc, fabric_addr src,
+           context_ptr<void> ctx = {}) noexcept -> void_result {
+    return detail::post_recvv(target, iov, desc, src, ctx);
+}
+template <receive_target T>
+auto tagged_recv(T& target, std::span<std::byte> buffer, std::uint64_t tag, std::uint64_t ignore, fabric_addr src,
+                 void* desc, context_ptr<void> ctx = {}) noexcept -> void_result {
+    return detail::post_tagged_recv(target, buffer, tag, ignore, src, desc, ctx);
+}
+template <receive_target T>
+auto tagged_recvv(T& target, std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag,
+                  std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx = {}) noexcept -> void_result {
+    return detail::post_tagged_recvv(target, iov, desc, tag, ignore, src, ctx);
+}
+static_assert(receive_target<endpoint>);
+static_assert(!receive_target<const endpoint>);
 
 }  // namespace loom

@@ -14,5 +14,10 @@
 #include <loom/fabric_info.hpp>
 #include <loom/flags.hpp>
 #include <loom/memory_region.hpp>
+#include <loom/mr_cache.hpp>
 #include <loom/msg.hpp>
+#include <loom/scalable_endpoint.hpp>
+#include <loom/shared_rx_context.hpp>
 #include <loom/rma.hpp>
+#include <loom/tagged_claim.hpp>
+#include <loom/trigger.hpp>

@@ -1,6 +1,7 @@
 // loom/memory_region.hpp — memory registration (fi_mr) and exported remote descriptors.
 #pragma once
 
+#include <loom/detail/child_link.hpp>
 #include <loom/detail/fid.hpp>
 #include <loom/domain.hpp>
 
@@ -9,10 +10,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace loom {
 
 class endpoint;
+class counter;
+struct raw_remote_memory;
 
 /// Full registration request.
 struct memory_registration {
@@ -80,6 +84,39 @@ public:
     /// True when the registration belongs to the endpoint's domain.
     [[nodiscard]] auto usable_with(const endpoint& ep) const noexcept -> bool;
 
+    /// The raw key and mapping base (fi_mr_raw_attr) for domains using mr_mode_flags::raw, to
+    /// be mapped by the initiator with mapped_remote_memory::map. `addr` is the RMA address
+    /// (virtual address with FI_MR_VIRT_ADDR, otherwise 0), distinct from the native
+    /// `base_addr`. invalid_argument for an empty or closed region; not_supported for
+    /// domains with scalar keys (use key() / remote_memory::from_mr there).
+    [[nodiscard]] auto export_raw() const -> result<raw_remote_memory>;
+
+    // ------------------------------------------------------------ RMA events / enablement
+    // Order: register (with .rma_events for counter bindings), bind(counter) / bind(endpoint),
+    // then enable(). No binding after enable(). enable() calls fi_mr_enable where the domain
+    // creates the registration disabled (mr_mode rma_event with .rma_events, or mr_mode
+    // endpoint); elsewhere it only closes the binding phase. Bound counters and endpoints
+    // must outlive the registration.
+
+    /// Counts remote writes and modifying atomics into this registration on `c`
+    /// (fi_mr_bind with FI_REMOTE_WRITE). invalid_argument for a closed region, a counter of
+    /// another domain, a registration without .rma_events or without remote_write access;
+    /// bad_state after enable(). Endpoints accessing the region need capability::rma_event.
+    auto bind(counter& c) noexcept -> void_result;
+    /// Associates the registration with an endpoint (fi_mr_bind, flags 0), as domains with
+    /// mr_mode_flags::endpoint require. invalid_argument for another domain's endpoint or
+    /// (with .rma_events) an endpoint without capability::rma_event; bad_state after enable().
+    auto bind(endpoint& ep) noexcept -> void_result;
+    /// Ends the binding phase (fi_mr_enable where required). invalid_argument for a closed
+    /// region; idempotent.
+    auto enable() noexcept -> void_result;
+    /// True when the registration was requested with .rma_events.
+    [[nodiscard]] auto rma_events() const noexcept -> bool { return rma_events_; }
+    /// True when the domain created the registration disabled: enable() must run before use.
+    [[nodiscard]] auto enable_required() const noexcept -> bool { return needs_enable_; }
+    /// True after enable().
+    [[nodiscard]] auto enabled() const noexcept -> bool { return enabled_; }
+
     [[nodiscard]] auto native() const noexcept -> ::fid_mr* { return h_.get(); }
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
@@ -94,6 +131,9 @@ private:
     mr_access_flags access_{};
     mr_mode_flags mode_{};
     ::fid_domain* domain_{nullptr};
+    bool rma_events_{false};
+    bool needs_enable_{false};
+    bool enabled_{false};
 };
 
 /// What a peer needs to reach a registration with RMA: address (virtual or offset), key, length.
@@ -110,6 +150,55 @@ struct remote_memory {
     /// The tail from offset on.
     [[nodiscard]] auto offset_by(std::size_t offset) const noexcept -> result<remote_memory>;
     friend auto operator==(const remote_memory&, const remote_memory&) noexcept -> bool = default;
+};
+
+/// What a peer needs to map a raw-key registration (mr_mode_flags::raw): exchange every
+/// field, and every key byte, through the application's own protocol.
+struct raw_remote_memory {
+    std::uint64_t base_addr{0};     ///< the native mapping base (fi_mr_raw_attr)
+    std::uint64_t addr{0};          ///< the RMA address of the region's first byte
+    std::size_t length{0};
+    std::vector<std::uint8_t> key;  ///< the raw protection key
+    friend auto operator==(const raw_remote_memory&, const raw_remote_memory&) -> bool = default;
+};
+
+/// A peer's raw key mapped into this (initiating) domain (fi_mr_map_raw). Untested on
+/// hardware: no provider available to loom's tests uses FI_MR_RAW.
+///
+/// Counts as an open child of the domain (domain close is busy) until close() or
+/// destruction, which unmap the key (fi_mr_unmap_key). A failed close() keeps the mapping
+/// for a retry. Move construction transfers the mapping; move assignment exchanges the two
+/// mappings (neither is closed). Use remote() only with endpoints of the initiating domain;
+/// copying the remote_memory does not keep the mapping alive.
+class mapped_remote_memory {
+public:
+    mapped_remote_memory() = default;
+    /// invalid_argument for an invalid domain, an empty key, a zero length, an address range
+    /// that wraps, or a key longer than the domain's mr_key_size; not_supported for domains
+    /// without mr_mode_flags::raw; otherwise the provider's fi_mr_map_raw result.
+    [[nodiscard]] static auto map(domain& dom, raw_remote_memory raw) -> result<mapped_remote_memory>;
+
+    mapped_remote_memory(const mapped_remote_memory&) = delete;
+    auto operator=(const mapped_remote_memory&) -> mapped_remote_memory& = delete;
+    mapped_remote_memory(mapped_remote_memory&& o) noexcept;
+    auto operator=(mapped_remote_memory&& o) noexcept -> mapped_remote_memory&;
+    ~mapped_remote_memory();
+
+    /// {addr, mapped key, length} for RMA and atomics; bad_state when not mapped.
+    [[nodiscard]] auto remote() const noexcept -> result<remote_memory>;
+    /// The metadata it was mapped from (raw bytes kept).
+    [[nodiscard]] auto raw() const noexcept -> const raw_remote_memory& { return raw_; }
+    [[nodiscard]] auto valid() const noexcept -> bool { return domain_ != nullptr; }
+    [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
+    /// Unmaps the key; no-op when not mapped. A failure keeps the mapping.
+    auto close() noexcept -> void_result;
+    void swap(mapped_remote_memory& o) noexcept;
+
+private:
+    raw_remote_memory raw_;
+    ::fid_domain* domain_{nullptr};
+    std::uint64_t key_{0};
+    detail::child_link link_;
 };
 
 }  // namespace loom

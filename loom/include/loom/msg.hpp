@@ -50,12 +50,6 @@ struct tagged_receive_message {
 };
 
 namespace detail {
-template <operation_defaults D>
-constexpr auto effective(op_flag requested, op_flag defaults) noexcept -> op_flag {
-    if constexpr (D == operation_defaults::replace) return requested;
-    else if constexpr (D == operation_defaults::inherit) return requested | defaults;
-    else return (requested | defaults).without(op_flag::more);
-}
 template <class Ctx>
 auto to_void(Ctx c) noexcept -> void* {
     if constexpr (std::is_pointer_v<Ctx>) return const_cast<void*>(static_cast<const void*>(c));
@@ -72,16 +66,19 @@ auto sendmsg(endpoint& ep, const send_message<Ctx>& m, op_flag flags = {}) noexc
     void* ctx = detail::to_void(m.context);
     if (const int e = ep.check_tx_iov(capability::msg, m.iov, m.desc, m.addr, ctx)) return endpoint::fail(e);
     const ::fi_msg native{m.iov.data(), detail::desc_ptr(m.desc), m.iov.size(), m.addr.get(), ctx, m.data};
-    return check_native(::fi_sendmsg(ep.native(), &native, detail::effective<D>(flags, ep.tx_op_flags()).get()));
+    return check_native(::fi_sendmsg(ep.native(), &native, effective_flags<D>(flags, ep.tx_op_flags()).get()));
 }
 
-/// fi_recvmsg (op_flag::multi_recv posts a multi-receive buffer).
-template <operation_defaults D = operation_defaults::replace, class Ctx>
-auto recvmsg(endpoint& ep, const receive_message<Ctx>& m, op_flag flags = {}) noexcept -> void_result {
+/// fi_recvmsg (op_flag::multi_recv posts a multi-receive buffer) on an endpoint or a shared
+/// receive context. `flags` replace the target's receive defaults unless D inherits them.
+template <operation_defaults D = operation_defaults::replace, receive_target T, class Ctx>
+auto recvmsg(T& target, const receive_message<Ctx>& m, op_flag flags = {}) noexcept -> void_result {
     void* ctx = detail::to_void(m.context);
-    if (const int e = ep.check_rx_iov(capability::msg, m.iov, m.desc, m.addr, ctx)) return endpoint::fail(e);
+    if (const int e = target.check_rx_iov(capability::msg, m.iov, m.desc, m.addr, ctx)) [[unlikely]]
+        return loom::detail::fail_code(e);
     const ::fi_msg native{m.iov.data(), detail::desc_ptr(m.desc), m.iov.size(), m.addr.get(), ctx, 0};
-    return check_native(::fi_recvmsg(ep.native(), &native, detail::effective<D>(flags, ep.rx_op_flags()).get()));
+    return check_native(
+        ::fi_recvmsg(target.native(), &native, effective_flags<D>(flags, target.rx_op_flags()).get()));
 }
 
 template <operation_defaults D = operation_defaults::replace, class Ctx>
@@ -91,17 +88,19 @@ auto tagged_sendmsg(endpoint& ep, const tagged_send_message<Ctx>& m, op_flag fla
     if (const int e = ep.check_tx_iov(capability::tagged, m.iov, m.desc, m.addr, ctx)) return endpoint::fail(e);
     const ::fi_msg_tagged native{m.iov.data(), detail::desc_ptr(m.desc), m.iov.size(), m.addr.get(),
                                  m.tag, 0, ctx, m.data};
-    return check_native(::fi_tsendmsg(ep.native(), &native, detail::effective<D>(flags, ep.tx_op_flags()).get()));
+    return check_native(::fi_tsendmsg(ep.native(), &native, effective_flags<D>(flags, ep.tx_op_flags()).get()));
 }
 
-template <operation_defaults D = operation_defaults::replace, class Ctx>
-auto tagged_recvmsg(endpoint& ep, const tagged_receive_message<Ctx>& m, op_flag flags = {}) noexcept
-    -> void_result {
+/// fi_trecvmsg on an endpoint or a shared receive context.
+template <operation_defaults D = operation_defaults::replace, receive_target T, class Ctx>
+auto tagged_recvmsg(T& target, const tagged_receive_message<Ctx>& m, op_flag flags = {}) noexcept -> void_result {
     void* ctx = detail::to_void(m.context);
-    if (const int e = ep.check_rx_iov(capability::tagged, m.iov, m.desc, m.addr, ctx)) return endpoint::fail(e);
+    if (const int e = target.check_rx_iov(capability::tagged, m.iov, m.desc, m.addr, ctx)) [[unlikely]]
+        return loom::detail::fail_code(e);
     const ::fi_msg_tagged native{m.iov.data(), detail::desc_ptr(m.desc), m.iov.size(), m.addr.get(),
                                  m.tag, m.ignore, ctx, 0};
-    return check_native(::fi_trecvmsg(ep.native(), &native, detail::effective<D>(flags, ep.rx_op_flags()).get()));
+    return check_native(
+        ::fi_trecvmsg(target.native(), &native, effective_flags<D>(flags, target.rx_op_flags()).get()));
 }
 
 }  // namespace loom::msg

@@ -1,0 +1,501 @@
+// loom/mr_cache.hpp — a registration cache: reuse of memory registrations by range and access.
+//
+// A cache hands out RAII handles to registrations that contain a requested range with at least
+// the requested access; misses register the page-rounded range and index it. Idle (unreferenced)
+// entries are retained, optionally up to entry/byte limits with LRU eviction. See docs/mr_cache.md.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <compare>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <loom/domain.hpp>
+#include <loom/error.hpp>
+#include <loom/flags.hpp>
+#include <loom/memory_region.hpp>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace loom {
+
+class endpoint;
+
+// ---------------------------------------------------------------- provider tags
+// Defined here because no provider tags exist yet; make_mr_cache<Tag> accepts any tag type and
+// currently ignores it (every provider shares one cache implementation).
+namespace provider {
+/// The tag for "any provider": behaviour follows the negotiated domain attributes only.
+struct generic_tag {};
+}  // namespace provider
+
+// ---------------------------------------------------------------- keys, limits, statistics
+
+/// Where a cached range lives. Only host memory is implemented; HMEM (interface, device) and
+/// DMA-BUF (descriptor identity, allocation base) keys order and compare the same way.
+enum class memory_kind : std::uint8_t { host = 0, hmem = 1, dmabuf = 2 };
+
+/// The address space a range belongs to; ranges of different spaces never match each other.
+struct memory_space {
+    memory_kind kind{memory_kind::host};
+    std::uint32_t iface{0};        ///< hmem: fi_hmem_iface
+    std::uint64_t device{0};       ///< hmem: device id
+    std::uint64_t fd_identity{0};  ///< dmabuf: identity of the borrowed descriptor (and allocation base)
+    friend constexpr auto operator<=>(const memory_space&, const memory_space&) noexcept = default;
+};
+
+/// A cached range: [start, end) within `space` (virtual addresses for host memory).
+struct mr_cache_key {
+    memory_space space{};
+    std::uint64_t start{0};
+    std::uint64_t end{0};  ///< exclusive
+    friend constexpr auto operator==(const mr_cache_key&, const mr_cache_key&) noexcept -> bool = default;
+};
+
+/// Retention bounds. Default-constructed limits are unbounded; an explicit 0 disables idle
+/// retention of that dimension (every entry is deregistered when its last handle goes).
+struct mr_cache_limits {
+    static constexpr std::size_t unbounded = std::numeric_limits<std::size_t>::max();
+    std::size_t max_entries{unbounded};
+    std::size_t max_registered_bytes{unbounded};  ///< host bytes include page rounding
+
+    [[nodiscard]] constexpr auto bounded() const noexcept -> bool {
+        return max_entries != unbounded || max_registered_bytes != unbounded;
+    }
+    friend constexpr auto operator==(const mr_cache_limits&, const mr_cache_limits&) noexcept
+        -> bool = default;
+};
+
+/// Exact counters. Every lookup that passes argument checks counts as exactly one hit or miss.
+/// Every registration leaves the index exactly once, as an eviction (limits, clear,
+/// evict_unreferenced, zero-limit release, replacement by a wider-access registration of the
+/// same range) or as an invalidation. `entries` and `registered_bytes` cover every live
+/// registration, including invalidated ones still held by handles.
+struct mr_cache_stats {
+    std::uint64_t hits{0};
+    std::uint64_t misses{0};
+    std::uint64_t registrations{0};
+    std::uint64_t evictions{0};
+    std::uint64_t invalidations{0};
+    std::size_t registered_bytes{0};
+    std::size_t entries{0};
+    friend constexpr auto operator==(const mr_cache_stats&, const mr_cache_stats&) noexcept -> bool = default;
+};
+
+/// What a registrar is asked to register: the (page-rounded, for host memory) range.
+struct mr_cache_request {
+    memory_space space{};
+    std::span<std::byte> range{};
+    mr_access_flags access{};
+};
+
+/// A registration back end. register_range/deregister calls are serialized by the cache;
+/// descriptor/key are called concurrently through handles.
+template <class R>
+concept mr_cache_registrar = std::movable<R> && std::default_initializable<typename R::region_type> &&
+    std::movable<typename R::region_type> &&
+    requires(R& r, const R& cr, const mr_cache_request& req, typename R::region_type& region,
+             const typename R::region_type& cregion) {
+    { cr.check() } -> std::same_as<void_result>;
+    { r.register_range(req) } -> std::same_as<result<typename R::region_type>>;
+    { r.deregister(region) }
+    noexcept;
+    { R::descriptor(cregion) }
+    noexcept->std::same_as<void*>;
+    { R::key(cregion) }
+    noexcept->std::same_as<result<std::uint64_t>>;
+};
+
+/// Access bits a cache lookup accepts, and the subset a read-only buffer accepts.
+inline constexpr mr_access_flags mr_cache_known_access =
+    mr_access_flags::send | mr_access_flags::recv | mr_access_flags::read | mr_access_flags::write |
+    mr_access_flags::remote_read | mr_access_flags::remote_write | mr_access_flags::collective;
+inline constexpr mr_access_flags mr_cache_read_only_access =
+    mr_access_flags::send | mr_access_flags::read | mr_access_flags::remote_read;
+
+namespace detail {
+
+/// Intrusive index/LRU node; registrar-specific entries derive from it. The first cache line
+/// holds everything a lookup passing through the node reads or writes.
+struct alignas(64) mr_cache_node {
+    mr_cache_node* left{nullptr};
+    mr_cache_node* right{nullptr};
+    std::uint64_t start{0};
+    std::uint64_t end{0};      ///< exclusive
+    std::uint64_t max_end{0};  ///< largest `end` in this subtree
+    mr_access_flags access{};
+    // One word for the hot path: bits 0-31 count handles (< 2^32 per entry), bits 32-62 count hits not yet
+    // drained into the cache total, bit 63 (retired_bit) is set once the entry left the index
+    // while referenced. A hit is one fetch_add of hit_unit + 1.
+    std::atomic<std::uint64_t> refs{0};
+    std::int32_t height{1};
+    bool indexed{false};
+    // Cold: the memory space, and the LRU list of idle entries (bounded caches), the list of
+    // retired entries, or a scratch link.
+    memory_space space{};
+    mr_cache_node* prev{nullptr};
+    mr_cache_node* next{nullptr};
+
+    static constexpr std::uint64_t retired_bit = std::uint64_t{1} << 63;
+    static constexpr std::uint64_t count_mask = 0xffff'ffffULL;
+    static constexpr unsigned hit_shift = 32;
+    static constexpr std::uint64_t hit_unit = std::uint64_t{1} << hit_shift;
+    static constexpr std::uint64_t hits_mask = retired_bit - hit_unit;
+    /// Hits kept in the word before the hit that reaches this many moves them to the total.
+    static constexpr std::uint64_t drain_at = std::uint64_t{1} << 30;
+    [[nodiscard]] static constexpr auto count_of(std::uint64_t w) noexcept -> std::uint64_t {
+        return w & count_mask;
+    }
+    [[nodiscard]] static constexpr auto hits_of(std::uint64_t w) noexcept -> std::uint64_t {
+        return (w & hits_mask) >> hit_shift;
+    }
+    /// The word without its hit bits (for comparisons of count and retired state).
+    [[nodiscard]] static constexpr auto state_of(std::uint64_t w) noexcept -> std::uint64_t {
+        return w & ~hits_mask;
+    }
+
+    mr_cache_node() = default;
+    mr_cache_node(const mr_cache_node&) = delete;
+    auto operator=(const mr_cache_node&) -> mr_cache_node& = delete;
+    ~mr_cache_node() = default;
+
+    [[nodiscard]] auto key() const noexcept -> mr_cache_key { return {space, start, end}; }
+};
+
+/// The registrar-independent part of a cache: index, LRU, limits, statistics and locking.
+class mr_cache_core {
+public:
+    explicit mr_cache_core(mr_cache_limits limits);
+    mr_cache_core(const mr_cache_core&) = delete;
+    auto operator=(const mr_cache_core&) -> mr_cache_core& = delete;
+    virtual ~mr_cache_core();
+
+    /// Finds or registers an entry containing [p, p+n) with access ⊇ `access`; the returned
+    /// node carries one reference for the caller. `read_only` restricts the accepted access.
+    [[nodiscard]] auto lookup_host(const void* p, std::size_t n, mr_access_flags access, bool read_only)
+        -> result<mr_cache_node*>;
+    /// Drops one reference (never throws; may deregister).
+    void release(mr_cache_node* n) noexcept {
+        if (!bounded_) {
+            // Lock-free: the index and LRU do not change when an unbounded entry goes idle.
+            const auto old = n->refs.fetch_sub(1, std::memory_order_acq_rel);
+            if (mr_cache_node::state_of(old) == (mr_cache_node::retired_bit | 1)) [[unlikely]]
+                destroy_retired(n);
+            return;
+        }
+        release_bounded(n);
+    }
+
+    auto invalidate_host(const void* p, std::size_t n) -> std::size_t;
+    auto evict_unreferenced() -> std::size_t;
+    /// Exact once concurrent lookups have returned; a snapshot while they run. Sums the hit
+    /// counts of the live entries (O(entries)).
+    [[nodiscard]] auto stats() const -> mr_cache_stats;
+    [[nodiscard]] auto limits() const noexcept -> mr_cache_limits { return limits_; }
+    /// Number of entries in the index (idle or referenced).
+    [[nodiscard]] auto indexed_entries() const -> std::size_t;
+    /// Verifies AVL balance and heights, key order, subtree end bounds, LRU and counters.
+    /// O(n); for tests and diagnostics. Empty string when consistent, else the first problem.
+    [[nodiscard]] auto check_invariants() const -> std::string;
+
+    [[nodiscard]] static auto page_size() noexcept -> std::size_t;
+
+protected:
+    /// Registers `req` into a new node (refs 0, not indexed). Called with the exclusive lock.
+    virtual auto do_register(const mr_cache_request& req) -> result<mr_cache_node*> = 0;
+    /// Deregisters and frees a node. Called with the exclusive lock (or from shutdown).
+    virtual void do_destroy(mr_cache_node* n) noexcept = 0;
+    /// Configuration check run before a registration (invalid_argument when misconfigured).
+    [[nodiscard]] virtual auto do_check() const -> void_result = 0;
+    /// Destroys every node; derived destructors call it while their registrar still exists.
+    void shutdown() noexcept;
+    /// Hits an entry's word keeps before they move to the cache total (1 .. drain_at); lets
+    /// tests reach the batch path. Set before the first lookup.
+    void set_hit_batch(std::uint64_t n) noexcept {
+        drain_at_ = std::clamp<std::uint64_t>(n, 1, mr_cache_node::drain_at);
+    }
+
+private:
+    using node = mr_cache_node;
+    auto lookup_miss(const memory_space& space, std::uint64_t a, std::uint64_t b, mr_access_flags access)
+        -> result<node*>;
+    void acquire_shared(node* n) noexcept;
+    void note_hit(node* n, std::uint64_t old) noexcept;
+    void release_bounded(node* n) noexcept;
+    void destroy(node* n) noexcept;
+    void destroy_retired(node* n) noexcept;
+    void unindex(node* n, bool invalidation) noexcept;
+    void evict_one(node* n) noexcept;
+    void trim(std::size_t extra_entries, std::size_t extra_bytes) noexcept;
+    [[nodiscard]] auto over_limits(std::size_t extra_entries, std::size_t extra_bytes) const noexcept -> bool;
+    void lru_push_back(node* n) noexcept;
+    void lru_unlink(node* n) noexcept;
+
+    /// One AVL tree per memory space (kept in insertion order; host memory is always first).
+    struct space_root {
+        memory_space space;
+        node* root;
+    };
+    [[nodiscard]] auto root_of(const memory_space& s) -> node*&;
+
+    mutable std::shared_mutex mu_;
+    std::mutex lru_mu_;  // bounded caches: idle <-> active transitions (under the shared lock)
+    std::vector<space_root> roots_;
+    std::uint64_t page_mask_;  // page size - 1
+    node* lru_head_{nullptr};  // oldest idle
+    node* lru_tail_{nullptr};
+    node* retired_{nullptr};  // removed from the index, still referenced
+    mr_cache_limits limits_;
+    bool bounded_;
+    // Hits live in the entries' words; drained_hits_ takes each full batch, retired_hits_ the
+    // remainder of destroyed entries. Everything else is written under the exclusive lock.
+    std::atomic<std::uint64_t> drained_hits_{0};
+    std::uint64_t retired_hits_{0};
+    std::uint64_t drain_at_{mr_cache_node::drain_at};
+    std::uint64_t misses_{0};
+    std::uint64_t registrations_{0};
+    std::uint64_t evictions_{0};
+    std::uint64_t invalidations_{0};
+    std::size_t bytes_{0};
+    std::size_t entries_{0};
+    std::size_t indexed_{0};
+};
+
+template <class R>
+struct mr_cache_entry final : mr_cache_node {
+    typename R::region_type region{};
+};
+
+}  // namespace detail
+
+template <mr_cache_registrar R>
+class basic_mr_cache;
+
+/// A reference to a cached registration. Move-only; releasing (or destroying) it returns the
+/// entry to idle. Must not outlive its cache.
+template <mr_cache_registrar R>
+class basic_mr_handle {
+public:
+    using region_type = typename R::region_type;
+
+    basic_mr_handle() noexcept = default;
+    basic_mr_handle(const basic_mr_handle&) = delete;
+    auto operator=(const basic_mr_handle&) -> basic_mr_handle& = delete;
+    basic_mr_handle(basic_mr_handle&& o) noexcept
+        : core_(std::exchange(o.core_, nullptr)), e_(std::exchange(o.e_, nullptr)) {}
+    auto operator=(basic_mr_handle&& o) noexcept -> basic_mr_handle& {
+        if (this != &o) {
+            release();
+            core_ = std::exchange(o.core_, nullptr);
+            e_ = std::exchange(o.e_, nullptr);
+        }
+        return *this;
+    }
+    ~basic_mr_handle() { release(); }
+
+    /// Gives the reference back now (no-op on an empty handle).
+    void release() noexcept {
+        if (e_ != nullptr) core_->release(std::exchange(e_, nullptr));
+        core_ = nullptr;
+    }
+    [[nodiscard]] auto valid() const noexcept -> bool { return e_ != nullptr; }
+    explicit operator bool() const noexcept { return valid(); }
+
+    /// The local descriptor to pass with operations (null for an empty handle).
+    [[nodiscard]] auto descriptor() const noexcept -> void* {
+        return e_ != nullptr ? R::descriptor(e_->region) : nullptr;
+    }
+    /// The remote key; invalid_argument for an empty handle.
+    [[nodiscard]] auto key() const noexcept -> result<std::uint64_t> {
+        if (e_ == nullptr) return make_unexpected(errc::invalid_argument);
+        return R::key(e_->region);
+    }
+    /// The registration (covering the whole registered, page-rounded range). Requires valid().
+    [[nodiscard]] auto region() const noexcept -> const region_type& { return e_->region; }
+    /// Start and length of the registered range (null/0 for an empty handle).
+    [[nodiscard]] auto address() const noexcept -> std::byte* {
+        return e_ != nullptr ? reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(e_->start)) : nullptr;
+    }
+    [[nodiscard]] auto size() const noexcept -> std::size_t {
+        return e_ != nullptr ? static_cast<std::size_t>(e_->end - e_->start) : 0;
+    }
+    [[nodiscard]] auto access() const noexcept -> mr_access_flags {
+        return e_ != nullptr ? e_->access : mr_access_flags{};
+    }
+    /// True when [p, p+n) lies inside the registered range.
+    [[nodiscard]] auto contains(const void* p, std::size_t n) const noexcept -> bool {
+        if (e_ == nullptr) return false;
+        const auto a = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
+        if (a + n < a) return false;
+        return a >= e_->start && a + n <= e_->end;
+    }
+    [[nodiscard]] auto contains(std::span<const std::byte> s) const noexcept -> bool {
+        return contains(s.data(), s.size());
+    }
+
+private:
+    friend class basic_mr_cache<R>;
+    basic_mr_handle(detail::mr_cache_core* c, detail::mr_cache_entry<R>* e) noexcept : core_(c), e_(e) {}
+    detail::mr_cache_core* core_{nullptr};
+    detail::mr_cache_entry<R>* e_{nullptr};
+};
+
+/// A registration cache over registrar R. Movable; handles refer to the cache's shared state,
+/// which stays in place when the cache object moves.
+template <mr_cache_registrar R>
+class basic_mr_cache {
+public:
+    using registrar_type = R;
+    using handle = basic_mr_handle<R>;
+
+    explicit basic_mr_cache(R registrar, mr_cache_limits limits = {})
+        : p_(std::make_unique<impl>(std::move(registrar), limits)) {}
+    basic_mr_cache(basic_mr_cache&&) noexcept = default;
+    auto operator=(basic_mr_cache&&) noexcept -> basic_mr_cache& = default;
+    ~basic_mr_cache() = default;
+
+    /// A handle to a registration containing `buffer` with access ⊇ `access`: a cached one
+    /// (hit) or a new registration of the page-rounded range (miss). invalid_argument for an
+    /// empty or wrapping buffer, empty or unknown access bits, or a misconfigured cache.
+    [[nodiscard]] auto lookup(std::span<std::byte> buffer, mr_access_flags access) -> result<handle> {
+        return wrap(p_->lookup_host(buffer.data(), buffer.size(), access, false));
+    }
+    /// Read-only memory: only send/read/remote_read access is accepted.
+    [[nodiscard]] auto lookup(std::span<const std::byte> buffer, mr_access_flags access) -> result<handle> {
+        return wrap(p_->lookup_host(buffer.data(), buffer.size(), access, true));
+    }
+    template <std::size_t N>
+    requires(N != std::dynamic_extent)
+        [[nodiscard]] auto lookup(std::span<std::byte, N> buffer, mr_access_flags access) -> result<handle> {
+        return lookup(std::span<std::byte>{buffer}, access);
+    }
+    template <std::size_t N>
+    requires(N != std::dynamic_extent) [[nodiscard]] auto lookup(std::span<const std::byte, N> buffer,
+                                                                 mr_access_flags access) -> result<handle> {
+        return lookup(std::span<const std::byte>{buffer}, access);
+    }
+
+    /// Removes every entry whose registered range overlaps [p, p+n) from the index; handles
+    /// keep their registrations until released. Returns the number of entries removed.
+    auto invalidate(const void* p, std::size_t n) -> std::size_t { return p_->invalidate_host(p, n); }
+    /// Deregisters every unreferenced entry; referenced entries stay. Returns the number evicted.
+    auto evict_unreferenced() -> std::size_t { return p_->evict_unreferenced(); }
+    /// Same as evict_unreferenced(): live handles keep their entries.
+    auto clear() -> std::size_t { return p_->evict_unreferenced(); }
+
+    [[nodiscard]] auto stats() const -> mr_cache_stats { return p_->stats(); }
+    [[nodiscard]] auto limits() const noexcept -> mr_cache_limits { return p_->limits(); }
+    [[nodiscard]] auto indexed_entries() const -> std::size_t { return p_->indexed_entries(); }
+    [[nodiscard]] auto check_invariants() const -> std::string { return p_->check_invariants(); }
+    [[nodiscard]] auto registrar() const noexcept -> const R& { return p_->reg; }
+    /// invalid_argument when the registrar is misconfigured (see mr_cache).
+    [[nodiscard]] auto status() const -> void_result { return p_->check(); }
+
+private:
+    using entry = detail::mr_cache_entry<R>;
+    struct impl final : detail::mr_cache_core {
+        R reg;
+        impl(R r, mr_cache_limits l) : mr_cache_core(l), reg(std::move(r)) {}
+        impl(const impl&) = delete;
+        auto operator=(const impl&) -> impl& = delete;
+        ~impl() override { shutdown(); }
+        [[nodiscard]] auto check() const -> void_result { return reg.check(); }
+
+    protected:
+        auto do_register(const mr_cache_request& req) -> result<detail::mr_cache_node*> override {
+            auto e = std::make_unique<entry>();
+            auto r = reg.register_range(req);
+            if (!r) return std::unexpected(r.error());
+            e->region = std::move(*r);
+            return e.release();
+        }
+        void do_destroy(detail::mr_cache_node* n) noexcept override {
+            auto* e = static_cast<entry*>(n);
+            reg.deregister(e->region);
+            delete e;
+        }
+        [[nodiscard]] auto do_check() const -> void_result override { return reg.check(); }
+    };
+
+    auto wrap(result<detail::mr_cache_node*> r) -> result<handle> {
+        if (!r) return std::unexpected(r.error());
+        return handle{p_.get(), static_cast<entry*>(*r)};
+    }
+
+    std::unique_ptr<impl> p_;
+};
+
+// ---------------------------------------------------------------- the domain registrar
+
+namespace detail {
+/// The endpoint rules of a cache: invalid_argument when the domain is not open, when it
+/// requires mr_mode_flags::endpoint and no endpoint is given, or when the endpoint is not open
+/// or belongs to another domain.
+[[nodiscard]] auto mr_cache_binding_check(bool domain_valid, mr_mode_flags mode, bool have_endpoint,
+                                          bool endpoint_valid, bool endpoint_belongs) noexcept -> void_result;
+}  // namespace detail
+
+/// Registers with memory_region::register_memory on a domain; for domains with
+/// mr_mode_flags::endpoint the registration is bound to the endpoint (fi_mr_bind) and enabled
+/// (fi_mr_enable) before it is cached.
+class domain_registrar {
+public:
+    using region_type = memory_region;
+
+    domain_registrar() = default;
+    explicit domain_registrar(domain& dom) noexcept : dom_(&dom) {}
+    domain_registrar(domain& dom, endpoint& ep) noexcept : dom_(&dom), ep_(&ep) {}
+
+    [[nodiscard]] auto check() const -> void_result;
+    [[nodiscard]] auto register_range(const mr_cache_request& req) -> result<memory_region>;
+    void deregister(memory_region& r) noexcept { (void)r.close(); }
+    [[nodiscard]] static auto descriptor(const memory_region& r) noexcept -> void* { return r.descriptor(); }
+    [[nodiscard]] static auto key(const memory_region& r) noexcept -> result<std::uint64_t> {
+        return r.key();
+    }
+
+    [[nodiscard]] auto domain_ptr() const noexcept -> domain* { return dom_; }
+    [[nodiscard]] auto endpoint_ptr() const noexcept -> endpoint* { return ep_; }
+
+private:
+    domain* dom_{nullptr};
+    endpoint* ep_{nullptr};
+};
+
+using mr_handle = basic_mr_handle<domain_registrar>;
+
+/// The host registration cache of a domain (and, for mr_mode_flags::endpoint domains, of one
+/// endpoint). The domain and endpoint must outlive the cache; the cache must outlive its handles.
+/// A cache constructed with a missing or foreign endpoint reports invalid_argument from status()
+/// and from every lookup, before any registration.
+class mr_cache : public basic_mr_cache<domain_registrar> {
+public:
+    explicit mr_cache(domain& dom, mr_cache_limits limits = {})
+        : basic_mr_cache(domain_registrar{dom}, limits) {}
+    mr_cache(domain& dom, endpoint& ep, mr_cache_limits limits = {})
+        : basic_mr_cache(domain_registrar{dom, ep}, limits) {}
+};
+
+/// Creates a cache after checking the endpoint rules (invalid_argument). `ProviderTag` is
+/// accepted for the provider-specific spelling and does not change behaviour.
+template <class ProviderTag = provider::generic_tag>
+[[nodiscard]] auto make_mr_cache(domain& dom, mr_cache_limits limits = {}) -> result<mr_cache> {
+    mr_cache c(dom, limits);
+    if (auto s = c.status(); !s) return std::unexpected(s.error());
+    return c;
+}
+template <class ProviderTag = provider::generic_tag>
+[[nodiscard]] auto make_mr_cache(domain& dom, endpoint& ep, mr_cache_limits limits = {}) -> result<mr_cache> {
+    mr_cache c(dom, ep, limits);
+    if (auto s = c.status(); !s) return std::unexpected(s.error());
+    return c;
+}
+
+}  // namespace loom

@@ -1,0 +1,290 @@
+// loom/trigger.hpp — deferred (triggered) work: operations and counter updates that a
+// provider runs once a counter reaches a threshold (fi_trigger, FI_QUEUE_WORK).
+#pragma once
+
+#include <rdma/fi_trigger.h>
+#include <sys/uio.h>
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <loom/context.hpp>
+#include <loom/counter.hpp>
+#include <loom/detail/fid.hpp>
+#include <loom/detail/inline_vector.hpp>
+#include <loom/domain.hpp>
+#include <loom/endpoint.hpp>
+#include <loom/memory_region.hpp>
+#include <loom/msg.hpp>
+#include <memory_resource>
+#include <span>
+#include <type_traits>
+
+namespace loom::trigger {
+
+/// The work runs once `cntr` counts at least `threshold` successful completions. A threshold
+/// the counter already meets (0 included) runs the work at submission.
+struct threshold_condition {
+    counter* cntr{nullptr};
+    std::uint64_t threshold{0};
+};
+
+/// What a deferred_work runs.
+enum class work_kind : int {
+    none = -1,
+    recv = FI_OP_RECV,
+    send = FI_OP_SEND,
+    tagged_recv = FI_OP_TRECV,
+    tagged_send = FI_OP_TSEND,
+    read = FI_OP_READ,
+    write = FI_OP_WRITE,
+    atomic = FI_OP_ATOMIC,
+    counter_set = FI_OP_CNTR_SET,
+    counter_add = FI_OP_CNTR_ADD,
+};
+
+/// Remote segments of a deferred RMA operation; 16 are kept inline.
+using remote_array = loom::detail::inline_vector<remote_memory, 16>;
+
+/// A deferred one-sided read or write: local segments (with one descriptor each, or none),
+/// the peer, and the remote segments. Local and remote byte totals must be equal.
+struct rma_message {
+    msg::iov_array iov{};
+    msg::desc_array desc{};
+    fabric_addr addr{fabric_addrs::unspecified};
+    remote_array remote{};
+    std::uint64_t data{0};  ///< remote CQ data, sent with op_flag::remote_cq_data (writes)
+};
+
+/// The libfabric datatype of T for typed atomics (fixed-width integers, float, double and
+/// their complex forms, long double).
+template <class T>
+struct datatype_of;
+#define LOOM_DETAIL_TRIGGER_DT(T, v)              \
+    template <>                                   \
+    struct datatype_of<T> {                       \
+        static constexpr ::fi_datatype value = v; \
+    };
+LOOM_DETAIL_TRIGGER_DT(std::int8_t, FI_INT8)
+LOOM_DETAIL_TRIGGER_DT(std::uint8_t, FI_UINT8)
+LOOM_DETAIL_TRIGGER_DT(std::int16_t, FI_INT16)
+LOOM_DETAIL_TRIGGER_DT(std::uint16_t, FI_UINT16)
+LOOM_DETAIL_TRIGGER_DT(std::int32_t, FI_INT32)
+LOOM_DETAIL_TRIGGER_DT(std::uint32_t, FI_UINT32)
+LOOM_DETAIL_TRIGGER_DT(std::int64_t, FI_INT64)
+LOOM_DETAIL_TRIGGER_DT(std::uint64_t, FI_UINT64)
+LOOM_DETAIL_TRIGGER_DT(float, FI_FLOAT)
+LOOM_DETAIL_TRIGGER_DT(double, FI_DOUBLE)
+LOOM_DETAIL_TRIGGER_DT(long double, FI_LONG_DOUBLE)
+LOOM_DETAIL_TRIGGER_DT(std::complex<float>, FI_FLOAT_COMPLEX)
+LOOM_DETAIL_TRIGGER_DT(std::complex<double>, FI_DOUBLE_COMPLEX)
+LOOM_DETAIL_TRIGGER_DT(std::complex<long double>, FI_LONG_DOUBLE_COMPLEX)
+#undef LOOM_DETAIL_TRIGGER_DT
+template <class T>
+concept atomic_operand = requires {
+    datatype_of<std::remove_cv_t<T>>::value;
+};
+
+/// True when the endpoint negotiated capability::trigger (false for an invalid endpoint).
+[[nodiscard]] auto supports_trigger(const endpoint& ep) noexcept -> bool;
+/// True when the domain's provider entry carries capability::trigger (needed for deferred
+/// counter updates, which involve no endpoint).
+[[nodiscard]] auto supports_trigger(const domain& dom) noexcept -> bool;
+
+/// Asks the provider to run or discard all queued work of the domain (FI_FLUSH_WORK).
+/// After success every deferred_work of the domain may be mark_completed(). not_supported
+/// for a domain without capability::trigger; providers that do not implement the command
+/// report not_implemented (sockets in libfabric 2.1).
+auto flush_work(domain& dom) noexcept -> void_result;
+
+namespace detail {
+struct work_block;
+
+// Pre-submission checks, each 0 or a positive FI_E* code (invalid_argument unless noted).
+// Exposed for the unit tests; the factories run them before any native call.
+
+/// Condition: a counter that exists and belongs to `dom` (FI_EINVAL otherwise).
+[[nodiscard]] auto check_condition(const threshold_condition& cond, ::fid_domain* dom) noexcept -> int;
+/// A counter to be updated or incremented: valid and of `dom`.
+[[nodiscard]] auto check_counter(const counter* c, ::fid_domain* dom) noexcept -> int;
+/// Per-operation flags: op_flag::inject cannot be deferred (the buffer would be reused).
+[[nodiscard]] auto check_flags(op_flag flags) noexcept -> int;
+/// The message's own context must be empty: the provider runs deferred work with the
+/// descriptor's context and reports through the completion counter, not the CQ.
+[[nodiscard]] auto check_message_context(const void* ctx) noexcept -> int;
+/// Local/remote RMA segments: one descriptor per local segment or none, at most
+/// `limits.tx` local and 1..`limits.rma` remote segments, equal byte totals without
+/// overflow, remote ranges that do not wrap.
+[[nodiscard]] auto check_rma(std::span<const ::iovec> local, std::span<void* const> desc,
+                             std::span<const remote_memory> remote, const iov_limits& limits) noexcept -> int;
+/// Base atomics only (min..bxor, atomic_write), a known datatype, count >= 1 and the
+/// operand bytes inside the remote segment.
+[[nodiscard]] auto check_atomic(::fi_op op, ::fi_datatype dt, const void* operand, std::size_t count,
+                                const remote_memory& remote) noexcept -> int;
+/// Bytes of one element of `dt`, 0 for an unknown datatype.
+[[nodiscard]] auto datatype_size(::fi_datatype dt) noexcept -> std::size_t;
+}  // namespace detail
+
+/// One unit of deferred work. The native descriptor (struct fi_deferred_work and the IOV
+/// arrays it points to) lives in one block from the memory resource, at a fixed address,
+/// until the work is completed or cancelled; the deferred_work object itself may move.
+///
+/// The provider may reference the descriptor, the buffers, registrations, endpoint and
+/// counters until the work has run *and* completed (for transfers: until the completion
+/// counter counts it). Then call mark_completed(). To abandon pending work call cancel()
+/// and handle its failure while keeping the work. Destroying (or assigning over) pending
+/// work cancels it and calls std::terminate() if that fails: freeing a descriptor the
+/// provider still references would be a use-after-free.
+///
+/// While work is pending it counts as an open child of its domain (domain::close() is busy).
+class deferred_work {
+public:
+    deferred_work() noexcept = default;
+    deferred_work(deferred_work&& o) noexcept;
+    auto operator=(deferred_work&& o) noexcept -> deferred_work&;
+    deferred_work(const deferred_work&) = delete;
+    auto operator=(const deferred_work&) -> deferred_work& = delete;
+    ~deferred_work();
+
+    // ------------------------------------------------------------ transfers
+    // Common rules: `dom` valid, `ep` of `dom` and enabled, the condition counter and the
+    // completion counter (required) of `dom`; not_supported unless supports_trigger(ep);
+    // IOV counts within ep.iov_limits(); no message context; no op_flag::inject. `flags`
+    // are the operation's flags (the endpoint defaults are not added).
+
+    /// Sends `m` when the condition holds; `completion_counter` counts its completion.
+    template <class Ctx>
+    [[nodiscard]] static auto create_send(domain& dom, endpoint& ep, threshold_condition cond,
+                                          counter* completion_counter, const msg::send_message<Ctx>& m,
+                                          op_flag flags = {}, std::pmr::memory_resource* mr = nullptr)
+        -> result<deferred_work> {
+        return make_msg(work_kind::send, dom, ep, cond, completion_counter, m.iov, m.desc, m.addr,
+                        msg::detail::to_void(m.context), m.data, 0, 0, flags, mr);
+    }
+    /// Posts the receive `m` when the condition holds.
+    template <class Ctx>
+    [[nodiscard]] static auto create_recv(domain& dom, endpoint& ep, threshold_condition cond,
+                                          counter* completion_counter, const msg::receive_message<Ctx>& m,
+                                          op_flag flags = {}, std::pmr::memory_resource* mr = nullptr)
+        -> result<deferred_work> {
+        return make_msg(work_kind::recv, dom, ep, cond, completion_counter, m.iov, m.desc, m.addr,
+                        msg::detail::to_void(m.context), 0, 0, 0, flags, mr);
+    }
+    template <class Ctx>
+    [[nodiscard]] static auto create_tagged_send(domain& dom, endpoint& ep, threshold_condition cond,
+                                                 counter* completion_counter,
+                                                 const msg::tagged_send_message<Ctx>& m, op_flag flags = {},
+                                                 std::pmr::memory_resource* mr = nullptr)
+        -> result<deferred_work> {
+        return make_msg(work_kind::tagged_send, dom, ep, cond, completion_counter, m.iov, m.desc, m.addr,
+                        msg::detail::to_void(m.context), m.data, m.tag, 0, flags, mr);
+    }
+    template <class Ctx>
+    [[nodiscard]] static auto create_tagged_recv(domain& dom, endpoint& ep, threshold_condition cond,
+                                                 counter* completion_counter,
+                                                 const msg::tagged_receive_message<Ctx>& m,
+                                                 op_flag flags = {}, std::pmr::memory_resource* mr = nullptr)
+        -> result<deferred_work> {
+        return make_msg(work_kind::tagged_recv, dom, ep, cond, completion_counter, m.iov, m.desc, m.addr,
+                        msg::detail::to_void(m.context), 0, m.tag, m.ignore, flags, mr);
+    }
+
+    /// One-sided write of the local segments to the remote segments of `m.addr`.
+    [[nodiscard]] static auto create_write(domain& dom, endpoint& ep, threshold_condition cond,
+                                           counter* completion_counter, const rma_message& m,
+                                           op_flag flags = {}, std::pmr::memory_resource* mr = nullptr)
+        -> result<deferred_work>;
+    /// One-sided read of the remote segments of `m.addr` into the local segments.
+    [[nodiscard]] static auto create_read(domain& dom, endpoint& ep, threshold_condition cond,
+                                          counter* completion_counter, const rma_message& m,
+                                          op_flag flags = {}, std::pmr::memory_resource* mr = nullptr)
+        -> result<deferred_work>;
+    /// Single-segment forms: `local` (registered with `desc`, may be null) and one remote segment.
+    [[nodiscard]] static auto create_write(domain& dom, endpoint& ep, threshold_condition cond,
+                                           counter* completion_counter, std::span<const std::byte> local,
+                                           void* desc, fabric_addr peer, const remote_memory& remote,
+                                           op_flag flags = {}, std::pmr::memory_resource* mr = nullptr)
+        -> result<deferred_work>;
+    [[nodiscard]] static auto create_read(domain& dom, endpoint& ep, threshold_condition cond,
+                                          counter* completion_counter, std::span<std::byte> local, void* desc,
+                                          fabric_addr peer, const remote_memory& remote, op_flag flags = {},
+                                          std::pmr::memory_resource* mr = nullptr) -> result<deferred_work>;
+
+    /// A base (non-fetching) atomic: `count` elements of `dt` at `operand` applied with `op`
+    /// to `remote` at `peer`. Needs capability::atomic; the provider's limit for (op, dt) is
+    /// queried (fi_atomicvalid) after the other checks: not_supported when it has none,
+    /// invalid_argument when `count` exceeds it.
+    [[nodiscard]] static auto create_atomic(domain& dom, endpoint& ep, threshold_condition cond,
+                                            counter* completion_counter, ::fi_op op, ::fi_datatype dt,
+                                            const void* operand, std::size_t count, void* desc,
+                                            fabric_addr peer, const remote_memory& remote, op_flag flags = {},
+                                            std::pmr::memory_resource* mr = nullptr) -> result<deferred_work>;
+    /// Typed form: the datatype follows from T.
+    template <atomic_operand T>
+    [[nodiscard]] static auto create_atomic(domain& dom, endpoint& ep, threshold_condition cond,
+                                            counter* completion_counter, ::fi_op op,
+                                            std::span<const T> operand, void* desc, fabric_addr peer,
+                                            const remote_memory& remote, op_flag flags = {},
+                                            std::pmr::memory_resource* mr = nullptr)
+        -> result<deferred_work> {
+        return create_atomic(dom, ep, cond, completion_counter, op, datatype_of<std::remove_cv_t<T>>::value,
+                             operand.data(), operand.size(), desc, peer, remote, flags, mr);
+    }
+
+    // ------------------------------------------------------------ counter updates
+    /// Adds `value` to `target` when the condition holds (no endpoint involved; the domain
+    /// must support triggers). The update is complete as soon as `target` shows it.
+    [[nodiscard]] static auto create_counter_add(domain& dom, threshold_condition cond, counter& target,
+                                                 std::uint64_t value, std::pmr::memory_resource* mr = nullptr)
+        -> result<deferred_work>;
+    /// Sets `target` to `value` when the condition holds.
+    [[nodiscard]] static auto create_counter_set(domain& dom, threshold_condition cond, counter& target,
+                                                 std::uint64_t value, std::pmr::memory_resource* mr = nullptr)
+        -> result<deferred_work>;
+
+    // ------------------------------------------------------------ lifetime
+    /// Records that the provider no longer references the work (its completion was observed,
+    /// or flush_work() succeeded) and releases the descriptor. No native call.
+    void mark_completed() noexcept;
+    /// Withdraws pending work (FI_CANCEL_WORK). Success releases the descriptor; failure keeps
+    /// the work pending and untouched. Work that is not pending: success, no native call.
+    /// No libfabric 2.1 provider implements the command: sockets reports not_implemented.
+    auto cancel() noexcept -> void_result;
+
+    /// Submitted and neither completed nor cancelled.
+    [[nodiscard]] auto pending() const noexcept -> bool { return pending_; }
+    [[nodiscard]] auto kind() const noexcept -> work_kind { return kind_; }
+    [[nodiscard]] auto threshold() const noexcept -> std::uint64_t { return threshold_; }
+    /// The native descriptor while pending (nullptr otherwise).
+    [[nodiscard]] auto native() const noexcept -> const ::fi_deferred_work*;
+    [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
+
+private:
+    [[nodiscard]] static auto make_msg(work_kind kind, domain& dom, endpoint& ep, threshold_condition cond,
+                                       counter* completion_counter, std::span<const ::iovec> iov,
+                                       std::span<void* const> desc, fabric_addr addr, const void* msg_ctx,
+                                       std::uint64_t data, std::uint64_t tag, std::uint64_t ignore,
+                                       op_flag flags, std::pmr::memory_resource* mr) -> result<deferred_work>;
+    [[nodiscard]] static auto make_rma(work_kind kind, domain& dom, endpoint& ep, threshold_condition cond,
+                                       counter* completion_counter, std::span<const ::iovec> iov,
+                                       std::span<void* const> desc, fabric_addr addr,
+                                       std::span<const remote_memory> remote, std::uint64_t data,
+                                       op_flag flags, std::pmr::memory_resource* mr) -> result<deferred_work>;
+    [[nodiscard]] static auto make_counter(work_kind kind, domain& dom, threshold_condition cond,
+                                           counter& target, std::uint64_t value,
+                                           std::pmr::memory_resource* mr) -> result<deferred_work>;
+    auto submit(domain& dom) noexcept -> void_result;
+    void release() noexcept;
+    void abandon_or_terminate() noexcept;
+
+    detail::work_block* block_{nullptr};
+    std::size_t bytes_{0};
+    std::pmr::memory_resource* mr_{nullptr};
+    ::fid_domain* domain_{nullptr};
+    loom::detail::child_count domain_children_;
+    work_kind kind_{work_kind::none};
+    std::uint64_t threshold_{0};
+    bool pending_{false};
+};
+
+}  // namespace loom::trigger

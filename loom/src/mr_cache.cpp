@@ -1,0 +1,660 @@
+// mr_cache.cpp — registration cache: AVL index with subtree end bounds, LRU retention, locking.
+//
+// Locking protocol (see docs/mr_cache.md):
+//  * mu_ exclusive: registration, index changes (insert, evict, invalidate), LRU trimming,
+//    destruction of entries. Every counter except the hits is written only here. Hits are
+//    counted in the entry's reference word by the same fetch_add that takes the reference,
+//    and moved to drained_hits_ in batches or to retired_hits_ when the entry is destroyed.
+//  * mu_ shared: hits. Unbounded caches take a reference with one atomic increment; bounded
+//    caches do the same while the entry already has references and otherwise take lru_mu_
+//    (under the shared lock) for the idle -> active transition, so the LRU list is exact.
+//  * Releases: unbounded caches decrement without any lock. Bounded caches decrement without a
+//    lock above one reference; the last one takes the shared lock and lru_mu_ to append the
+//    entry to the LRU list, then trims under the exclusive lock when a bound is exceeded.
+//  * An entry removed from the index while referenced gets retired_bit; the release that
+//    drops the count of a retired entry to zero destroys it under the exclusive lock. The
+//    remover sets the bit with fetch_or, so exactly one side sees "retired and unreferenced".
+#include <rdma/fi_domain.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <loom/endpoint.hpp>
+#include <loom/mr_cache.hpp>
+#include <string>
+
+namespace loom {
+namespace detail {
+
+namespace {
+
+using node = mr_cache_node;
+
+// An AVL tree over at most 2^64 bytes of nodes is below 93 levels high.
+constexpr int max_depth = 128;
+
+[[nodiscard]] auto height(const node* n) noexcept -> std::int32_t { return n != nullptr ? n->height : 0; }
+[[nodiscard]] auto max_end(const node* n) noexcept -> std::uint64_t { return n != nullptr ? n->max_end : 0; }
+
+void update(node* n) noexcept {
+    n->height = 1 + std::max(height(n->left), height(n->right));
+    n->max_end = std::max({n->end, max_end(n->left), max_end(n->right)});
+}
+
+[[nodiscard]] auto rotate_right(node* n) noexcept -> node* {
+    node* l = n->left;
+    n->left = l->right;
+    l->right = n;
+    update(n);
+    update(l);
+    return l;
+}
+
+[[nodiscard]] auto rotate_left(node* n) noexcept -> node* {
+    node* r = n->right;
+    n->right = r->left;
+    r->left = n;
+    update(n);
+    update(r);
+    return r;
+}
+
+[[nodiscard]] auto rebalance(node* n) noexcept -> node* {
+    update(n);
+    const auto bf = height(n->left) - height(n->right);
+    if (bf > 1) {
+        if (height(n->left->left) < height(n->left->right)) n->left = rotate_left(n->left);
+        return rotate_right(n);
+    }
+    if (bf < -1) {
+        if (height(n->right->right) < height(n->right->left)) n->right = rotate_right(n->right);
+        return rotate_left(n);
+    }
+    return n;
+}
+
+/// Total order of the nodes of one memory space's tree: start, then identity (equal ranges
+/// may coexist, e.g. a replaced entry and its successor).
+[[nodiscard]] auto order(const node* x, const node* y) noexcept -> int {
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    const auto px = reinterpret_cast<std::uintptr_t>(x);
+    const auto py = reinterpret_cast<std::uintptr_t>(y);
+    return px < py ? -1 : (px > py ? 1 : 0);
+}
+
+[[nodiscard]] auto insert(node* root, node* x) noexcept -> node* {
+    if (root == nullptr) return x;
+    if (order(x, root) < 0)
+        root->left = insert(root->left, x);
+    else
+        root->right = insert(root->right, x);
+    return rebalance(root);
+}
+
+[[nodiscard]] auto remove_min(node* n, node*& min) noexcept -> node* {
+    if (n->left == nullptr) {
+        min = n;
+        return n->right;
+    }
+    n->left = remove_min(n->left, min);
+    return rebalance(n);
+}
+
+[[nodiscard]] auto erase(node* root, node* x) noexcept -> node* {
+    if (root == nullptr) return nullptr;
+    const int c = order(x, root);
+    if (c < 0) {
+        root->left = erase(root->left, x);
+    } else if (c > 0) {
+        root->right = erase(root->right, x);
+    } else {
+        node* l = root->left;
+        node* r = root->right;
+        root->left = root->right = nullptr;
+        if (r == nullptr) return l;
+        node* m = nullptr;
+        r = remove_min(r, m);
+        m->left = l;
+        m->right = r;
+        return rebalance(m);
+    }
+    return rebalance(root);
+}
+
+/// A node with start <= smax, end >= emin and pred(node), found by a walk that prefers the
+/// right (later-starting) side. Subtrees whose largest end is below emin, and nodes starting
+/// after smax together with their right subtrees, are never visited. Allocation-free.
+template <class Pred>
+[[nodiscard]] auto find_in(node* root, std::uint64_t smax, std::uint64_t emin, Pred&& pred) noexcept
+    -> node* {
+    node* stack[max_depth];
+    int sp = 0;
+    node* n = root;
+    for (;;) {
+        while (n != nullptr) {
+            __builtin_prefetch(n->left);
+            __builtin_prefetch(n->right);
+            if (n->max_end < emin) break;
+            if (n->start > smax) {
+                n = n->left;
+                continue;
+            }
+            if (n->end >= emin && pred(n)) return n;
+            if (n->left != nullptr) stack[sp++] = n->left;
+            n = n->right;
+        }
+        if (sp == 0) return nullptr;
+        n = stack[--sp];
+    }
+}
+
+[[nodiscard]] constexpr auto sufficient(mr_access_flags have, mr_access_flags want) noexcept -> bool {
+    return (want & ~have).empty();
+}
+
+[[nodiscard]] constexpr auto count_of(std::uint64_t w) noexcept -> std::uint64_t { return node::count_of(w); }
+[[nodiscard]] constexpr auto hits_of(std::uint64_t w) noexcept -> std::uint64_t { return node::hits_of(w); }
+[[nodiscard]] constexpr auto state_of(std::uint64_t w) noexcept -> std::uint64_t { return node::state_of(w); }
+constexpr std::uint64_t hit_ref = node::hit_unit + 1;  // one hit and one reference
+
+[[nodiscard]] auto invalid() noexcept { return make_unexpected(errc::invalid_argument); }
+
+}  // namespace
+
+// ---------------------------------------------------------------- construction
+
+mr_cache_core::mr_cache_core(mr_cache_limits limits)
+    : roots_{space_root{memory_space{}, nullptr}},
+      page_mask_(page_size() - 1),
+      limits_(limits),
+      bounded_(limits.bounded()) {}
+
+auto mr_cache_core::root_of(const memory_space& s) -> node*& {
+    for (auto& r : roots_)
+        if (r.space == s) return r.root;
+    roots_.push_back(space_root{s, nullptr});
+    return roots_.back().root;
+}
+
+mr_cache_core::~mr_cache_core() = default;
+
+auto mr_cache_core::page_size() noexcept -> std::size_t {
+    static const std::size_t ps = [] {
+        const long v = ::sysconf(_SC_PAGESIZE);
+        return v > 0 ? static_cast<std::size_t>(v) : std::size_t{4096};
+    }();
+    return ps;
+}
+
+void mr_cache_core::shutdown() noexcept {
+    std::unique_lock lk(mu_);
+    // Post-order over the index without recursion: detach children as we go.
+    node* stack[max_depth];
+    int sp = 0;
+    for (auto& r : roots_)
+        if (r.root != nullptr) stack[sp++] = std::exchange(r.root, nullptr);
+    while (sp > 0) {
+        node* n = stack[sp - 1];
+        if (n->left != nullptr) {
+            stack[sp++] = std::exchange(n->left, nullptr);
+        } else if (n->right != nullptr) {
+            stack[sp++] = std::exchange(n->right, nullptr);
+        } else {
+            --sp;
+            do_destroy(n);
+        }
+    }
+    while (retired_ != nullptr) do_destroy(std::exchange(retired_, retired_->next));
+    lru_head_ = lru_tail_ = nullptr;
+    indexed_ = entries_ = bytes_ = 0;
+}
+
+// ---------------------------------------------------------------- lookup
+
+auto mr_cache_core::lookup_host(const void* p, std::size_t n, mr_access_flags access, bool read_only)
+    -> result<mr_cache_node*> {
+    if (access.empty() || !(access & ~mr_cache_known_access).empty()) return invalid();
+    if (read_only && !(access & ~mr_cache_read_only_access).empty()) return invalid();
+    if (p == nullptr || n == 0) return invalid();
+    const auto a = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
+    const std::uint64_t b = a + n;
+    if (b < a || b > ~page_mask_) return invalid();  // wraps, or cannot be rounded up to a page
+    {
+        std::shared_lock lk(mu_);
+        // roots_[0] is host memory.
+        if (node* e = find_in(roots_[0].root, a, b,
+                              [access](const node* x) { return sufficient(x->access, access); })) {
+            acquire_shared(e);
+            return e;
+        }
+    }
+    return lookup_miss(memory_space{}, a, b, access);
+}
+
+auto mr_cache_core::lookup_miss(const memory_space& space, std::uint64_t a, std::uint64_t b,
+                                mr_access_flags access) -> result<node*> {
+    std::unique_lock lk(mu_);
+    node*& root = root_of(space);
+    // Another thread may have registered the range since the shared search.
+    if (node* e = find_in(root, a, b, [access](const node* x) { return sufficient(x->access, access); })) {
+        const auto old = e->refs.fetch_add(hit_ref, std::memory_order_acq_rel);
+        if (count_of(old) == 0 && bounded_) lru_unlink(e);
+        note_hit(e, old);
+        return e;
+    }
+    if (auto ok = do_check(); !ok) return std::unexpected(ok.error());
+    ++misses_;
+    const std::uint64_t ra = a & ~page_mask_;
+    const std::uint64_t rb = (b + page_mask_) & ~page_mask_;
+    const auto bytes = static_cast<std::size_t>(rb - ra);
+
+    // Permission upgrade: entries containing the range (page-aligned, so they contain the
+    // rounded range too) lack some requested access. Register the union, so one entry serves
+    // both, and drop the entries of the same range it replaces.
+    mr_access_flags want = access;
+    (void)find_in(root, a, b, [&want](const node* x) {
+        want |= x->access;
+        return false;
+    });
+
+    // The oldest idle entries make room first, even if the registration then fails.
+    if (bounded_) trim(1, bytes);
+
+    const mr_cache_request req{
+        .space = space,
+        .range = {reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(ra)), bytes},
+        .access = want,
+    };
+    auto r = do_register(req);
+    if (!r) return std::unexpected(r.error());
+    node* e = *r;
+    e->space = space;
+    e->start = ra;
+    e->end = rb;
+    e->access = want;
+    e->left = e->right = nullptr;
+    e->prev = e->next = nullptr;
+    e->height = 1;
+    e->max_end = rb;
+    e->indexed = true;
+    e->refs.store(1, std::memory_order_relaxed);
+    root = insert(root, e);
+    ++indexed_;
+    ++entries_;
+    bytes_ += bytes;
+    ++registrations_;
+
+    while (node* old = find_in(root, ra, rb, [e, ra, rb, want](const node* x) {
+               return x != e && x->start == ra && x->end == rb && sufficient(want, x->access);
+           }))
+        unindex(old, false);
+    return e;
+}
+
+void mr_cache_core::acquire_shared(node* n) noexcept {
+    if (!bounded_) {
+        note_hit(n, n->refs.fetch_add(hit_ref, std::memory_order_relaxed));
+        return;
+    }
+    auto cur = n->refs.load(std::memory_order_relaxed);
+    while (count_of(cur) != 0) {
+        if (n->refs.compare_exchange_weak(cur, cur + hit_ref, std::memory_order_relaxed,
+                                          std::memory_order_relaxed)) {
+            note_hit(n, cur);
+            return;
+        }
+    }
+    // idle -> active: the entry leaves the LRU list.
+    std::lock_guard g(lru_mu_);
+    const auto old = n->refs.fetch_add(hit_ref, std::memory_order_acq_rel);
+    if (count_of(old) == 0) lru_unlink(n);
+    note_hit(n, old);
+}
+
+void mr_cache_core::note_hit(node* n, std::uint64_t old) noexcept {
+    // Exactly one hit sees the field at drain_at_ - 1; later hits cannot reach bit 63 before
+    // it moves the batch (at most 2^30 of 2^31 values).
+    if (hits_of(old) == drain_at_ - 1) [[unlikely]] {
+        drained_hits_.fetch_add(drain_at_, std::memory_order_relaxed);
+        n->refs.fetch_sub(drain_at_ << node::hit_shift, std::memory_order_relaxed);
+    }
+}
+
+// ---------------------------------------------------------------- release
+
+void mr_cache_core::release_bounded(node* n) noexcept {
+    auto cur = n->refs.load(std::memory_order_relaxed);
+    while (count_of(cur) > 1) {
+        if (n->refs.compare_exchange_weak(cur, cur - 1, std::memory_order_acq_rel, std::memory_order_relaxed))
+            return;
+    }
+    if ((cur & node::retired_bit) != 0) {
+        // Retired entries gain no references: this is the last one.
+        (void)n->refs.fetch_sub(1, std::memory_order_acq_rel);
+        destroy_retired(n);
+        return;
+    }
+    bool retired_last = false;
+    bool trim_needed = false;
+    {
+        std::shared_lock lk(mu_);
+        std::lock_guard g(lru_mu_);
+        const auto old = state_of(n->refs.fetch_sub(1, std::memory_order_acq_rel));
+        if (old == (node::retired_bit | 1)) {
+            retired_last = true;  // invalidated or replaced since the load above
+        } else if (old == 1) {
+            lru_push_back(n);
+            trim_needed = over_limits(0, 0);
+        }
+    }
+    if (retired_last) {
+        destroy_retired(n);
+    } else if (trim_needed) {
+        std::unique_lock lk(mu_);
+        trim(0, 0);
+    }
+}
+
+// ---------------------------------------------------------------- removal
+
+void mr_cache_core::destroy(node* n) noexcept {
+    retired_hits_ += hits_of(n->refs.load(std::memory_order_relaxed));
+    --entries_;
+    bytes_ -= static_cast<std::size_t>(n->end - n->start);
+    do_destroy(n);
+}
+
+void mr_cache_core::destroy_retired(node* n) noexcept {
+    std::unique_lock lk(mu_);
+    if (n->prev != nullptr)
+        n->prev->next = n->next;
+    else
+        retired_ = n->next;
+    if (n->next != nullptr) n->next->prev = n->prev;
+    destroy(n);
+}
+
+void mr_cache_core::unindex(node* n, bool invalidation) noexcept {
+    node*& root = root_of(n->space);
+    root = erase(root, n);
+    n->indexed = false;
+    --indexed_;
+    if (invalidation)
+        ++invalidations_;
+    else
+        ++evictions_;
+    // Under the exclusive lock no reference can be taken; unbounded releases may still drop
+    // one concurrently, and fetch_or decides which side destroys.
+    const auto old = n->refs.fetch_or(node::retired_bit, std::memory_order_acq_rel);
+    if (count_of(old) == 0) {
+        if (bounded_) lru_unlink(n);
+        destroy(n);
+        return;
+    }
+    n->prev = nullptr;
+    n->next = retired_;
+    if (retired_ != nullptr) retired_->prev = n;
+    retired_ = n;
+}
+
+void mr_cache_core::evict_one(node* n) noexcept {
+    node*& root = root_of(n->space);
+    root = erase(root, n);
+    n->indexed = false;
+    --indexed_;
+    ++evictions_;
+    if (bounded_) lru_unlink(n);
+    destroy(n);
+}
+
+auto mr_cache_core::over_limits(std::size_t extra_entries, std::size_t extra_bytes) const noexcept -> bool {
+    const auto& l = limits_;
+    const bool entries_over = extra_entries > l.max_entries || entries_ > l.max_entries - extra_entries;
+    const bool bytes_over =
+        extra_bytes > l.max_registered_bytes || bytes_ > l.max_registered_bytes - extra_bytes;
+    return entries_over || bytes_over;
+}
+
+void mr_cache_core::trim(std::size_t extra_entries, std::size_t extra_bytes) noexcept {
+    while (lru_head_ != nullptr && over_limits(extra_entries, extra_bytes)) evict_one(lru_head_);
+}
+
+void mr_cache_core::lru_push_back(node* n) noexcept {
+    n->next = nullptr;
+    n->prev = lru_tail_;
+    if (lru_tail_ != nullptr)
+        lru_tail_->next = n;
+    else
+        lru_head_ = n;
+    lru_tail_ = n;
+}
+
+void mr_cache_core::lru_unlink(node* n) noexcept {
+    if (n->prev != nullptr)
+        n->prev->next = n->next;
+    else
+        lru_head_ = n->next;
+    if (n->next != nullptr)
+        n->next->prev = n->prev;
+    else
+        lru_tail_ = n->prev;
+    n->prev = n->next = nullptr;
+}
+
+auto mr_cache_core::invalidate_host(const void* p, std::size_t n) -> std::size_t {
+    if (n == 0) return 0;
+    const auto a = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
+    if (a == ~std::uint64_t{0}) return 0;
+    const std::uint64_t last = a + n - 1 < a ? ~std::uint64_t{0} : a + n - 1;  // inclusive, clamped
+    std::unique_lock lk(mu_);
+    std::size_t removed = 0;
+    // Overlap with [a, last]: start <= last and end > a (end >= a + 1). roots_[0] is host memory.
+    while (node* x = find_in(roots_[0].root, last, a + 1, [](const node*) { return true; })) {
+        unindex(x, true);
+        ++removed;
+    }
+    return removed;
+}
+
+auto mr_cache_core::evict_unreferenced() -> std::size_t {
+    std::unique_lock lk(mu_);
+    std::size_t evicted = 0;
+    if (bounded_) {
+        while (lru_head_ != nullptr) {
+            evict_one(lru_head_);
+            ++evicted;
+        }
+        return evicted;
+    }
+    // Unbounded caches keep no LRU list: collect the idle entries through their (unused)
+    // `next` links first, then remove them. Under the exclusive lock an idle entry stays idle.
+    node* doomed = nullptr;
+    for (const auto& r : roots_) {
+        node* stack[max_depth];
+        int sp = 0;
+        node* n = r.root;
+        while (n != nullptr || sp > 0) {
+            while (n != nullptr) {
+                stack[sp++] = n;
+                n = n->left;
+            }
+            n = stack[--sp];
+            if (count_of(n->refs.load(std::memory_order_acquire)) == 0) {
+                n->next = doomed;
+                doomed = n;
+            }
+            n = n->right;
+        }
+    }
+    while (doomed != nullptr) {
+        node* next = doomed->next;
+        doomed->next = nullptr;
+        evict_one(doomed);
+        doomed = next;
+        ++evicted;
+    }
+    return evicted;
+}
+
+// ---------------------------------------------------------------- observation
+
+auto mr_cache_core::stats() const -> mr_cache_stats {
+    std::shared_lock lk(mu_);
+    std::uint64_t hits = drained_hits_.load(std::memory_order_relaxed) + retired_hits_;
+    for (const auto& r : roots_) {
+        const node* stack[max_depth];
+        int sp = 0;
+        if (r.root != nullptr) stack[sp++] = r.root;
+        while (sp > 0) {
+            const node* n = stack[--sp];
+            hits += hits_of(n->refs.load(std::memory_order_relaxed));
+            if (n->left != nullptr) stack[sp++] = n->left;
+            if (n->right != nullptr) stack[sp++] = n->right;
+        }
+    }
+    for (const node* r = retired_; r != nullptr; r = r->next)
+        hits += hits_of(r->refs.load(std::memory_order_relaxed));
+    return mr_cache_stats{
+        .hits = hits,
+        .misses = misses_,
+        .registrations = registrations_,
+        .evictions = evictions_,
+        .invalidations = invalidations_,
+        .registered_bytes = bytes_,
+        .entries = entries_,
+    };
+}
+
+auto mr_cache_core::indexed_entries() const -> std::size_t {
+    std::shared_lock lk(mu_);
+    return indexed_;
+}
+
+auto mr_cache_core::check_invariants() const -> std::string {
+    std::unique_lock lk(mu_);
+    std::string problem;
+    std::size_t count = 0;
+    std::size_t bytes = 0;
+    std::size_t idle = 0;
+    const node* prev = nullptr;
+    const memory_space* space = nullptr;
+    // Recursive structural check; returns the subtree height (or -1 after a problem).
+    auto walk = [&](auto&& self, const node* n, int depth) -> std::int32_t {
+        if (n == nullptr) return 0;
+        if (depth > max_depth) {
+            problem = "index deeper than " + std::to_string(max_depth);
+            return -1;
+        }
+        const auto hl = self(self, n->left, depth + 1);
+        if (hl < 0) return -1;
+        if (prev != nullptr && order(prev, n) >= 0) {
+            problem = "keys out of order at start " + std::to_string(n->start);
+            return -1;
+        }
+        prev = n;
+        const auto hr = self(self, n->right, depth + 1);
+        if (hr < 0) return -1;
+        if (!n->indexed || (n->refs.load() & node::retired_bit) != 0) {
+            problem = "index holds a removed entry";
+            return -1;
+        }
+        if (n->space != *space) {
+            problem = "entry in the tree of another memory space";
+            return -1;
+        }
+        if (n->end <= n->start) {
+            problem = "empty range in the index";
+            return -1;
+        }
+        if (hl - hr > 1 || hr - hl > 1) {
+            problem = "AVL balance violated";
+            return -1;
+        }
+        if (n->height != 1 + std::max(hl, hr)) {
+            problem = "stale height";
+            return -1;
+        }
+        if (n->max_end != std::max({n->end, max_end(n->left), max_end(n->right)})) {
+            problem = "stale subtree end bound";
+            return -1;
+        }
+        ++count;
+        bytes += static_cast<std::size_t>(n->end - n->start);
+        if (count_of(n->refs.load()) == 0) ++idle;
+        return n->height;
+    };
+    if (roots_.empty() || roots_[0].space != memory_space{}) return "host memory has no first tree";
+    for (const auto& r : roots_) {
+        prev = nullptr;
+        space = &r.space;
+        if (walk(walk, r.root, 1) < 0) return problem;
+    }
+    if (count != indexed_)
+        return "indexed count " + std::to_string(indexed_) + " != " + std::to_string(count);
+    std::size_t retired = 0;
+    for (const node* r = retired_; r != nullptr; r = r->next) {
+        if (r->indexed || (r->refs.load() & node::retired_bit) == 0 || count_of(r->refs.load()) == 0)
+            return "retired list holds an indexed or unreferenced entry";
+        ++retired;
+        bytes += static_cast<std::size_t>(r->end - r->start);
+    }
+    if (entries_ != indexed_ + retired)
+        return "entries " + std::to_string(entries_) + " != indexed + retired";
+    if (bytes_ != bytes) return "registered bytes " + std::to_string(bytes_) + " != " + std::to_string(bytes);
+    if (registrations_ != evictions_ + invalidations_ + indexed_)
+        return "registrations != evictions + invalidations + indexed";
+    if (bounded_) {
+        std::size_t lru = 0;
+        const node* back = nullptr;
+        for (const node* l = lru_head_; l != nullptr; l = l->next) {
+            if (!l->indexed || count_of(l->refs.load()) != 0)
+                return "LRU list holds an active or removed entry";
+            if (l->prev != back) return "LRU back link broken";
+            back = l;
+            ++lru;
+        }
+        if (back != lru_tail_) return "LRU tail broken";
+        if (lru != idle)
+            return "LRU length " + std::to_string(lru) + " != idle entries " + std::to_string(idle);
+    }
+    return {};
+}
+
+// ---------------------------------------------------------------- domain registrar
+
+auto mr_cache_binding_check(bool domain_valid, mr_mode_flags mode, bool have_endpoint, bool endpoint_valid,
+                            bool endpoint_belongs) noexcept -> void_result {
+    if (!domain_valid) return invalid();
+    if (have_endpoint) {
+        if (!endpoint_valid || !endpoint_belongs) return invalid();
+        return {};
+    }
+    if (mode.any(mr_mode_flags::endpoint)) return invalid();
+    return {};
+}
+
+}  // namespace detail
+
+auto domain_registrar::check() const -> void_result {
+    const bool dom_ok = dom_ != nullptr && dom_->valid();
+    const bool ep_ok = ep_ != nullptr && ep_->valid();
+    return detail::mr_cache_binding_check(dom_ok, dom_ok ? dom_->get_memory_region_mode() : mr_mode_flags{},
+                                          ep_ != nullptr, ep_ok, ep_ok && dom_ok && ep_->belongs_to(*dom_));
+}
+
+auto domain_registrar::register_range(const mr_cache_request& req) -> result<memory_region> {
+    if (auto ok = check(); !ok) return std::unexpected(ok.error());
+    if (req.space.kind != memory_kind::host) return make_unexpected(errc::not_supported);
+    auto mr = memory_region::register_memory(*dom_, req.range, req.access);
+    if (!mr) return std::unexpected(mr.error());
+    if (ep_ != nullptr && dom_->get_memory_region_mode().any(mr_mode_flags::endpoint)) {
+        // FI_MR_ENDPOINT: the registration is usable only once bound to the endpoint and
+        // enabled. On failure `mr` closes the registration: nothing is cached.
+        if (const int rc = ::fi_mr_bind(mr->native(), &ep_->native()->fid, 0); rc != 0)
+            return native_unexpected(rc);
+        if (const int rc = ::fi_mr_enable(mr->native()); rc != 0) return native_unexpected(rc);
+    }
+    return mr;
+}
+
+}  // namespace loom

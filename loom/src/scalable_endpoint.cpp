@@ -1,0 +1,263 @@
+// Scalable endpoints: creation, address-vector binding, context creation and tracking.
+#include "loom/scalable_endpoint.hpp"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_errno.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "loom/address_vector.hpp"
+
+namespace loom {
+
+namespace detail {
+
+/// Open context indices of one scalable endpoint, shared with the close hooks of its
+/// contexts (which may run after the scalable_endpoint object has moved).
+struct sep_registry {
+    std::mutex m;
+    std::vector<int> tx_open;
+    std::vector<int> rx_open;
+
+    auto list(bool transmit) -> std::vector<int>& { return transmit ? tx_open : rx_open; }
+    /// Reserves `index`; false when it is already open.
+    auto claim(bool transmit, int index) -> bool {
+        std::lock_guard lock(m);
+        auto& l = list(transmit);
+        if (std::find(l.begin(), l.end(), index) != l.end()) return false;
+        l.push_back(index);
+        return true;
+    }
+    void release(bool transmit, int index) noexcept {
+        std::lock_guard lock(m);
+        auto& l = list(transmit);
+        if (auto it = std::find(l.begin(), l.end(), index); it != l.end()) l.erase(it);
+    }
+};
+
+namespace {
+
+// ---------------------------------------------------------------- context close tracking
+// A context is handed out as a plain loom::endpoint, which closes its native object with
+// fi_close. To learn when that happens (so the scalable endpoint's close can be refused
+// while contexts are open, and indices can be reused), each context's fid.ops points at a
+// copy of the provider's fi_ops whose close forwards to the provider's and, on success,
+// releases the context's index and its count on the scalable endpoint. Every other entry
+// is the provider's own function. The original table is restored before the provider's
+// close runs.
+// TODO: replace with an endpoint::adopt_native overload that links the context to a parent
+// child count (as endpoint::bind_srx does for shared receive contexts).
+struct hook_payload;
+
+struct context_hook {
+    ::fi_ops ops;  // first member: fid.ops of the context points here
+    hook_payload* payload;
+};
+static_assert(std::is_standard_layout_v<context_hook>);
+
+struct hook_payload {
+    context_hook hook{};
+    ::fi_ops* original{nullptr};
+    child_count sep_children;
+    std::shared_ptr<sep_registry> registry;
+    bool transmit{false};
+    int index{0};
+};
+
+auto hooked_close(::fid* f) -> int;
+
+auto hook_of(const ::fid_ep* ep) noexcept -> hook_payload* {
+    if (ep == nullptr || ep->fid.ops == nullptr || ep->fid.ops->close != &hooked_close) return nullptr;
+    return reinterpret_cast<context_hook*>(ep->fid.ops)->payload;
+}
+
+auto hooked_close(::fid* f) -> int {
+    auto* hook = reinterpret_cast<context_hook*>(f->ops);
+    hook_payload* p = hook->payload;
+    f->ops = p->original;
+    const int rc = p->original->close(f);
+    if (rc != 0) {
+        f->ops = &hook->ops;  // still open: keep tracking it
+        return rc;
+    }
+    p->registry->release(p->transmit, p->index);
+    if (p->sep_children) p->sep_children->fetch_sub(1, std::memory_order_relaxed);
+    delete p;
+    return 0;
+}
+
+/// Installs the hook on a freshly created context; false when memory runs out.
+auto install_hook(::fid_ep* ctx, const child_count& sep_children,
+                  const std::shared_ptr<sep_registry>& registry, bool transmit, int index) noexcept -> bool {
+    auto* p = new (std::nothrow) hook_payload{};
+    if (p == nullptr) return false;
+    p->original = ctx->fid.ops;
+    const std::size_t n = std::min(sizeof(::fi_ops), p->original->size);
+    std::memcpy(&p->hook.ops, p->original, n);
+    p->hook.ops.close = &hooked_close;
+    p->hook.payload = p;
+    p->sep_children = sep_children;
+    p->registry = registry;
+    p->transmit = transmit;
+    p->index = index;
+    if (p->sep_children) p->sep_children->fetch_add(1, std::memory_order_relaxed);
+    ctx->fid.ops = &p->hook.ops;
+    return true;
+}
+
+}  // namespace
+}  // namespace detail
+
+auto scalable_endpoint::create(domain& dom, const fabric_info& info, const scalable_endpoint_attr& attr,
+                               std::pmr::memory_resource* mr) -> result<scalable_endpoint> {
+    if (!dom.valid() || !info.valid()) return make_unexpected(errc::invalid_argument);
+    const ::fi_info* fi = info.native();
+    if (fi->ep_attr == nullptr || fi->tx_attr == nullptr || fi->rx_attr == nullptr)
+        return make_unexpected(errc::invalid_argument);
+    if (auto ok = validate(static_cast<endpoint_types>(fi->ep_attr->type)); !ok)
+        return std::unexpected(ok.error());
+    const std::size_t tx = attr.tx_contexts != 0 ? attr.tx_contexts : fi->ep_attr->tx_ctx_cnt;
+    const std::size_t rx = attr.rx_contexts != 0 ? attr.rx_contexts : fi->ep_attr->rx_ctx_cnt;
+    if (tx == FI_SHARED_CONTEXT || rx == FI_SHARED_CONTEXT) return make_unexpected(errc::invalid_argument);
+    if (const auto* da = fi->domain_attr) {
+        if ((da->max_ep_tx_ctx != 0 && tx > da->max_ep_tx_ctx) ||
+            (da->max_ep_rx_ctx != 0 && rx > da->max_ep_rx_ctx))
+            return make_unexpected(errc::invalid_argument);
+    }
+    // Indices are ints in the native interface.
+    if (tx > static_cast<std::size_t>(INT32_MAX) || rx > static_cast<std::size_t>(INT32_MAX))
+        return make_unexpected(errc::invalid_argument);
+
+    auto copy = fabric_info::copy_native(fi, mr);
+    if (!copy) return std::unexpected(copy.error());
+    auto* native_info = const_cast<::fi_info*>(copy->native());  // our own duplicate
+    native_info->ep_attr->tx_ctx_cnt = tx;
+    native_info->ep_attr->rx_ctx_cnt = rx;
+
+    auto registry = std::make_shared<detail::sep_registry>();
+    ::fid_ep* sep = nullptr;
+    if (const int rc = ::fi_scalable_ep(dom.native(), native_info, &sep, nullptr); rc != 0)
+        return native_unexpected(rc);
+    scalable_endpoint out;
+    out.h_ = detail::unique_fid<::fid_ep>{sep};
+    out.h_.set_parent(dom.child_tracker());
+    out.h_.track_children(mr);
+    out.info_ = std::move(*copy);
+    out.dom_ = &dom;
+    out.domain_ = dom.native();
+    out.registry_ = std::move(registry);
+    out.tx_count_ = tx;
+    out.rx_count_ = rx;
+    return out;
+}
+
+auto scalable_endpoint::needs_av() const noexcept -> bool {
+    const auto t = type();
+    return t == endpoint_types::rdm || t == endpoint_types::dgram;
+}
+
+auto scalable_endpoint::bind_av(address_vector& av) noexcept -> void_result {
+    if (!h_ || !av.valid()) return make_unexpected(errc::invalid_argument);
+    if (enabled_ || has_av_) return make_unexpected(errc::bad_state);
+    if (av.domain_native() != domain_) return make_unexpected(errc::invalid_argument);
+    if (type() == endpoint_types::msg) return make_unexpected(errc::invalid_argument);
+    auto r = check_native(::fi_scalable_ep_bind(h_.get(), &av.native()->fid, 0));
+    if (r) has_av_ = true;
+    return r;
+}
+
+auto scalable_endpoint::tx_context(int index, const context_attr& attr) -> result<endpoint> {
+    return make_context(true, index, attr);
+}
+
+auto scalable_endpoint::rx_context(int index, const context_attr& attr) -> result<endpoint> {
+    return make_context(false, index, attr);
+}
+
+auto scalable_endpoint::make_context(bool transmit, int index, const context_attr& attr) -> result<endpoint> {
+    if (!h_) return make_unexpected(errc::bad_state);
+    if (dom_ == nullptr || !dom_->valid() || dom_->native() != domain_)
+        return make_unexpected(errc::bad_state);
+    const std::size_t count = transmit ? tx_count_ : rx_count_;
+    if (index < 0 || (count != 0 && static_cast<std::size_t>(index) >= count))
+        return make_unexpected(errc::invalid_argument);
+    const ::fi_info* fi = info_.native();
+    if (!attr.caps.empty() && !(attr.caps & ~capability{fi->caps}).empty())
+        return make_unexpected(errc::invalid_argument);  // not a subset of the endpoint's
+    const bool custom = attr.op_flags.has_value() || attr.size != 0 || !attr.caps.empty();
+
+    // The native attributes the context is opened with, and the view loom adopts it with:
+    // the endpoint's entry with this direction's attributes only.
+    ::fi_tx_attr tx_attr = *fi->tx_attr;
+    ::fi_rx_attr rx_attr = *fi->rx_attr;
+    if (attr.op_flags) (transmit ? tx_attr.op_flags : rx_attr.op_flags) = attr.op_flags->get();
+    if (attr.size != 0) (transmit ? tx_attr.size : rx_attr.size) = attr.size;
+    if (!attr.caps.empty()) (transmit ? tx_attr.caps : rx_attr.caps) = attr.caps.get();
+
+    if (!registry_->claim(transmit, index)) return make_unexpected(errc::busy);
+    ::fid_ep* ctx = nullptr;
+    const int rc = transmit ? ::fi_tx_context(h_.get(), index, custom ? &tx_attr : nullptr, &ctx, nullptr)
+                            : ::fi_rx_context(h_.get(), index, custom ? &rx_attr : nullptr, &ctx, nullptr);
+    if (rc != 0) {
+        registry_->release(transmit, index);
+        return native_unexpected(rc);
+    }
+    if (!detail::install_hook(ctx, h_.children(), registry_, transmit, index)) {
+        (void)::fi_close(&ctx->fid);
+        registry_->release(transmit, index);
+        return make_unexpected(errc::no_memory);
+    }
+    ::fi_info view = *fi;
+    view.next = nullptr;
+    view.tx_attr = transmit ? &tx_attr : nullptr;
+    view.rx_attr = transmit ? nullptr : &rx_attr;
+    if (!attr.caps.empty()) view.caps = attr.caps.get();
+    return endpoint::adopt_native(ctx, view, *dom_);
+}
+
+auto scalable_endpoint::enable_context(endpoint& ctx) noexcept -> void_result {
+    if (!h_) return make_unexpected(errc::bad_state);
+    const auto* hook = detail::hook_of(ctx.native());
+    if (!ctx.valid() || hook == nullptr || hook->registry != registry_)
+        return make_unexpected(errc::invalid_argument);
+    if (ctx.enabled()) return {};
+    if (needs_av() && !has_av_) return make_unexpected(errc::no_address_vector);
+    auto r = check_native(::fi_enable(ctx.native()));
+    if (r) ctx.mark_enabled();
+    return r;
+}
+
+auto scalable_endpoint::enable() noexcept -> void_result {
+    if (!h_) return make_unexpected(errc::invalid_argument);
+    if (enabled_) return {};
+    if (needs_av() && !has_av_) return make_unexpected(errc::no_address_vector);
+    auto r = check_native(::fi_enable(h_.get()));
+    if (r) enabled_ = true;
+    return r;
+}
+
+auto scalable_endpoint::name() const -> result<address> {
+    if (!h_) return make_unexpected(errc::bad_state);
+    std::vector<std::byte> buf(128);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        std::size_t len = buf.size();
+        const int rc = ::fi_getname(&h_.get()->fid, buf.data(), &len);
+        if (rc == 0) {
+            buf.resize(len);
+            return address_from_raw(addr_format(), buf);
+        }
+        if (rc != -FI_ETOOSMALL) return native_unexpected(rc);
+        buf.resize(len);
+    }
+    return make_unexpected(errc::too_small);
+}
+
+}  // namespace loom

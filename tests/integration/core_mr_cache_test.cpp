@@ -1,0 +1,201 @@
+// In-process MR cache over real providers: cached registrations carry loopback sends, hits
+// reuse them, invalidated handles stay usable until released, bounded caches evict, and the
+// endpoint rules (foreign endpoint, FI_MR_ENDPOINT domains) are enforced before registration.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <loom/mr_cache.hpp>
+#include <memory>
+
+#include "core_support.hpp"
+
+using namespace core_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::vector<std::string>& cache_providers() {
+    static const std::vector<std::string> all{"shm", "tcp;ofi_rxm", "tcp"};
+    return all;
+}
+
+/// Page-aligned heap memory, so page rounding is predictable and buffers never share a page.
+struct page_buffer {
+    explicit page_buffer(std::size_t pages)
+        : size(pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE))),
+          p(static_cast<std::byte*>(
+              std::aligned_alloc(static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)), size))) {
+        std::fill_n(p.get(), size, std::byte{0});
+    }
+    auto span() -> std::span<std::byte> { return {p.get(), size}; }
+    struct free_deleter {
+        void operator()(std::byte* b) const noexcept { std::free(b); }
+    };
+    std::size_t size;
+    std::unique_ptr<std::byte, free_deleter> p;
+};
+
+const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+
+class core_mr_cache : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override { ASSERT_NO_FATAL_FAILURE(must_open_loop(GetParam(), {}, s_)); }
+
+    /// Sends `out` to `in` through the loopback endpoint with the given descriptors.
+    void roundtrip(std::span<const std::byte> out, void* out_desc, std::span<std::byte> in, void* in_desc) {
+        loom::request_context rctx, sctx;
+        loom_test::progress prog(s_.cq);
+        ASSERT_EQ(outcome(s_.ep.recv(in, loom::fabric_addrs::unspecified, in_desc, &rctx)), "ok");
+        ASSERT_EQ(outcome(prog.retry([&] { return s_.ep.send(out, s_.self, out_desc, &sctx); }, 2s)), "ok");
+        const auto ev = completed(prog, &rctx);
+        EXPECT_EQ(ev.bytes_transferred, out.size());
+        (void)completed(prog, &sctx);
+    }
+
+    loop_stack s_;
+};
+
+TEST_P(core_mr_cache, cached_registrations_carry_a_loopback_send) {
+    const auto mode = s_.domain.get_memory_region_mode();
+    quirk(GetParam(), "mr_mode " + loom::to_string(mode));
+    auto made = loom::make_mr_cache(s_.domain, s_.ep);
+    ASSERT_TRUE(made) << outcome(made.error());
+    auto& cache = *made;
+    page_buffer out_buf(3), in_buf(3);
+    const auto out = std::span<const std::byte>(out_buf.span()).subspan(100, page + 500);
+    const auto in = in_buf.span().subspan(100, page + 500);
+    loom_test::fill_pattern(out_buf.span(), 31);
+
+    auto tx = cache.lookup(out, loom::mr_access_flags::send);
+    ASSERT_TRUE(tx) << outcome(tx.error());
+    auto rx = cache.lookup(in, loom::mr_access_flags::recv);
+    ASSERT_TRUE(rx) << outcome(rx.error());
+    EXPECT_TRUE(tx->contains(out));
+    EXPECT_TRUE(rx->contains(in));
+    EXPECT_EQ(tx->size(), 2 * page) << "page-rounded: [0, 2 pages) of the buffer";
+    EXPECT_EQ(tx->address(), out_buf.span().data());
+    ASSERT_TRUE(tx->region().valid());
+    EXPECT_TRUE(tx->region().contains(out));
+    EXPECT_TRUE(tx->region().usable_with(s_.ep));
+    EXPECT_EQ(tx->descriptor(), tx->region().descriptor());
+    if (mode.any(loom::mr_mode_flags::raw)) {
+        EXPECT_EQ(outcome(tx->key()), "not_supported");
+    } else {
+        const auto k = tx->key();
+        EXPECT_TRUE(k || loom::is_again(k.error())) << outcome(k);
+    }
+
+    ASSERT_NO_FATAL_FAILURE(roundtrip(out, tx->descriptor(), in, rx->descriptor()));
+    EXPECT_TRUE(std::equal(in.begin(), in.end(), out.begin()));
+
+    // Same buffers again: hits, the same registrations; send through the memory_region overload.
+    tx->release();
+    rx->release();
+    auto tx2 = cache.lookup(out.subspan(10, 100), loom::mr_access_flags::send);
+    auto rx2 = cache.lookup(in, loom::mr_access_flags::recv);
+    ASSERT_TRUE(tx2 && rx2);
+    std::fill(in.begin(), in.end(), std::byte{0});
+    loom::request_context rctx, sctx;
+    loom_test::progress prog(s_.cq);
+    ASSERT_EQ(outcome(s_.ep.recv(in, rx2->region(), loom::fabric_addrs::unspecified, &rctx)), "ok");
+    ASSERT_EQ(outcome(prog.retry([&] { return s_.ep.send(out, tx2->region(), s_.self, &sctx); }, 2s)), "ok");
+    EXPECT_EQ(completed(prog, &rctx).bytes_transferred, out.size());
+    (void)completed(prog, &sctx);
+    EXPECT_TRUE(std::equal(in.begin(), in.end(), out.begin()));
+
+    const auto st = cache.stats();
+    EXPECT_EQ(st.hits, 2u);
+    EXPECT_EQ(st.misses, 2u);
+    EXPECT_EQ(st.registrations, 2u);
+    EXPECT_EQ(st.entries, 2u);
+    EXPECT_EQ(st.registered_bytes, 4 * page);
+    EXPECT_EQ(cache.check_invariants(), "");
+    tx2->release();
+    rx2->release();
+    EXPECT_EQ(cache.clear(), 2u);
+    EXPECT_EQ(cache.stats().entries, 0u);
+}
+
+TEST_P(core_mr_cache, invalidated_handle_stays_usable_until_released) {
+    auto cache = loom::mr_cache(s_.domain);
+    ASSERT_TRUE(cache.status()) << "no provider here requires FI_MR_ENDPOINT";
+    page_buffer out_buf(1), in_buf(1);
+    loom_test::fill_pattern(out_buf.span(), 5);
+    const std::span<const std::byte> out = out_buf.span().first(256);
+    auto tx = cache.lookup(out, loom::mr_access_flags::send).value();
+    auto rx = cache.lookup(in_buf.span().first(256), loom::mr_access_flags::recv).value();
+    const long children = s_.domain.open_children();
+    EXPECT_EQ(cache.invalidate(out_buf.span().data(), out_buf.size), 1u);
+    EXPECT_EQ(s_.domain.open_children(), children) << "the held registration is still open";
+    ASSERT_NO_FATAL_FAILURE(roundtrip(out, tx.descriptor(), in_buf.span().first(256), rx.descriptor()));
+    EXPECT_TRUE(std::equal(out.begin(), out.end(), in_buf.span().begin()));
+    // A new lookup registers again; the old registration closes on release.
+    auto tx_new = cache.lookup(out, loom::mr_access_flags::send).value();
+    EXPECT_EQ(s_.domain.open_children(), children + 1);
+    tx.release();
+    EXPECT_EQ(s_.domain.open_children(), children);
+    const auto st = cache.stats();
+    EXPECT_EQ(st.invalidations, 1u);
+    EXPECT_EQ(st.registrations, 3u);
+    EXPECT_EQ(st.entries, 2u);
+}
+
+TEST_P(core_mr_cache, bounded_cache_evicts_idle_registrations) {
+    auto made =
+        loom::make_mr_cache<loom::provider::generic_tag>(s_.domain, loom::mr_cache_limits{.max_entries = 1});
+    ASSERT_TRUE(made) << outcome(made.error());
+    auto& cache = *made;
+    page_buffer a(1), b(1);
+    const long before = s_.domain.open_children();
+    { auto h = cache.lookup(a.span(), loom::mr_access_flags::send).value(); }
+    EXPECT_EQ(s_.domain.open_children(), before + 1);
+    {
+        auto h = cache.lookup(b.span(), loom::mr_access_flags::send).value();
+        EXPECT_EQ(s_.domain.open_children(), before + 1) << "the idle registration of `a` was evicted";
+        auto h2 =
+            cache.lookup(a.span(), loom::mr_access_flags::send).value();  // live handles exceed the bound
+        EXPECT_EQ(s_.domain.open_children(), before + 2);
+    }
+    EXPECT_EQ(s_.domain.open_children(), before + 1);
+    const auto st = cache.stats();
+    EXPECT_EQ(st.registrations, 3u);
+    EXPECT_EQ(st.evictions, 2u);
+    EXPECT_EQ(st.entries, 1u);
+}
+
+TEST_P(core_mr_cache, endpoint_rules) {
+    const auto mode = s_.domain.get_memory_region_mode();
+    loop_stack other;
+    ASSERT_NO_FATAL_FAILURE(must_open_loop(GetParam(), {}, other));
+    ASSERT_FALSE(other.ep.belongs_to(s_.domain));
+    // An endpoint of another domain: refused by the factory and by every lookup.
+    auto foreign = loom::make_mr_cache(s_.domain, other.ep);
+    ASSERT_FALSE(foreign);
+    EXPECT_EQ(outcome(foreign.error()), "invalid_argument");
+    page_buffer buf(1);
+    const long before = s_.domain.open_children();
+    {
+        loom::mr_cache c(s_.domain, other.ep);
+        EXPECT_EQ(outcome(c.lookup(buf.span(), loom::mr_access_flags::send)), "invalid_argument");
+        EXPECT_EQ(c.stats(), loom::mr_cache_stats{});
+        EXPECT_EQ(s_.domain.open_children(), before) << "nothing was registered";
+    }
+    // The domain's own endpoint works; without one only FI_MR_ENDPOINT domains refuse.
+    auto own = loom::make_mr_cache(s_.domain, s_.ep);
+    EXPECT_TRUE(own) << outcome(own.error());
+    auto bare = loom::make_mr_cache(s_.domain);
+    if (mode.any(loom::mr_mode_flags::endpoint)) {
+        EXPECT_EQ(outcome(bare), "invalid_argument");
+    } else {
+        ASSERT_TRUE(bare) << outcome(bare.error());
+        auto h = bare->lookup(buf.span(), loom::mr_access_flags::send);
+        ASSERT_TRUE(h) << outcome(h.error());
+        EXPECT_FALSE(h->region().usable_with(other.ep));
+        EXPECT_TRUE(h->region().usable_with(s_.ep));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(providers, core_mr_cache, ::testing::ValuesIn(cache_providers()), param_name);
+
+}  // namespace
