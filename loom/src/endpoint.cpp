@@ -103,13 +103,17 @@ auto endpoint::enable() noexcept -> void_result {
 
 auto endpoint::name() const -> result<address> {
     if (!h_) return make_unexpected(errc::bad_state);
+    return detail::native_name(&h_.get()->fid, format_);
+}
+
+auto detail::native_name(::fid_t fid, address_format format) -> result<address> {
     std::vector<std::byte> buf(128);
     for (int attempt = 0; attempt < 2; ++attempt) {
         std::size_t len = buf.size();
-        const int rc = ::fi_getname(&h_.get()->fid, buf.data(), &len);
+        const int rc = ::fi_getname(fid, buf.data(), &len);
         if (rc == 0) {
             buf.resize(len);
-            return address_from_raw(format_, buf);
+            return address_from_raw(format, buf);
         }
         if (rc != -FI_ETOOSMALL) return native_unexpected(rc);
         buf.resize(len);

@@ -246,18 +246,7 @@ auto scalable_endpoint::enable() noexcept -> void_result {
 
 auto scalable_endpoint::name() const -> result<address> {
     if (!h_) return make_unexpected(errc::bad_state);
-    std::vector<std::byte> buf(128);
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        std::size_t len = buf.size();
-        const int rc = ::fi_getname(&h_.get()->fid, buf.data(), &len);
-        if (rc == 0) {
-            buf.resize(len);
-            return address_from_raw(addr_format(), buf);
-        }
-        if (rc != -FI_ETOOSMALL) return native_unexpected(rc);
-        buf.resize(len);
-    }
-    return make_unexpected(errc::too_small);
+    return detail::native_name(&h_.get()->fid, addr_format());
 }
 
 }  // namespace loom

@@ -371,6 +371,11 @@ private:
     friend auto get_native_endpoint_option(const endpoint&, int, int, void*, std::size_t*) noexcept -> void_result;
 };
 
+namespace detail {
+/// fi_getname on any endpoint-class fid, decoded as `format` (buffer grown as the provider asks).
+[[nodiscard]] auto native_name(::fid_t fid, address_format format) -> result<address>;
+}  // namespace detail
+
 // ---------------------------------------------------------------- endpoint options
 auto get_endpoint_option(const endpoint& ep, ep_opt::level level, ep_opt::option name, void* value,
                          std::size_t* length) noexcept -> void_result;

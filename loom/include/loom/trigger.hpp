@@ -8,6 +8,7 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <loom/atomic.hpp>
 #include <loom/context.hpp>
 #include <loom/counter.hpp>
 #include <loom/detail/fid.hpp>
@@ -56,34 +57,13 @@ struct rma_message {
     std::uint64_t data{0};  ///< remote CQ data, sent with op_flag::remote_cq_data (writes)
 };
 
-/// The libfabric datatype of T for typed atomics (fixed-width integers, float, double and
-/// their complex forms, long double).
-template <class T>
-struct datatype_of;
-#define LOOM_DETAIL_TRIGGER_DT(T, v)              \
-    template <>                                   \
-    struct datatype_of<T> {                       \
-        static constexpr ::fi_datatype value = v; \
-    };
-LOOM_DETAIL_TRIGGER_DT(std::int8_t, FI_INT8)
-LOOM_DETAIL_TRIGGER_DT(std::uint8_t, FI_UINT8)
-LOOM_DETAIL_TRIGGER_DT(std::int16_t, FI_INT16)
-LOOM_DETAIL_TRIGGER_DT(std::uint16_t, FI_UINT16)
-LOOM_DETAIL_TRIGGER_DT(std::int32_t, FI_INT32)
-LOOM_DETAIL_TRIGGER_DT(std::uint32_t, FI_UINT32)
-LOOM_DETAIL_TRIGGER_DT(std::int64_t, FI_INT64)
-LOOM_DETAIL_TRIGGER_DT(std::uint64_t, FI_UINT64)
-LOOM_DETAIL_TRIGGER_DT(float, FI_FLOAT)
-LOOM_DETAIL_TRIGGER_DT(double, FI_DOUBLE)
-LOOM_DETAIL_TRIGGER_DT(long double, FI_LONG_DOUBLE)
-LOOM_DETAIL_TRIGGER_DT(std::complex<float>, FI_FLOAT_COMPLEX)
-LOOM_DETAIL_TRIGGER_DT(std::complex<double>, FI_DOUBLE_COMPLEX)
-LOOM_DETAIL_TRIGGER_DT(std::complex<long double>, FI_LONG_DOUBLE_COMPLEX)
-#undef LOOM_DETAIL_TRIGGER_DT
-template <class T>
-concept atomic_operand = requires {
-    datatype_of<std::remove_cv_t<T>>::value;
+/// The libfabric datatype of T for typed atomics: loom::atomic's deduction, as the native enum.
+template <atomic::atomic_value T>
+struct datatype_of {
+    static constexpr ::fi_datatype value = static_cast<::fi_datatype>(atomic::datatype_of<T>);
 };
+template <class T>
+concept atomic_operand = atomic::atomic_value<T>;
 
 /// True when the endpoint negotiated capability::trigger (false for an invalid endpoint).
 [[nodiscard]] auto supports_trigger(const endpoint& ep) noexcept -> bool;
