@@ -25,6 +25,14 @@ auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_res
     return adopt_native(ep, *fi, dom);
 }
 
+auto endpoint::adopt_native(::fid_ep* ep, const ::fi_info& fi, domain& dom, detail::child_link owner,
+                            bool av_bound) -> endpoint {
+    auto out = adopt_native(ep, fi, dom);
+    out.owner_link_ = std::move(owner);
+    out.has_av_ = av_bound;
+    return out;
+}
+
 auto endpoint::adopt_native(::fid_ep* ep, const ::fi_info& fi, domain& dom) -> endpoint {
     endpoint out;
     out.h_ = detail::unique_fid<::fid_ep>{ep};

@@ -7,114 +7,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <mutex>
-#include <new>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "loom/address_vector.hpp"
 
 namespace loom {
-
-namespace detail {
-
-/// Open context indices of one scalable endpoint, shared with the close hooks of its
-/// contexts (which may run after the scalable_endpoint object has moved).
-struct sep_registry {
-    std::mutex m;
-    std::vector<int> tx_open;
-    std::vector<int> rx_open;
-
-    auto list(bool transmit) -> std::vector<int>& { return transmit ? tx_open : rx_open; }
-    /// Reserves `index`; false when it is already open.
-    auto claim(bool transmit, int index) -> bool {
-        std::lock_guard lock(m);
-        auto& l = list(transmit);
-        if (std::find(l.begin(), l.end(), index) != l.end()) return false;
-        l.push_back(index);
-        return true;
-    }
-    void release(bool transmit, int index) noexcept {
-        std::lock_guard lock(m);
-        auto& l = list(transmit);
-        if (auto it = std::find(l.begin(), l.end(), index); it != l.end()) l.erase(it);
-    }
-};
-
-namespace {
-
-// ---------------------------------------------------------------- context close tracking
-// A context is handed out as a plain loom::endpoint, which closes its native object with
-// fi_close. To learn when that happens (so the scalable endpoint's close can be refused
-// while contexts are open, and indices can be reused), each context's fid.ops points at a
-// copy of the provider's fi_ops whose close forwards to the provider's and, on success,
-// releases the context's index and its count on the scalable endpoint. Every other entry
-// is the provider's own function. The original table is restored before the provider's
-// close runs.
-// TODO: replace with an endpoint::adopt_native overload that links the context to a parent
-// child count (as endpoint::bind_srx does for shared receive contexts).
-struct hook_payload;
-
-struct context_hook {
-    ::fi_ops ops;  // first member: fid.ops of the context points here
-    hook_payload* payload;
-};
-static_assert(std::is_standard_layout_v<context_hook>);
-
-struct hook_payload {
-    context_hook hook{};
-    ::fi_ops* original{nullptr};
-    child_count sep_children;
-    std::shared_ptr<sep_registry> registry;
-    bool transmit{false};
-    int index{0};
-};
-
-auto hooked_close(::fid* f) -> int;
-
-auto hook_of(const ::fid_ep* ep) noexcept -> hook_payload* {
-    if (ep == nullptr || ep->fid.ops == nullptr || ep->fid.ops->close != &hooked_close) return nullptr;
-    return reinterpret_cast<context_hook*>(ep->fid.ops)->payload;
-}
-
-auto hooked_close(::fid* f) -> int {
-    auto* hook = reinterpret_cast<context_hook*>(f->ops);
-    hook_payload* p = hook->payload;
-    f->ops = p->original;
-    const int rc = p->original->close(f);
-    if (rc != 0) {
-        f->ops = &hook->ops;  // still open: keep tracking it
-        return rc;
-    }
-    p->registry->release(p->transmit, p->index);
-    if (p->sep_children) p->sep_children->fetch_sub(1, std::memory_order_relaxed);
-    delete p;
-    return 0;
-}
-
-/// Installs the hook on a freshly created context; false when memory runs out.
-auto install_hook(::fid_ep* ctx, const child_count& sep_children,
-                  const std::shared_ptr<sep_registry>& registry, bool transmit, int index) noexcept -> bool {
-    auto* p = new (std::nothrow) hook_payload{};
-    if (p == nullptr) return false;
-    p->original = ctx->fid.ops;
-    const std::size_t n = std::min(sizeof(::fi_ops), p->original->size);
-    std::memcpy(&p->hook.ops, p->original, n);
-    p->hook.ops.close = &hooked_close;
-    p->hook.payload = p;
-    p->sep_children = sep_children;
-    p->registry = registry;
-    p->transmit = transmit;
-    p->index = index;
-    if (p->sep_children) p->sep_children->fetch_add(1, std::memory_order_relaxed);
-    ctx->fid.ops = &p->hook.ops;
-    return true;
-}
-
-}  // namespace
-}  // namespace detail
 
 auto scalable_endpoint::create(domain& dom, const fabric_info& info, const scalable_endpoint_attr& attr,
                                std::pmr::memory_resource* mr) -> result<scalable_endpoint> {
@@ -142,21 +40,27 @@ auto scalable_endpoint::create(domain& dom, const fabric_info& info, const scala
     native_info->ep_attr->tx_ctx_cnt = tx;
     native_info->ep_attr->rx_ctx_cnt = rx;
 
-    auto registry = std::make_shared<detail::sep_registry>();
     ::fid_ep* sep = nullptr;
     if (const int rc = ::fi_scalable_ep(dom.native(), native_info, &sep, nullptr); rc != 0)
         return native_unexpected(rc);
     scalable_endpoint out;
     out.h_ = detail::unique_fid<::fid_ep>{sep};
     out.h_.set_parent(dom.child_tracker());
-    out.h_.track_children(mr);
     out.info_ = std::move(*copy);
     out.dom_ = &dom;
     out.domain_ = dom.native();
-    out.registry_ = std::move(registry);
+    for (std::size_t i = 0; i < tx; ++i) out.tx_slots_.push_back(detail::make_child_count(mr));
+    for (std::size_t i = 0; i < rx; ++i) out.rx_slots_.push_back(detail::make_child_count(mr));
     out.tx_count_ = tx;
     out.rx_count_ = rx;
     return out;
+}
+
+auto scalable_endpoint::open_contexts() const noexcept -> long {
+    long n = 0;
+    for (const auto& c : tx_slots_) n += c->load(std::memory_order_relaxed);
+    for (const auto& c : rx_slots_) n += c->load(std::memory_order_relaxed);
+    return n;
 }
 
 auto scalable_endpoint::needs_av() const noexcept -> bool {
@@ -202,31 +106,28 @@ auto scalable_endpoint::make_context(bool transmit, int index, const context_att
     if (attr.size != 0) (transmit ? tx_attr.size : rx_attr.size) = attr.size;
     if (!attr.caps.empty()) (transmit ? tx_attr.caps : rx_attr.caps) = attr.caps.get();
 
-    if (!registry_->claim(transmit, index)) return make_unexpected(errc::busy);
+    const auto& slots = transmit ? tx_slots_ : rx_slots_;
+    if (static_cast<std::size_t>(index) >= slots.size()) return make_unexpected(errc::invalid_argument);
+    const auto& slot = slots[static_cast<std::size_t>(index)];
+    if (slot->load(std::memory_order_relaxed) > 0) return make_unexpected(errc::busy);
     ::fid_ep* ctx = nullptr;
     const int rc = transmit ? ::fi_tx_context(h_.get(), index, custom ? &tx_attr : nullptr, &ctx, nullptr)
                             : ::fi_rx_context(h_.get(), index, custom ? &rx_attr : nullptr, &ctx, nullptr);
-    if (rc != 0) {
-        registry_->release(transmit, index);
-        return native_unexpected(rc);
-    }
-    if (!detail::install_hook(ctx, h_.children(), registry_, transmit, index)) {
-        (void)::fi_close(&ctx->fid);
-        registry_->release(transmit, index);
-        return make_unexpected(errc::no_memory);
-    }
+    if (rc != 0) return native_unexpected(rc);
     ::fi_info view = *fi;
     view.next = nullptr;
     view.tx_attr = transmit ? &tx_attr : nullptr;
     view.rx_attr = transmit ? nullptr : &rx_attr;
     if (!attr.caps.empty()) view.caps = attr.caps.get();
-    return endpoint::adopt_native(ctx, view, *dom_);
+    return endpoint::adopt_native(ctx, view, *dom_, detail::child_link{slot}, has_av_);
 }
 
 auto scalable_endpoint::enable_context(endpoint& ctx) noexcept -> void_result {
     if (!h_) return make_unexpected(errc::bad_state);
-    const auto* hook = detail::hook_of(ctx.native());
-    if (!ctx.valid() || hook == nullptr || hook->registry != registry_)
+    const auto owned = [&](const std::vector<detail::child_count>& slots) {
+        return std::any_of(slots.begin(), slots.end(), [&](const auto& c) { return c.get() == ctx.owner(); });
+    };
+    if (!ctx.valid() || ctx.owner() == nullptr || !(owned(tx_slots_) || owned(rx_slots_)))
         return make_unexpected(errc::invalid_argument);
     if (ctx.enabled()) return {};
     if (needs_av() && !has_av_) return make_unexpected(errc::no_address_vector);

@@ -148,6 +148,13 @@ public:
     /// receive context, a shared context, ...) opened from `dom` with attributes `info`
     /// (tx/rx attributes may be the context's own). Counts as a child of `dom`.
     [[nodiscard]] static auto adopt_native(::fid_ep* native, const ::fi_info& info, domain& dom) -> endpoint;
+    /// The same for a context owned by another loom object (a scalable endpoint's slot):
+    /// `owner` counts it as open until it is closed; `av_bound` when the owner's address
+    /// vector serves it (contexts cannot bind one themselves).
+    [[nodiscard]] static auto adopt_native(::fid_ep* native, const ::fi_info& info, domain& dom,
+                                           detail::child_link owner, bool av_bound) -> endpoint;
+    /// The owner count this context is linked to (identity checks), or nullptr.
+    [[nodiscard]] auto owner() const noexcept -> const std::atomic<long>* { return owner_link_.parent(); }
     /// Marks an adopted context as enabled (contexts of a scalable endpoint are enabled by
     /// their parent or by fi_enable on the context itself).
     void mark_enabled() noexcept { enabled_ = true; }
@@ -194,6 +201,7 @@ public:
         if (r) {
             enabled_ = false;
             srx_link_.reset();
+            owner_link_.reset();
         }
         return r;
     }
@@ -352,7 +360,8 @@ public:
     [[nodiscard]] static auto fail(int code) noexcept -> void_result { return detail::fail_code(code); }
 
 private:
-    detail::child_link srx_link_;  // declared first: destroyed after the native endpoint closes
+    detail::child_link srx_link_;    // declared first: destroyed after the native endpoint closes
+    detail::child_link owner_link_;  // likewise
     detail::unique_fid<::fid_ep> h_;
     ::fid_domain* domain_{nullptr};
     capability caps_{};

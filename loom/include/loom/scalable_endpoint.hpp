@@ -13,6 +13,7 @@
 #include <memory>
 #include <memory_resource>
 #include <optional>
+#include <vector>
 
 namespace loom {
 
@@ -79,7 +80,7 @@ public:
     [[nodiscard]] auto tx_context_count() const noexcept -> std::size_t { return tx_count_; }
     [[nodiscard]] auto rx_context_count() const noexcept -> std::size_t { return rx_count_; }
     /// Contexts created and not yet closed.
-    [[nodiscard]] auto open_contexts() const noexcept -> long { return h_.open_children(); }
+    [[nodiscard]] auto open_contexts() const noexcept -> long;
     [[nodiscard]] auto capabilities() const noexcept -> capability { return info_.capabilities(); }
     [[nodiscard]] auto type() const noexcept -> endpoint_types { return info_.ep_type(); }
     [[nodiscard]] auto addr_format() const noexcept -> address_format { return info_.addr_format(); }
@@ -90,7 +91,9 @@ public:
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
     /// busy (handle kept, fi_close not called) while contexts are open.
+    /// busy while any context is open (fi_close is not called then).
     auto close() noexcept -> void_result {
+        if (open_contexts() > 0) return make_unexpected(errc::busy);
         auto r = h_.close();
         if (r) enabled_ = false;
         return r;
@@ -104,7 +107,9 @@ private:
     fabric_info info_;
     domain* dom_{nullptr};
     ::fid_domain* domain_{nullptr};
-    std::shared_ptr<detail::sep_registry> registry_;
+    // One open-count per context index: a context holds a link to its slot until it closes.
+    std::vector<detail::child_count> tx_slots_;
+    std::vector<detail::child_count> rx_slots_;
     std::size_t tx_count_{0};
     std::size_t rx_count_{0};
     bool has_av_{false};
