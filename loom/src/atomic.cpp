@@ -8,6 +8,7 @@ namespace {
 
 auto valid(const endpoint& ep, family f, operation op, datatype dt, std::size_t* count) noexcept -> bool {
     if (!ep.valid() || count == nullptr || !is_known(dt) || !in_family(op, f)) return false;
+    if (f != family::base && ep.quirks().broken_fetch_atomics) return false;
     std::size_t n = 0;
     const auto fop = static_cast<::fi_op>(op);
     const auto fdt = static_cast<::fi_datatype>(dt);
@@ -65,6 +66,7 @@ auto is_compare_valid(const endpoint& ep, operation op, datatype dt, std::size_t
 
 auto detail::submit(endpoint& ep, const request& r, const op_flag* flags) noexcept -> void_result {
     if (const int e = check(ep, r)) return std::unexpected(native_error(e));
+    if (r.fam != family::base && ep.quirks().broken_fetch_atomics) return make_unexpected(errc::not_supported);
     const auto fop = static_cast<::fi_op>(r.op);
     const auto fdt = static_cast<::fi_datatype>(r.dt);
     // Atomic reads have no source operand, but providers still read the pointer: use the result.
@@ -114,6 +116,7 @@ auto detail::submit_inject(endpoint& ep, const request& r) noexcept -> void_resu
     if (const int e = ep.check_inject(capability::atomic, bytes, r.peer)) return std::unexpected(native_error(e));
     if (r.operand.data == nullptr || r.remote.length < bytes || r.remote.addr + (bytes - 1) < r.remote.addr)
         return make_unexpected(errc::invalid_argument);
+    if (ep.quirks().broken_atomic_inject) return make_unexpected(errc::not_supported);
     return check_native(::fi_inject_atomic(ep.native(), r.operand.data, r.count, r.peer.get(), r.remote.addr,
                                            r.remote.key, static_cast<::fi_datatype>(r.dt), static_cast<::fi_op>(r.op)));
 }

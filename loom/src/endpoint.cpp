@@ -54,8 +54,14 @@ auto endpoint::adopt_native(::fid_ep* ep, const ::fi_info& fi, domain& dom) -> e
     out.max_msg_size_ = fi.ep_attr ? fi.ep_attr->max_msg_size : 0;
     out.needs_context_ = (fi.mode & (FI_CONTEXT | FI_CONTEXT2)) != 0;
     out.needs_dest_ = out.type_ == endpoint_types::rdm || out.type_ == endpoint_types::dgram;
-    out.getopt_needs_enable_ = fi.fabric_attr && fi.fabric_attr->prov_name &&
-                               std::string_view{fi.fabric_attr->prov_name} == "shm";
+    const std::string_view prov = fi.fabric_attr && fi.fabric_attr->prov_name ? fi.fabric_attr->prov_name : "";
+    out.quirks_.getopt_needs_enable = prov == "shm";
+    // libfabric 2.1's rxd sends fetch/compare atomics with an uninitialised segment count
+    // (rxd_tx_entry_init_atomic) and looks up the peer of fi_inject_atomic with the remote
+    // address (rxd_atomic_inject): results are garbage, hangs or endless EAGAIN.
+    const bool old_rxd = prov.ends_with("ofi_rxd") && ::fi_version() < FI_VERSION(2, 2);
+    out.quirks_.broken_fetch_atomics = old_rxd;
+    out.quirks_.broken_atomic_inject = old_rxd;
     return out;
 }
 
@@ -226,7 +232,7 @@ auto set_endpoint_option(endpoint& ep, ep_opt::level level, ep_opt::option name,
 auto get_native_endpoint_option(const endpoint& ep, int level, int name, void* value,
                                 std::size_t* length) noexcept -> void_result {
     if (!ep.valid()) return make_unexpected(errc::bad_state);
-    if (ep.getopt_needs_enable_ && !ep.enabled()) return make_unexpected(errc::bad_state);
+    if (ep.quirks_.getopt_needs_enable && !ep.enabled()) return make_unexpected(errc::bad_state);
     return check_native(::fi_getopt(&ep.native()->fid, level, name, value, length));
 }
 

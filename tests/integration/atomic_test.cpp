@@ -3,6 +3,7 @@
 #include "peer_process.hpp"
 
 #include <loom/atomic.hpp>
+#include <loom/rma.hpp>
 
 #include <gtest/gtest.h>
 
@@ -263,13 +264,67 @@ TEST_P(atomics, family_and_extent_checks_fail_before_the_provider) {
     EXPECT_FALSE(peer_->local().wait_for(&ctx, 50ms));
 }
 
-// udp;ofi_rxd: fetching atomics never complete through loom here (raw fabtests complete them at
-// ~20 ms each); left out until understood, see docs/providers.md.
+// udp;ofi_rxd (libfabric 2.1) has broken fetch/compare atomics and atomic inject; loom refuses
+// those there (see rxd_refuses_its_broken_atomics below and docs/providers.md).
 INSTANTIATE_TEST_SUITE_P(providers, atomics, ::testing::Values("tcp;ofi_rxm", "shm", "sockets"),
                          [](const auto& info) {
                              std::string s = info.param;
                              std::replace(s.begin(), s.end(), ';', '_');
                              return s;
                          });
+
+TEST(atomics_rxd, refuses_its_broken_atomics_and_runs_base_operations) {
+    const auto caps = atomic_caps | loom::capability::rma;
+    auto st = open_stack("udp;ofi_rxd", caps);
+    ASSERT_TRUE(st) << st.error().message();
+    peer_process peer("udp;ofi_rxd", caps, *st);
+    ASSERT_TRUE(peer.ok()) << peer.error();
+    auto ex = peer.run({.code = op::expose, .size = 4096, .seed = 1});
+    ASSERT_EQ(ex.status, 0) << ex.text;
+    const loom::remote_memory remote{ex.value, ex.tag, static_cast<std::size_t>(ex.bytes)};
+    std::array<std::uint64_t, 4> words{};
+    auto mr = loom::memory_region::register_memory(st->domain, std::as_writable_bytes(std::span{words}),
+                                                   loom::mr_access_flags::read | loom::mr_access_flags::write).value();
+    std::size_t count = 777;
+    EXPECT_FALSE(la::is_fetch_valid(st->ep, la::operation::sum, la::datatype::uint64, &count));
+    EXPECT_FALSE(la::is_compare_valid(st->ep, la::operation::cswap, la::datatype::uint64, &count));
+    EXPECT_EQ(count, 777u);
+    loom::request_context ctx;
+    const auto at = remote.subregion(0, 8).value();
+    auto fetched = la::fetch_to<std::uint64_t>(st->ep, std::span{words}.first(1), &mr, std::span{words}.subspan(1, 1),
+                                               &mr, peer.address(), at, la::operation::sum, &ctx);
+    ASSERT_FALSE(fetched);
+    EXPECT_EQ(fetched.error(), loom::errc::not_supported);
+    auto injected = la::inject_to<std::uint64_t>(st->ep, std::span{words}.first(1), peer.address(), at,
+                                                 la::operation::sum);
+    ASSERT_FALSE(injected);
+    EXPECT_EQ(injected.error(), loom::errc::not_supported);
+
+    // Base operations work: set 10 with an RMA write, add 32 atomically, read 42 back with RMA.
+    words[0] = 10;
+    ASSERT_TRUE(peer.local().retry([&] {
+        return loom::rma::write_to(st->ep, std::as_bytes(std::span{words}.first(1)), mr, peer.address(), at, &ctx);
+    }, 20s));
+    auto ev = peer.local().wait_for(&ctx, 20s);
+    ASSERT_TRUE(ev && !ev->has_error());
+    words[1] = 32;
+    ASSERT_TRUE(peer.local().retry([&] {
+        return la::execute_to<std::uint64_t>(st->ep, std::span{words}.subspan(1, 1), &mr, peer.address(), at,
+                                             la::operation::sum, &ctx);
+    }, 20s));
+    ev = peer.local().wait_for(&ctx, 20s);
+    ASSERT_TRUE(ev && !ev->has_error()) << (ev ? ev->error.message() : ev.error().message());
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    do {
+        words[2] = 0;
+        ASSERT_TRUE(peer.local().retry([&] {
+            return loom::rma::read_to(st->ep, std::as_writable_bytes(std::span{words}.subspan(2, 1)), mr,
+                                      peer.address(), at, &ctx);
+        }, 20s));
+        ev = peer.local().wait_for(&ctx, 20s);
+        ASSERT_TRUE(ev && !ev->has_error());
+    } while (words[2] != 42 && std::chrono::steady_clock::now() < deadline);
+    EXPECT_EQ(words[2], 42u);
+}
 
 }  // namespace

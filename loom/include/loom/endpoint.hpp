@@ -153,6 +153,14 @@ public:
     /// vector serves it (contexts cannot bind one themselves).
     [[nodiscard]] static auto adopt_native(::fid_ep* native, const ::fi_info& info, domain& dom,
                                            detail::child_link owner, bool av_bound) -> endpoint;
+    /// Known defects of the provider behind this endpoint that loom steers around by refusing
+    /// the affected operations (not_supported) instead of letting them hang or corrupt data.
+    struct provider_quirks {
+        bool getopt_needs_enable{false};  ///< shm: fi_getopt before fi_enable crashes
+        bool broken_fetch_atomics{false}; ///< udp;ofi_rxd <= 2.1: fetch/compare atomics
+        bool broken_atomic_inject{false}; ///< udp;ofi_rxd <= 2.1: fi_inject_atomic
+    };
+    [[nodiscard]] auto quirks() const noexcept -> const provider_quirks& { return quirks_; }
     /// The owner count this context is linked to (identity checks), or nullptr.
     [[nodiscard]] auto owner() const noexcept -> const std::atomic<long>* { return owner_link_.parent(); }
     /// Marks an adopted context as enabled (contexts of a scalable endpoint are enabled by
@@ -376,7 +384,7 @@ private:
     bool needs_dest_{false};
     bool enabled_{false};
     bool has_av_{false};
-    bool getopt_needs_enable_{false};  // shm's fi_getopt dereferences state fi_enable creates
+    provider_quirks quirks_{};
     friend auto get_native_endpoint_option(const endpoint&, int, int, void*, std::size_t*) noexcept -> void_result;
 };
 
