@@ -29,12 +29,6 @@ struct work_block {
     } op;
 };
 
-namespace {
-
-constexpr std::size_t block_align = alignof(std::max_align_t);
-
-constexpr auto align_up(std::size_t n, std::size_t a) noexcept -> std::size_t { return (n + a - 1) / a * a; }
-
 /// Offsets of the trailing arrays inside one block.
 struct layout {
     std::size_t iov{0};
@@ -42,6 +36,12 @@ struct layout {
     std::size_t desc{0};
     std::size_t bytes{0};
 };
+
+namespace {
+
+constexpr std::size_t block_align = alignof(std::max_align_t);
+
+constexpr auto align_up(std::size_t n, std::size_t a) noexcept -> std::size_t { return (n + a - 1) / a * a; }
 
 auto plan(std::size_t iov_bytes, std::size_t remote_bytes, std::size_t desc_bytes) noexcept -> layout {
     layout l;
@@ -272,6 +272,23 @@ auto deferred_work::submit(domain& dom) noexcept -> void_result {
 }
 
 // ---------------------------------------------------------------- factories
+auto deferred_work::prepare(work_kind kind, domain& dom, threshold_condition cond, const detail::layout& l,
+                            std::pmr::memory_resource* mr) -> result<deferred_work> {
+    deferred_work w;
+    w.mr_ = mr != nullptr ? mr : std::pmr::get_default_resource();
+    w.block_ = detail::allocate_block(w.mr_, l);
+    if (w.block_ == nullptr) return make_unexpected(errc::no_memory);
+    w.bytes_ = l.bytes;
+    w.domain_ = dom.native();
+    w.kind_ = kind;
+    w.threshold_ = cond.threshold;
+    w.block_->work.threshold = cond.threshold;
+    w.block_->work.triggering_cntr = cond.cntr->native();
+    w.block_->work.completion_cntr = nullptr;
+    w.block_->work.op_type = static_cast<::fi_op_type>(kind);
+    return w;
+}
+
 auto deferred_work::make_msg(work_kind kind, domain& dom, endpoint& ep, threshold_condition cond,
                              counter* completion_counter, std::span<const ::iovec> iov,
                              std::span<void* const> desc, fabric_addr addr, const void* msg_ctx,
@@ -295,21 +312,13 @@ auto deferred_work::make_msg(work_kind kind, domain& dom, endpoint& ep, threshol
         return make_unexpected(errc::invalid_argument);
 
     const auto l = detail::plan(iov.size_bytes(), 0, desc.size_bytes());
-    deferred_work w;
-    w.mr_ = mr != nullptr ? mr : std::pmr::get_default_resource();
-    w.block_ = detail::allocate_block(w.mr_, l);
-    if (w.block_ == nullptr) return make_unexpected(errc::no_memory);
-    w.bytes_ = l.bytes;
-    w.domain_ = dom.native();
-    w.kind_ = kind;
-    w.threshold_ = cond.threshold;
+    auto prepared = prepare(kind, dom, cond, l, mr);
+    if (!prepared) return std::unexpected(prepared.error());
+    deferred_work& w = *prepared;
     auto* b = w.block_;
     const ::iovec* iov_store = detail::place(b, l.iov, iov);
     void** desc_store = detail::place<void*>(b, l.desc, desc);
-    b->work.threshold = cond.threshold;
-    b->work.triggering_cntr = cond.cntr->native();
     b->work.completion_cntr = completion_counter->native();
-    b->work.op_type = static_cast<::fi_op_type>(kind);
     void* ctx = &b->work.context;
     if (detail::is_tagged(kind)) {
         b->op.tagged.ep = ep.native();
@@ -324,7 +333,7 @@ auto deferred_work::make_msg(work_kind kind, domain& dom, endpoint& ep, threshol
         b->work.op.msg = &b->op.msg;
     }
     if (auto r = w.submit(dom); !r) return std::unexpected(r.error());
-    return w;
+    return std::move(w);
 }
 
 auto deferred_work::make_rma(work_kind kind, domain& dom, endpoint& ep, threshold_condition cond,
@@ -347,24 +356,16 @@ auto deferred_work::make_rma(work_kind kind, domain& dom, endpoint& ep, threshol
         return detail::fail(e);
 
     const auto l = detail::plan(iov.size_bytes(), remote.size() * sizeof(::fi_rma_iov), desc.size_bytes());
-    deferred_work w;
-    w.mr_ = mr != nullptr ? mr : std::pmr::get_default_resource();
-    w.block_ = detail::allocate_block(w.mr_, l);
-    if (w.block_ == nullptr) return make_unexpected(errc::no_memory);
-    w.bytes_ = l.bytes;
-    w.domain_ = dom.native();
-    w.kind_ = kind;
-    w.threshold_ = cond.threshold;
+    auto prepared = prepare(kind, dom, cond, l, mr);
+    if (!prepared) return std::unexpected(prepared.error());
+    deferred_work& w = *prepared;
     auto* b = w.block_;
     const ::iovec* iov_store = detail::place(b, l.iov, iov);
     void** desc_store = detail::place<void*>(b, l.desc, desc);
     auto* rma_store = detail::at<::fi_rma_iov>(b, l.remote);
     for (std::size_t i = 0; i < remote.size(); ++i)
         rma_store[i] = {remote[i].addr, remote[i].length, remote[i].key};
-    b->work.threshold = cond.threshold;
-    b->work.triggering_cntr = cond.cntr->native();
     b->work.completion_cntr = completion_counter->native();
-    b->work.op_type = static_cast<::fi_op_type>(kind);
     b->op.rma.ep = ep.native();
     b->op.rma.msg =
         ::fi_msg_rma{iov_store, desc_store,    iov.size(),       addr.get(),
@@ -372,7 +373,7 @@ auto deferred_work::make_rma(work_kind kind, domain& dom, endpoint& ep, threshol
     b->op.rma.flags = flags.get();
     b->work.op.rma = &b->op.rma;
     if (auto r = w.submit(dom); !r) return std::unexpected(r.error());
-    return w;
+    return std::move(w);
 }
 
 auto deferred_work::create_write(domain& dom, endpoint& ep, threshold_condition cond,
@@ -429,14 +430,9 @@ auto deferred_work::create_atomic(domain& dom, endpoint& ep, threshold_condition
     if (count > max_count) return make_unexpected(errc::invalid_argument);
 
     const auto l = detail::plan(sizeof(::fi_ioc), sizeof(::fi_rma_ioc), sizeof(void*));
-    deferred_work w;
-    w.mr_ = mr != nullptr ? mr : std::pmr::get_default_resource();
-    w.block_ = detail::allocate_block(w.mr_, l);
-    if (w.block_ == nullptr) return make_unexpected(errc::no_memory);
-    w.bytes_ = l.bytes;
-    w.domain_ = dom.native();
-    w.kind_ = work_kind::atomic;
-    w.threshold_ = cond.threshold;
+    auto prepared = prepare(work_kind::atomic, dom, cond, l, mr);
+    if (!prepared) return std::unexpected(prepared.error());
+    deferred_work& w = *prepared;
     auto* b = w.block_;
     auto* ioc = detail::at<::fi_ioc>(b, l.iov);
     *ioc = ::fi_ioc{const_cast<void*>(operand), count};
@@ -444,16 +440,13 @@ auto deferred_work::create_atomic(domain& dom, endpoint& ep, threshold_condition
     *rioc = ::fi_rma_ioc{remote.addr, count, remote.key};
     auto* desc_store = detail::at<void*>(b, l.desc);
     *desc_store = desc;
-    b->work.threshold = cond.threshold;
-    b->work.triggering_cntr = cond.cntr->native();
     b->work.completion_cntr = completion_counter->native();
-    b->work.op_type = FI_OP_ATOMIC;
     b->op.atomic.ep = ep.native();
     b->op.atomic.msg = ::fi_msg_atomic{ioc, desc_store, 1, peer.get(), rioc, 1, dt, op, &b->work.context, 0};
     b->op.atomic.flags = flags.get();
     b->work.op.atomic = &b->op.atomic;
     if (auto r = w.submit(dom); !r) return std::unexpected(r.error());
-    return w;
+    return std::move(w);
 }
 
 auto deferred_work::make_counter(work_kind kind, domain& dom, threshold_condition cond, counter& target,
@@ -465,23 +458,14 @@ auto deferred_work::make_counter(work_kind kind, domain& dom, threshold_conditio
     if (const int e = detail::check_counter(&target, dom.native())) return detail::fail(e);
 
     const auto l = detail::plan(0, 0, 0);
-    deferred_work w;
-    w.mr_ = mr != nullptr ? mr : std::pmr::get_default_resource();
-    w.block_ = detail::allocate_block(w.mr_, l);
-    if (w.block_ == nullptr) return make_unexpected(errc::no_memory);
-    w.bytes_ = l.bytes;
-    w.domain_ = dom.native();
-    w.kind_ = kind;
-    w.threshold_ = cond.threshold;
+    auto prepared = prepare(kind, dom, cond, l, mr);
+    if (!prepared) return std::unexpected(prepared.error());
+    deferred_work& w = *prepared;
     auto* b = w.block_;
     b->op.cntr = ::fi_op_cntr{target.native(), value};
-    b->work.threshold = cond.threshold;
-    b->work.triggering_cntr = cond.cntr->native();
-    b->work.completion_cntr = nullptr;
-    b->work.op_type = static_cast<::fi_op_type>(kind);
     b->work.op.cntr = &b->op.cntr;
     if (auto r = w.submit(dom); !r) return std::unexpected(r.error());
-    return w;
+    return std::move(w);
 }
 
 auto deferred_work::create_counter_add(domain& dom, threshold_condition cond, counter& target,

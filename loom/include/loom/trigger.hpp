@@ -79,6 +79,7 @@ auto flush_work(domain& dom) noexcept -> void_result;
 
 namespace detail {
 struct work_block;
+struct layout;
 
 // Pre-submission checks, each 0 or a positive FI_E* code (invalid_argument unless noted).
 // Exposed for the unit tests; the factories run them before any native call.
@@ -253,6 +254,10 @@ private:
     [[nodiscard]] static auto make_counter(work_kind kind, domain& dom, threshold_condition cond,
                                            counter& target, std::uint64_t value,
                                            std::pmr::memory_resource* mr) -> result<deferred_work>;
+    /// Allocates the native work block and fills the fields every kind shares.
+    [[nodiscard]] static auto prepare(work_kind kind, domain& dom, threshold_condition cond,
+                                      const detail::layout& l, std::pmr::memory_resource* mr)
+        -> result<deferred_work>;
     auto submit(domain& dom) noexcept -> void_result;
     void release() noexcept;
     void abandon_or_terminate() noexcept;
