@@ -264,6 +264,10 @@ TEST_P(core_claim, closing_the_endpoint_retires_an_active_claim) {
 }
 
 TEST_P(core_claim, destroying_an_active_claim_on_an_open_endpoint_terminates) {
+    // The aborted child cannot clean up: shm would leave its /dev/shm region behind, and a later
+    // process that gets the same pid fails to enable. The rule is loom's, not the provider's;
+    // the other four providers check it.
+    if (GetParam() == "shm") GTEST_SKIP() << "an aborting shm process leaks its /dev/shm region";
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     {
         // Only meaningful where a probe can be outstanding.
