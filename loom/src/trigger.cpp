@@ -289,17 +289,27 @@ auto deferred_work::prepare(work_kind kind, domain& dom, threshold_condition con
     return w;
 }
 
+namespace {
+/// What every transfer factory checks first: objects of one domain, trigger support, the
+/// condition and completion counters, deferrable flags.
+auto check_transfer(domain& dom, endpoint& ep, const threshold_condition& cond, const counter* completion_counter,
+                    op_flag flags) noexcept -> void_result {
+    if (!dom.valid() || !ep.valid() || !ep.belongs_to(dom)) return make_unexpected(errc::invalid_argument);
+    if (!supports_trigger(ep)) return make_unexpected(errc::not_supported);
+    if (const int e = detail::check_condition(cond, dom.native())) return detail::fail(e);
+    if (const int e = detail::check_counter(completion_counter, dom.native())) return detail::fail(e);
+    if (const int e = detail::check_flags(flags)) return detail::fail(e);
+    return {};
+}
+}  // namespace
+
 auto deferred_work::make_msg(work_kind kind, domain& dom, endpoint& ep, threshold_condition cond,
                              counter* completion_counter, std::span<const ::iovec> iov,
                              std::span<void* const> desc, fabric_addr addr, const void* msg_ctx,
                              std::uint64_t data, std::uint64_t tag, std::uint64_t ignore, op_flag flags,
                              std::pmr::memory_resource* mr) -> result<deferred_work> {
-    if (!dom.valid() || !ep.valid() || !ep.belongs_to(dom)) return make_unexpected(errc::invalid_argument);
-    if (!supports_trigger(ep)) return make_unexpected(errc::not_supported);
-    if (const int e = detail::check_condition(cond, dom.native())) return detail::fail(e);
-    if (const int e = detail::check_counter(completion_counter, dom.native())) return detail::fail(e);
+    if (auto ok = check_transfer(dom, ep, cond, completion_counter, flags); !ok) return std::unexpected(ok.error());
     if (const int e = detail::check_message_context(msg_ctx)) return detail::fail(e);
-    if (const int e = detail::check_flags(flags)) return detail::fail(e);
     // The descriptor's own context is the operation context; any non-null pointer stands in
     // for it in the endpoint's context requirement.
     const void* stand_in = &cond;
@@ -341,11 +351,7 @@ auto deferred_work::make_rma(work_kind kind, domain& dom, endpoint& ep, threshol
                              std::span<void* const> desc, fabric_addr addr,
                              std::span<const remote_memory> remote, std::uint64_t data, op_flag flags,
                              std::pmr::memory_resource* mr) -> result<deferred_work> {
-    if (!dom.valid() || !ep.valid() || !ep.belongs_to(dom)) return make_unexpected(errc::invalid_argument);
-    if (!supports_trigger(ep)) return make_unexpected(errc::not_supported);
-    if (const int e = detail::check_condition(cond, dom.native())) return detail::fail(e);
-    if (const int e = detail::check_counter(completion_counter, dom.native())) return detail::fail(e);
-    if (const int e = detail::check_flags(flags)) return detail::fail(e);
+    if (auto ok = check_transfer(dom, ep, cond, completion_counter, flags); !ok) return std::unexpected(ok.error());
     if (kind == work_kind::read && flags.any(op_flag::remote_cq_data))
         return make_unexpected(errc::invalid_argument);
     if (!ep.enabled()) return make_unexpected(errc::bad_state);
@@ -415,11 +421,7 @@ auto deferred_work::create_atomic(domain& dom, endpoint& ep, threshold_condition
                                   const void* operand, std::size_t count, void* desc, fabric_addr peer,
                                   const remote_memory& remote, op_flag flags, std::pmr::memory_resource* mr)
     -> result<deferred_work> {
-    if (!dom.valid() || !ep.valid() || !ep.belongs_to(dom)) return make_unexpected(errc::invalid_argument);
-    if (!supports_trigger(ep)) return make_unexpected(errc::not_supported);
-    if (const int e = detail::check_condition(cond, dom.native())) return detail::fail(e);
-    if (const int e = detail::check_counter(completion_counter, dom.native())) return detail::fail(e);
-    if (const int e = detail::check_flags(flags)) return detail::fail(e);
+    if (auto ok = check_transfer(dom, ep, cond, completion_counter, flags); !ok) return std::unexpected(ok.error());
     if (const int e = detail::check_atomic(op, dt, operand, count, remote)) return detail::fail(e);
     const void* stand_in = &cond;
     if (const int e = ep.check_tx(capability::atomic, count * detail::datatype_size(dt), peer,

@@ -134,15 +134,7 @@ struct sep_stack {
 };
 
 auto open_sep(sep_stack& s) -> std::string {
-    auto info = loom_test::find_info("sockets", named_caps);
-    if (!info) return "find_info: " + outcome(info.error());
-    s.info = *info;
-    auto fab = loom::fabric::create(s.info);
-    if (!fab) return "fabric: " + outcome(fab.error());
-    s.fabric = std::move(*fab);
-    auto dom = loom::domain::create(s.fabric, s.info);
-    if (!dom) return "domain: " + outcome(dom.error());
-    s.domain = std::move(*dom);
+    if (auto err = open_domain("sockets", named_caps, s); !err.empty()) return err;
     auto av = loom::address_vector::create(s.domain, {.rx_ctx_bits = ctx_bits});
     if (!av) return "av: " + outcome(av.error());
     s.av = std::move(*av);

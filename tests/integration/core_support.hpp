@@ -78,9 +78,11 @@ struct loop_options {
     loom::counter_bind counter_flags{loom::counter_bind::send};
 };
 
-/// Opens a loopback stack; the error names the step that failed.
-inline auto open_loop(const std::string& provider, const loop_options& o, loop_stack& s) -> std::string {
-    auto info = loom_test::find_info(provider, o.caps);
+/// Opens info, fabric and domain of `provider` into any stack with those three members; the
+/// error names the step that failed (empty on success).
+template <class Stack>
+auto open_domain(const std::string& provider, loom::capability caps, Stack& s) -> std::string {
+    auto info = loom_test::find_info(provider, caps);
     if (!info) return "find_info: " + outcome(info.error());
     s.info = *info;
     auto fab = loom::fabric::create(s.info);
@@ -89,6 +91,12 @@ inline auto open_loop(const std::string& provider, const loop_options& o, loop_s
     auto dom = loom::domain::create(s.fabric, s.info);
     if (!dom) return "domain: " + outcome(dom.error());
     s.domain = std::move(*dom);
+    return {};
+}
+
+/// Opens a loopback stack; the error names the step that failed.
+inline auto open_loop(const std::string& provider, const loop_options& o, loop_stack& s) -> std::string {
+    if (auto err = open_domain(provider, o.caps, s); !err.empty()) return err;
     auto cq = loom::completion_queue::create(s.domain, o.cq);
     if (!cq) return "cq: " + outcome(cq.error());
     s.cq = std::move(*cq);

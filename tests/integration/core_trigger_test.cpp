@@ -103,15 +103,7 @@ struct pair_stack {
 };
 
 auto open_pair(const std::string& provider, loom::capability caps, pair_stack& s) -> std::string {
-    auto info = loom_test::find_info(provider, caps);
-    if (!info) return "find_info: " + outcome(info.error());
-    s.info = *info;
-    auto fab = loom::fabric::create(s.info);
-    if (!fab) return "fabric: " + outcome(fab.error());
-    s.fabric = std::move(*fab);
-    auto dom = loom::domain::create(s.fabric, s.info);
-    if (!dom) return "domain: " + outcome(dom.error());
-    s.domain = std::move(*dom);
+    if (auto err = open_domain(provider, caps, s); !err.empty()) return err;
     auto av = loom::address_vector::create(s.domain);
     if (!av) return "av: " + outcome(av.error());
     s.av = std::move(*av);
