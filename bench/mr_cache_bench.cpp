@@ -2,14 +2,19 @@
 // lookups scan linearly. Both use the same locking (shared for hits, exclusive for misses) and
 // a registrar that only hands out ids, so the numbers measure the index and its locking.
 //
-//   hit  : lookups of 64-byte ranges inside N cached one-page entries (random entry per lookup),
+//   hit  : lookups of 64-byte ranges inside N cached one-page entries (random entry per lookup,
+//          cycling through 4096 precomputed addresses, so at most 4096 distinct entries),
 //          handle released every iteration.
+//   hit16: the same over a working set of 16 entries (reused communication buffers).
+//   hitall: every one of the N entries at least once per cycle, in random order
+//          (bit_ceil(max(N, 4096)) precomputed addresses): the working set is the whole cache.
 //   miss : a cache bounded to N entries, each lookup a page not cached: search, evict the
 //          oldest idle entry, register, insert, release.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <loom/mr_cache.hpp>
 #include <memory>
@@ -184,8 +189,9 @@ auto populate(std::size_t n, loom::mr_cache_limits l) -> std::unique_ptr<Impl> {
 }
 
 /// Hits spread uniformly over all N entries (`working_set` 0), or over a fixed working set
-/// of buffers among them (temporal locality, as with reused communication buffers).
-template <class Impl, std::size_t working_set>
+/// of buffers among them (temporal locality, as with reused communication buffers). Both
+/// cycle through 4096 addresses. `every_entry` instead visits all N entries in random order.
+template <class Impl, std::size_t working_set, bool every_entry = false>
 void hit(benchmark::State& state) {
     const auto n = static_cast<std::size_t>(state.range(0));
     if (state.thread_index() == 0) shared_cache<Impl> = populate<Impl>(n, {});
@@ -195,9 +201,16 @@ void hit(benchmark::State& state) {
     std::vector<std::uint64_t> addrs(4096);
     for (auto& a : addrs)
         a = region_base + 2 * entries[rng() % entries.size()] * page + (rng() % (page - lookup_size));
+    if constexpr (every_entry) {
+        addrs.resize(std::bit_ceil(std::max<std::size_t>(n, 4096)));
+        for (std::size_t i = 0; i < addrs.size(); ++i)
+            addrs[i] = region_base + 2 * (i % n) * page + (rng() % (page - lookup_size));
+        std::shuffle(addrs.begin(), addrs.end(), rng);
+    }
+    const std::size_t mask = addrs.size() - 1;
     std::size_t k = 0;
     for (auto _ : state) {
-        auto h = shared_cache<Impl>->lookup(addrs[k++ & 4095]);
+        auto h = shared_cache<Impl>->lookup(addrs[k++ & mask]);
         benchmark::DoNotOptimize(h->descriptor());
     }
     state.SetItemsProcessed(state.iterations());
@@ -242,6 +255,7 @@ BENCHMARK(hit<avl_cache, 0>)->Name("hit/avl")->Apply(sizes);
 BENCHMARK(hit<sorted_vector_cache, 0>)->Name("hit/sorted_vector")->Apply(sizes);
 BENCHMARK(hit<avl_cache, 16>)->Name("hit16/avl")->Apply(sizes);
 BENCHMARK(hit<sorted_vector_cache, 16>)->Name("hit16/sorted_vector")->Apply(sizes);
+BENCHMARK(hit<avl_cache, 0, true>)->Name("hitall/avl")->Apply(sizes);
 BENCHMARK(miss<avl_cache>)->Name("miss/avl")->Apply(sizes);
 BENCHMARK(miss<sorted_vector_cache>)->Name("miss/sorted_vector")->Apply(sizes);
 

@@ -1,26 +1,38 @@
 // mr_cache.cpp — registration cache: AVL index with subtree end bounds, LRU retention, locking.
 //
 // Locking protocol (see docs/mr_cache.md):
+//  * No lock: hits through the hint table (a 4-way table of page -> node, filled by the
+//    locked paths). The reference is taken with a CAS that fails on a retired node (and, in
+//    bounded caches, on an idle one, which must leave the LRU list under lru_mu_); the node is
+//    validated (range, access) after the CAS. Nodes are type-stable (recycled through free_,
+//    freed with the cache), so a stale hint is only ever a wasted CAS, never a use-after-free.
 //  * mu_ exclusive: registration, index changes (insert, evict, invalidate), LRU trimming,
-//    destruction of entries. Every counter except the hits is written only here. Hits are
-//    counted in the entry's reference word by the same fetch_add that takes the reference,
-//    and moved to drained_hits_ in batches or to retired_hits_ when the entry is destroyed.
-//  * mu_ shared: hits. Unbounded caches take a reference with one atomic increment; bounded
-//    caches do the same while the entry already has references and otherwise take lru_mu_
-//    (under the shared lock) for the idle -> active transition, so the LRU list is exact.
+//    destruction of entries, hint table growth. Every counter except the hits is written only
+//    here. Hits are counted in the entry's reference word by the same atomic operation that
+//    takes the reference, and moved to drained_hits_ in batches or to retired_hits_ when the
+//    entry is destroyed.
+//  * mu_ shared: hits the hint table does not serve (tree walk). Unbounded caches take a
+//    reference with one atomic increment; bounded caches do the same while the entry already
+//    has references and otherwise take lru_mu_ (under the shared lock) for the idle -> active
+//    transition, so the LRU list is exact. Under the shared lock a node without retired_bit is
+//    indexed.
 //  * Releases: unbounded caches decrement without any lock. Bounded caches decrement without a
 //    lock above one reference; the last one takes the shared lock and lru_mu_ to append the
 //    entry to the LRU list, then trims under the exclusive lock when a bound is exceeded.
 //  * An entry removed from the index while referenced gets retired_bit; the release that
 //    drops the count of a retired entry to zero destroys it under the exclusive lock. The
 //    remover sets the bit with fetch_or, so exactly one side sees "retired and unreferenced".
+//    Idle entries of unbounded caches are evicted with a CAS from "idle" to "retired", which
+//    fails when a lock-free hit took a reference first.
 #include <rdma/fi_domain.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <loom/endpoint.hpp>
 #include <loom/mr_cache.hpp>
+#include <new>
 #include <string>
 
 namespace loom {
@@ -159,6 +171,48 @@ constexpr std::uint64_t hit_ref = node::hit_unit + 1;  // one hit and one refere
 
 [[nodiscard]] auto invalid() noexcept { return make_unexpected(errc::invalid_argument); }
 
+// ---------------------------------------------------------------- hint table
+
+using hint_set = mr_cache_hint_set;
+using hint_table = mr_cache_hint_table;
+constexpr std::size_t min_hint_sets = 16;        // 1 KiB
+constexpr std::size_t max_hint_sets = 1u << 16;  // 4 MiB, 256k ways
+
+[[nodiscard]] constexpr auto hint_hash(std::uint64_t tag) noexcept -> std::uint64_t {
+    return tag * mr_cache_core::hint_multiplier;
+}
+
+[[nodiscard]] auto make_hint_table(std::size_t sets) -> std::unique_ptr<hint_table> {
+    auto t = std::make_unique<hint_table>();
+    t->sets = sets;
+    t->shift = 64u - static_cast<unsigned>(std::countr_zero(sets));
+    t->set = std::make_unique<hint_set[]>(sets);
+    return t;
+}
+
+[[nodiscard]] auto set_of(const hint_table& t, std::uint64_t tag) noexcept -> hint_set& {
+    return t.set[hint_hash(tag) >> t.shift];
+}
+
+/// Stores tag -> e in its set: over the way holding the tag, else an empty way, else a way
+/// picked by `salt`. Callers hold mu_ (shared or exclusive); concurrent stores may tear a way,
+/// which readers tolerate.
+void store_hint(const hint_table& t, std::uint64_t tag, node* e, std::uint64_t salt) noexcept {
+    hint_set& set = set_of(t, tag);
+    mr_cache_hint* victim = nullptr;
+    for (auto& w : set.way) {
+        const auto wt = w.tag.load(std::memory_order_relaxed);
+        if (wt == tag) {
+            if (w.node.load(std::memory_order_relaxed) != e) w.node.store(e, std::memory_order_release);
+            return;
+        }
+        if (wt == 0 && victim == nullptr) victim = &w;
+    }
+    if (victim == nullptr) victim = &set.way[(hint_hash(tag) ^ salt) % hint_set::ways];
+    victim->node.store(e, std::memory_order_release);
+    victim->tag.store(tag, std::memory_order_release);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- construction
@@ -166,8 +220,36 @@ constexpr std::uint64_t hit_ref = node::hit_unit + 1;  // one hit and one refere
 mr_cache_core::mr_cache_core(mr_cache_limits limits)
     : roots_{space_root{memory_space{}, nullptr}},
       page_mask_(page_size() - 1),
+      page_shift_(static_cast<unsigned>(std::countr_zero(page_size()))),
       limits_(limits),
-      bounded_(limits.bounded()) {}
+      bounded_(limits.bounded()) {
+    hint_tables_.push_back(make_hint_table(min_hint_sets));
+    hints_.store(hint_tables_.back().get(), std::memory_order_release);
+}
+
+void mr_cache_core::grow_hints(std::size_t sets) noexcept {
+    // Runs after an insertion that must not be undone: without memory the table stays as is.
+    std::unique_ptr<hint_table> t;
+    try {
+        t = make_hint_table(sets);
+        hint_tables_.reserve(hint_tables_.size() + 1);
+    } catch (const std::bad_alloc&) {
+        return;
+    }
+    const hint_table& old = *hint_tables_.back();
+    for (std::size_t i = 0; i < old.sets; ++i)
+        for (const auto& w : old.set[i].way) {
+            const auto tag = w.tag.load(std::memory_order_relaxed);
+            node* e = w.node.load(std::memory_order_relaxed);
+            if (tag != 0 && e != nullptr) store_hint(*t, tag, e, i);
+        }
+    hint_tables_.push_back(std::move(t));
+    hints_.store(hint_tables_.back().get(), std::memory_order_release);
+}
+
+void mr_cache_core::remember(std::uint64_t a, node* e) noexcept {
+    store_hint(*hints_.load(std::memory_order_relaxed), (a >> page_shift_) + 1, e, a >> 6);
+}
 
 auto mr_cache_core::root_of(const memory_space& s) -> node*& {
     for (auto& r : roots_)
@@ -188,6 +270,10 @@ auto mr_cache_core::page_size() noexcept -> std::size_t {
 
 void mr_cache_core::shutdown() noexcept {
     std::unique_lock lk(mu_);
+    auto discard = [this](node* n) noexcept {
+        do_deregister(n);
+        do_free(n);
+    };
     // Post-order over the index without recursion: detach children as we go.
     node* stack[max_depth];
     int sp = 0;
@@ -201,17 +287,18 @@ void mr_cache_core::shutdown() noexcept {
             stack[sp++] = std::exchange(n->right, nullptr);
         } else {
             --sp;
-            do_destroy(n);
+            discard(n);
         }
     }
-    while (retired_ != nullptr) do_destroy(std::exchange(retired_, retired_->next));
+    while (retired_ != nullptr) discard(std::exchange(retired_, retired_->next));
+    while (free_ != nullptr) do_free(std::exchange(free_, free_->next));
     lru_head_ = lru_tail_ = nullptr;
     indexed_ = entries_ = bytes_ = 0;
 }
 
 // ---------------------------------------------------------------- lookup
 
-auto mr_cache_core::lookup_host(const void* p, std::size_t n, mr_access_flags access, bool read_only)
+auto mr_cache_core::lookup_slow(const void* p, std::size_t n, mr_access_flags access, bool read_only)
     -> result<mr_cache_node*> {
     if (access.empty() || !(access & ~mr_cache_known_access).empty()) return invalid();
     if (read_only && !(access & ~mr_cache_read_only_access).empty()) return invalid();
@@ -221,14 +308,34 @@ auto mr_cache_core::lookup_host(const void* p, std::size_t n, mr_access_flags ac
     if (b < a || b > ~page_mask_) return invalid();  // wraps, or cannot be rounded up to a page
     {
         std::shared_lock lk(mu_);
+        // Under the shared lock a node without retired_bit is indexed and its fields are stable:
+        // an idle entry of a bounded cache (or a lost CAS race) is served without the walk.
+        const std::uint64_t tag = (a >> page_shift_) + 1;
+        for (const auto& w : set_of(*hints_.load(std::memory_order_relaxed), tag).way) {
+            node* e = w.node.load(std::memory_order_acquire);
+            if (w.tag.load(std::memory_order_relaxed) != tag || e == nullptr) continue;
+            if ((e->refs.load(std::memory_order_relaxed) & node::retired_bit) == 0 && e->host &&
+                e->start <= a && b <= e->end && sufficient(e->access, access)) {
+                acquire_shared(e);
+                return e;
+            }
+        }
         // roots_[0] is host memory.
         if (node* e = find_in(roots_[0].root, a, b,
                               [access](const node* x) { return sufficient(x->access, access); })) {
             acquire_shared(e);
+            remember(a, e);
             return e;
         }
     }
     return lookup_miss(memory_space{}, a, b, access);
+}
+
+void mr_cache_core::give_back(node* e) noexcept {
+    // The node was reused for another range since the hint was stored, or serves less access:
+    // the hit moves out of the total again (the sum is modular) and the reference is dropped.
+    drained_hits_.fetch_sub(1, std::memory_order_relaxed);
+    release(e);
 }
 
 auto mr_cache_core::lookup_miss(const memory_space& space, std::uint64_t a, std::uint64_t b,
@@ -240,6 +347,7 @@ auto mr_cache_core::lookup_miss(const memory_space& space, std::uint64_t a, std:
         const auto old = e->refs.fetch_add(hit_ref, std::memory_order_acq_rel);
         if (count_of(old) == 0 && bounded_) lru_unlink(e);
         note_hit(e, old);
+        if (space.kind == memory_kind::host) remember(a, e);
         return e;
     }
     if (auto ok = do_check(); !ok) return std::unexpected(ok.error());
@@ -265,10 +373,13 @@ auto mr_cache_core::lookup_miss(const memory_space& space, std::uint64_t a, std:
         .range = {reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(ra)), bytes},
         .access = want,
     };
-    auto r = do_register(req);
+    node* const shell = free_;
+    auto r = do_register(req, shell);
     if (!r) return std::unexpected(r.error());
     node* e = *r;
+    if (e == shell) free_ = shell->next;
     e->space = space;
+    e->host = space.kind == memory_kind::host;
     e->start = ra;
     e->end = rb;
     e->access = want;
@@ -277,12 +388,18 @@ auto mr_cache_core::lookup_miss(const memory_space& space, std::uint64_t a, std:
     e->height = 1;
     e->max_end = rb;
     e->indexed = true;
-    e->refs.store(1, std::memory_order_relaxed);
+    // Publishes the fields above to lock-free hits that CAS a recycled node.
+    e->refs.store(1, std::memory_order_release);
     root = insert(root, e);
     ++indexed_;
     ++entries_;
     bytes_ += bytes;
     ++registrations_;
+    if (e->host) {
+        if (const auto sets = hint_tables_.back()->sets; indexed_ > 2 * sets && sets < max_hint_sets)
+            grow_hints(2 * sets);
+        remember(a, e);
+    }
 
     while (node* old = find_in(root, ra, rb, [e, ra, rb, want](const node* x) {
                return x != e && x->start == ra && x->end == rb && sufficient(want, x->access);
@@ -311,13 +428,9 @@ void mr_cache_core::acquire_shared(node* n) noexcept {
     note_hit(n, old);
 }
 
-void mr_cache_core::note_hit(node* n, std::uint64_t old) noexcept {
-    // Exactly one hit sees the field at drain_at_ - 1; later hits cannot reach bit 63 before
-    // it moves the batch (at most 2^30 of 2^31 values).
-    if (hits_of(old) == drain_at_ - 1) [[unlikely]] {
-        drained_hits_.fetch_add(drain_at_, std::memory_order_relaxed);
-        n->refs.fetch_sub(drain_at_ << node::hit_shift, std::memory_order_relaxed);
-    }
+void mr_cache_core::drain(node* n) noexcept {
+    drained_hits_.fetch_add(drain_at_, std::memory_order_relaxed);
+    n->refs.fetch_sub(drain_at_ << node::hit_shift, std::memory_order_relaxed);
 }
 
 // ---------------------------------------------------------------- release
@@ -358,10 +471,16 @@ void mr_cache_core::release_bounded(node* n) noexcept {
 // ---------------------------------------------------------------- removal
 
 void mr_cache_core::destroy(node* n) noexcept {
+    // Retired and unreferenced: no reference (and no hit) can be added any more.
     retired_hits_ += hits_of(n->refs.load(std::memory_order_relaxed));
+    n->refs.store(node::retired_bit, std::memory_order_relaxed);
     --entries_;
     bytes_ -= static_cast<std::size_t>(n->end - n->start);
-    do_destroy(n);
+    do_deregister(n);
+    n->indexed = false;
+    n->left = n->right = n->prev = nullptr;
+    n->next = free_;
+    free_ = n;
 }
 
 void mr_cache_core::destroy_retired(node* n) noexcept {
@@ -383,8 +502,8 @@ void mr_cache_core::unindex(node* n, bool invalidation) noexcept {
         ++invalidations_;
     else
         ++evictions_;
-    // Under the exclusive lock no reference can be taken; unbounded releases may still drop
-    // one concurrently, and fetch_or decides which side destroys.
+    // Under the exclusive lock lock-free hits may still take a reference and releases drop
+    // one; fetch_or decides which side destroys, and no reference is taken after it.
     const auto old = n->refs.fetch_or(node::retired_bit, std::memory_order_acq_rel);
     if (count_of(old) == 0) {
         if (bounded_) lru_unlink(n);
@@ -398,6 +517,9 @@ void mr_cache_core::unindex(node* n, bool invalidation) noexcept {
 }
 
 void mr_cache_core::evict_one(node* n) noexcept {
+    // An idle entry of a bounded cache (on the LRU list): lock-free hits do not take idle
+    // entries of bounded caches, and the shared-lock paths are excluded.
+    (void)n->refs.fetch_or(node::retired_bit, std::memory_order_acq_rel);
     node*& root = root_of(n->space);
     root = erase(root, n);
     n->indexed = false;
@@ -405,6 +527,22 @@ void mr_cache_core::evict_one(node* n) noexcept {
     ++evictions_;
     if (bounded_) lru_unlink(n);
     destroy(n);
+}
+
+auto mr_cache_core::try_evict_idle(node* n) noexcept -> bool {
+    // Unbounded caches: a lock-free hit may take a reference at any time; the CAS decides.
+    auto cur = n->refs.load(std::memory_order_relaxed);
+    do {
+        if (state_of(cur) != 0) return false;
+    } while (!n->refs.compare_exchange_weak(cur, cur | node::retired_bit, std::memory_order_acq_rel,
+                                            std::memory_order_relaxed));
+    node*& root = root_of(n->space);
+    root = erase(root, n);
+    n->indexed = false;
+    --indexed_;
+    ++evictions_;
+    destroy(n);
+    return true;
 }
 
 auto mr_cache_core::over_limits(std::size_t extra_entries, std::size_t extra_bytes) const noexcept -> bool {
@@ -467,7 +605,7 @@ auto mr_cache_core::evict_unreferenced() -> std::size_t {
         return evicted;
     }
     // Unbounded caches keep no LRU list: collect the idle entries through their (unused)
-    // `next` links first, then remove them. Under the exclusive lock an idle entry stays idle.
+    // `next` links first, then remove those still idle (lock-free hits may take some).
     node* doomed = nullptr;
     for (const auto& r : roots_) {
         node* stack[max_depth];
@@ -489,9 +627,8 @@ auto mr_cache_core::evict_unreferenced() -> std::size_t {
     while (doomed != nullptr) {
         node* next = doomed->next;
         doomed->next = nullptr;
-        evict_one(doomed);
+        if (try_evict_idle(doomed)) ++evicted;
         doomed = next;
-        ++evicted;
     }
     return evicted;
 }
@@ -600,6 +737,8 @@ auto mr_cache_core::check_invariants() const -> std::string {
     }
     if (entries_ != indexed_ + retired)
         return "entries " + std::to_string(entries_) + " != indexed + retired";
+    for (const node* f = free_; f != nullptr; f = f->next)
+        if (f->indexed || f->refs.load() != node::retired_bit) return "free list holds a live node";
     if (bytes_ != bytes) return "registered bytes " + std::to_string(bytes_) + " != " + std::to_string(bytes);
     if (registrations_ != evictions_ + invalidations_ + indexed_)
         return "registrations != evictions + invalidations + indexed";

@@ -517,10 +517,66 @@ TEST_F(MrCacheTest, ManyDisjointEntriesStayBalanced) {
     EXPECT_EQ(c.check_invariants(), "");
     for (std::uint64_t i = n; i-- > 0;) (void)get(c, base + i * 2 * ps + 100, 8, send);  // all hits
     EXPECT_EQ(c.stats().hits, n);
+    // Again in a scattered order (served by the hint table, which grew with the index).
+    for (std::uint64_t i = 0; i < n; ++i) {
+        const std::uint64_t k = (i * 2957) % n;
+        auto h = get(c, base + k * 2 * ps + 200, 64, send);
+        ASSERT_EQ(h.address(), at(base + k * 2 * ps, 1).data());
+    }
+    EXPECT_EQ(c.stats().hits, 2 * n);
     // Gaps between the allocations miss.
     (void)get(c, base + 2 * ps + ps + 1, 8, send);
     EXPECT_EQ(c.stats().misses, n + 1);
     EXPECT_EQ(c.invalidate(at(base, 1).data(), n * ps), n / 2 + 1);
+    EXPECT_EQ(c.check_invariants(), "");
+}
+
+/// A hint left pointing at a node that was destroyed and reused for another range: the
+/// lock-free hit takes the reference, sees the wrong range, and gives hit and reference back.
+TEST_F(MrCacheTest, StaleHintToRecycledNodeIsNotAHit) {
+    for (const auto l : {mr_cache_limits{}, mr_cache_limits{.max_entries = 100}}) {
+        fake_registrar r;
+        cache_t c{r, l};
+        auto first = c.lookup(at(base, 8), send).value();  // hint: page 0 -> node X
+        const auto* first_region = &first.region();
+        first.release();
+        EXPECT_EQ(c.invalidate(at(base, 1).data(), 1), 1u);  // X goes to the free list
+        auto other = c.lookup(at(base + 10 * ps, 8), send).value();
+        EXPECT_EQ(&other.region(), first_region) << "the node is reused";
+        // Page 0 again: the stale hint leads to X (now [10p, 11p), referenced): a miss.
+        auto again = c.lookup(at(base + 16, 8), send).value();
+        EXPECT_EQ(again.address(), at(base, 1).data());
+        EXPECT_NE(again.region().id, other.region().id);
+        EXPECT_EQ(c.stats(), (mr_cache_stats{.hits = 0,
+                                             .misses = 3,
+                                             .registrations = 3,
+                                             .invalidations = 1,
+                                             .registered_bytes = 2 * ps,
+                                             .entries = 2}));
+        EXPECT_EQ(c.check_invariants(), "");
+        // Hits through the refreshed hint; the undone reference left X's count exact.
+        { auto h = c.lookup(at(base + 32, 8), send).value(); }
+        { auto h = c.lookup(at(base + 10 * ps + 8, 8), send).value(); }
+        EXPECT_EQ(c.stats().hits, 2u);
+        EXPECT_EQ(c.evict_unreferenced(), 0u);  // both entries are held
+        other.release();
+        again.release();
+        EXPECT_EQ(c.evict_unreferenced(), 2u);
+        EXPECT_TRUE(r.st->live.empty());
+        EXPECT_EQ(c.check_invariants(), "");
+    }
+}
+
+/// Permission mismatch on the hinted entry: the lookup falls back to the index and upgrades.
+TEST_F(MrCacheTest, HintWithTooLittleAccessFallsBack) {
+    auto c = make();
+    auto s1 = get(c, base, 8, send);
+    auto r1 = get(c, base + 64, 8, recv);  // hint names the send-only entry: upgrade miss
+    EXPECT_EQ(r1.access(), send | recv);
+    auto s2 = get(c, base + 128, 8, send | recv);
+    EXPECT_EQ(s2.region().id, r1.region().id);
+    EXPECT_EQ(c.stats().hits, 1u);
+    EXPECT_EQ(c.stats().misses, 2u);
     EXPECT_EQ(c.check_invariants(), "");
 }
 
@@ -821,6 +877,59 @@ TEST(MrCacheConcurrency, SameRangeRacesRegisterOnce) {
     }
 }
 
+/// Lock-free hits on a few pages while another thread keeps invalidating and evicting them,
+/// so hints go stale and nodes are recycled under the readers.
+TEST(MrCacheConcurrency, LockFreeHitsRaceRemoval) {
+    for (const auto lim : {mr_cache_limits{}, mr_cache_limits{.max_entries = 6}}) {
+        fake_registrar reg;
+        auto& st = *reg.st;
+        cache_t cache{reg, lim};
+        constexpr int readers = 3;
+        constexpr int iterations = 20'000;
+        constexpr std::uint64_t pages = 8;
+        std::atomic<int> bad{0};
+        std::atomic<int> running{readers};
+        std::atomic<std::uint64_t> lookups{0};
+        std::vector<std::thread> pool;
+        for (int t = 0; t < readers; ++t) {
+            pool.emplace_back([&, t] {
+                std::mt19937_64 rng(77 + t);
+                std::array<handle_t, 2> ring;
+                for (int i = 0; i < iterations; ++i) {
+                    const std::uint64_t a = base + (rng() % pages) * ps + (rng() % (ps - 64));
+                    auto r = cache.lookup(at(a, 64), send);
+                    lookups.fetch_add(1, std::memory_order_relaxed);
+                    if (!r || !r->contains(at(a, 64)) || !st.alive[r->region().id].load()) {
+                        bad.fetch_add(1);
+                        continue;
+                    }
+                    ring[static_cast<std::size_t>(i) % ring.size()] = std::move(*r);
+                }
+                running.fetch_sub(1);
+            });
+        }
+        pool.emplace_back([&] {
+            std::mt19937_64 rng(99);
+            for (int i = 0; running.load() > 0; ++i) {
+                if (i % 4 == 3)
+                    (void)cache.evict_unreferenced();
+                else
+                    (void)cache.invalidate(at(base + (rng() % pages) * ps, 1).data(), 1);
+            }
+        });
+        for (auto& th : pool) th.join();
+        EXPECT_EQ(bad.load(), 0);
+        EXPECT_FALSE(st.overlap.load());
+        const auto s = cache.stats();
+        EXPECT_EQ(s.hits + s.misses, lookups.load());
+        EXPECT_EQ(s.registrations, st.register_calls);
+        EXPECT_EQ(s.entries, st.live.size());
+        EXPECT_EQ(cache.check_invariants(), "");
+        (void)cache.clear();
+        EXPECT_TRUE(st.live.empty());
+    }
+}
+
 /// The bare core with a small hit batch: hits move from the entries' words to the cache
 /// total every `batch` hits, and the remainder when an entry is destroyed.
 struct batch_core final : loom::detail::mr_cache_core {
@@ -832,14 +941,13 @@ struct batch_core final : loom::detail::mr_cache_core {
     ~batch_core() override { shutdown(); }
 
 protected:
-    auto do_register(const loom::mr_cache_request&) -> loom::result<loom::detail::mr_cache_node*> override {
+    auto do_register(const loom::mr_cache_request&, loom::detail::mr_cache_node* reuse)
+        -> loom::result<loom::detail::mr_cache_node*> override {
         ++live;
-        return new node_t;
+        return reuse != nullptr ? reuse : new node_t;
     }
-    void do_destroy(loom::detail::mr_cache_node* n) noexcept override {
-        --live;
-        delete static_cast<node_t*>(n);
-    }
+    void do_deregister(loom::detail::mr_cache_node*) noexcept override { --live; }
+    void do_free(loom::detail::mr_cache_node* n) noexcept override { delete static_cast<node_t*>(n); }
     [[nodiscard]] auto do_check() const -> loom::void_result override { return {}; }
 };
 

@@ -124,6 +124,11 @@ namespace detail {
 
 /// Intrusive index/LRU node; registrar-specific entries derive from it. The first cache line
 /// holds everything a lookup passing through the node reads or writes.
+///
+/// Node memory is type-stable: a destroyed entry's node (deregistered, refs = retired_bit) goes
+/// to the cache's free list and is reused by a later registration; it is freed only when the
+/// cache is destroyed. Lock-free hits may therefore touch the reference word of any node they
+/// ever saw, and take a reference with a CAS that fails on a retired node.
 struct alignas(64) mr_cache_node {
     mr_cache_node* left{nullptr};
     mr_cache_node* right{nullptr};
@@ -133,12 +138,13 @@ struct alignas(64) mr_cache_node {
     mr_access_flags access{};
     // One word for the hot path: bits 0-31 count handles (< 2^32 per entry), bits 32-62 count hits not yet
     // drained into the cache total, bit 63 (retired_bit) is set once the entry left the index
-    // while referenced. A hit is one fetch_add of hit_unit + 1.
+    // (and while the node is on the free list). A hit is one CAS adding hit_unit + 1.
     std::atomic<std::uint64_t> refs{0};
     std::int32_t height{1};
     bool indexed{false};
+    bool host{false};  ///< space is host memory (checked by lock-free hits without the cold line)
     // Cold: the memory space, and the LRU list of idle entries (bounded caches), the list of
-    // retired entries, or a scratch link.
+    // retired entries, the free list, or a scratch link.
     memory_space space{};
     mr_cache_node* prev{nullptr};
     mr_cache_node* next{nullptr};
@@ -169,6 +175,24 @@ struct alignas(64) mr_cache_node {
     [[nodiscard]] auto key() const noexcept -> mr_cache_key { return {space, start, end}; }
 };
 
+/// One way of the hint table: a host page number (+1; 0 = empty) and a node that contained an
+/// address of that page when it was stored. Either word may be stale or torn; a lock-free hit
+/// validates the node after taking its reference.
+struct mr_cache_hint {
+    std::atomic<std::uint64_t> tag{0};
+    std::atomic<mr_cache_node*> node{nullptr};
+};
+/// A set of the 4-way hint table: one cache line.
+struct alignas(64) mr_cache_hint_set {
+    static constexpr std::size_t ways = 4;
+    mr_cache_hint way[ways];
+};
+struct mr_cache_hint_table {
+    unsigned shift{0};  ///< 64 - log2(sets): the set is the top bits of a multiplicative hash
+    std::size_t sets{0};
+    std::unique_ptr<mr_cache_hint_set[]> set;
+};
+
 /// The registrar-independent part of a cache: index, LRU, limits, statistics and locking.
 class mr_cache_core {
 public:
@@ -179,8 +203,26 @@ public:
 
     /// Finds or registers an entry containing [p, p+n) with access ⊇ `access`; the returned
     /// node carries one reference for the caller. `read_only` restricts the accepted access.
+    /// Inline part: the lock-free hit through the hint table; everything else is lookup_slow.
     [[nodiscard]] auto lookup_host(const void* p, std::size_t n, mr_access_flags access, bool read_only)
-        -> result<mr_cache_node*>;
+        -> result<mr_cache_node*> {
+        const auto a = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
+        const std::uint64_t b = a + n;
+        const bool plain = !access.empty() && (access & ~mr_cache_known_access).empty() &&
+                           (!read_only || (access & ~mr_cache_read_only_access).empty()) && p != nullptr &&
+                           n != 0 && b >= a && b <= ~page_mask_;
+        if (plain) [[likely]] {
+            const std::uint64_t tag = (a >> page_shift_) + 1;
+            const mr_cache_hint_table& t = *hints_.load(std::memory_order_acquire);
+            const mr_cache_hint_set& set = t.set[(tag * hint_multiplier) >> t.shift];
+            for (const auto& w : set.way) {
+                if (w.tag.load(std::memory_order_relaxed) != tag) continue;
+                mr_cache_node* e = w.node.load(std::memory_order_acquire);
+                if (e != nullptr && try_fast(e, a, b, access)) return e;
+            }
+        }
+        return lookup_slow(p, n, access, read_only);
+    }
     /// Drops one reference (never throws; may deregister).
     void release(mr_cache_node* n) noexcept {
         if (!bounded_) {
@@ -206,12 +248,19 @@ public:
     [[nodiscard]] auto check_invariants() const -> std::string;
 
     [[nodiscard]] static auto page_size() noexcept -> std::size_t;
+    /// The hint table's hash: the set of page tag `t` is the top bits of t * hint_multiplier.
+    static constexpr std::uint64_t hint_multiplier = 0x9E37'79B9'7F4A'7C15ULL;
 
 protected:
-    /// Registers `req` into a new node (refs 0, not indexed). Called with the exclusive lock.
-    virtual auto do_register(const mr_cache_request& req) -> result<mr_cache_node*> = 0;
-    /// Deregisters and frees a node. Called with the exclusive lock (or from shutdown).
-    virtual void do_destroy(mr_cache_node* n) noexcept = 0;
+    /// Registers `req` into `reuse` (a node of this cache that do_deregister emptied) or, when
+    /// it is null, into a new node. Called with the exclusive lock. On failure `reuse` stays
+    /// empty and owned by the cache.
+    virtual auto do_register(const mr_cache_request& req, mr_cache_node* reuse) -> result<mr_cache_node*> = 0;
+    /// Deregisters a node's registration and resets it, keeping the node's memory (lock-free
+    /// hits may still read its reference word). Called with the exclusive lock (or from shutdown).
+    virtual void do_deregister(mr_cache_node* n) noexcept = 0;
+    /// Frees an empty node (from shutdown only).
+    virtual void do_free(mr_cache_node* n) noexcept = 0;
     /// Configuration check run before a registration (invalid_argument when misconfigured).
     [[nodiscard]] virtual auto do_check() const -> void_result = 0;
     /// Destroys every node; derived destructors call it while their registrar still exists.
@@ -226,13 +275,43 @@ private:
     using node = mr_cache_node;
     auto lookup_miss(const memory_space& space, std::uint64_t a, std::uint64_t b, mr_access_flags access)
         -> result<node*>;
+    [[nodiscard]] auto lookup_slow(const void* p, std::size_t n, mr_access_flags access, bool read_only)
+        -> result<mr_cache_node*>;
+    /// The lock-free hit: a reference (and a hit) by CAS unless the node is retired (or idle in
+    /// a bounded cache), then validation of the node against the request. The CAS synchronizes
+    /// with the registration that set up this incarnation of the node, whose fields cannot
+    /// change while a reference is held.
+    [[nodiscard]] auto try_fast(node* e, std::uint64_t a, std::uint64_t b, mr_access_flags access) noexcept
+        -> bool {
+        auto cur = e->refs.load(std::memory_order_relaxed);
+        do {
+            if ((cur & node::retired_bit) != 0 || (bounded_ && node::count_of(cur) == 0)) return false;
+        } while (!e->refs.compare_exchange_weak(cur, cur + node::hit_unit + 1, std::memory_order_acquire,
+                                                std::memory_order_relaxed));
+        note_hit(e, cur);
+        if (e->host && e->start <= a && b <= e->end && (access & ~e->access).empty()) [[likely]]
+            return true;
+        give_back(e);
+        return false;
+    }
+    /// Undoes a lock-free hit on a node that does not serve the request (a stale or torn hint).
+    void give_back(node* e) noexcept;
+    void note_hit(node* n, std::uint64_t old) noexcept {
+        // Exactly one hit sees the field at drain_at_ - 1; later hits cannot reach bit 63 before
+        // it moves the batch (at most 2^30 of 2^31 values).
+        if (node::hits_of(old) == drain_at_ - 1) [[unlikely]]
+            drain(n);
+    }
+    void drain(node* n) noexcept;
     void acquire_shared(node* n) noexcept;
-    void note_hit(node* n, std::uint64_t old) noexcept;
+    void remember(std::uint64_t a, node* e) noexcept;
+    void grow_hints(std::size_t sets) noexcept;
     void release_bounded(node* n) noexcept;
     void destroy(node* n) noexcept;
     void destroy_retired(node* n) noexcept;
     void unindex(node* n, bool invalidation) noexcept;
     void evict_one(node* n) noexcept;
+    [[nodiscard]] auto try_evict_idle(node* n) noexcept -> bool;
     void trim(std::size_t extra_entries, std::size_t extra_bytes) noexcept;
     [[nodiscard]] auto over_limits(std::size_t extra_entries, std::size_t extra_bytes) const noexcept -> bool;
     void lru_push_back(node* n) noexcept;
@@ -245,6 +324,10 @@ private:
     };
     [[nodiscard]] auto root_of(const memory_space& s) -> node*&;
 
+    // The hint table in use (read without any lock) and every table it replaced: tables are
+    // freed with the cache, as lock-free readers may still be inside an old one.
+    std::atomic<mr_cache_hint_table*> hints_{nullptr};
+    std::vector<std::unique_ptr<mr_cache_hint_table>> hint_tables_;
     mutable std::shared_mutex mu_;
     std::mutex lru_mu_;  // bounded caches: idle <-> active transitions (under the shared lock)
     std::vector<space_root> roots_;
@@ -252,6 +335,8 @@ private:
     node* lru_head_{nullptr};  // oldest idle
     node* lru_tail_{nullptr};
     node* retired_{nullptr};  // removed from the index, still referenced
+    node* free_{nullptr};     // empty nodes for reuse (see mr_cache_node)
+    unsigned page_shift_;
     mr_cache_limits limits_;
     bool bounded_;
     // Hits live in the entries' words; drained_hits_ takes each full batch, retired_hits_ the
@@ -409,18 +494,22 @@ private:
         [[nodiscard]] auto check() const -> void_result { return reg.check(); }
 
     protected:
-        auto do_register(const mr_cache_request& req) -> result<detail::mr_cache_node*> override {
-            auto e = std::make_unique<entry>();
+        auto do_register(const mr_cache_request& req, detail::mr_cache_node* reuse)
+            -> result<detail::mr_cache_node*> override {
+            std::unique_ptr<entry> fresh;
+            if (reuse == nullptr) fresh = std::make_unique<entry>();
             auto r = reg.register_range(req);
             if (!r) return std::unexpected(r.error());
+            auto* e = reuse != nullptr ? static_cast<entry*>(reuse) : fresh.release();
             e->region = std::move(*r);
-            return e.release();
+            return e;
         }
-        void do_destroy(detail::mr_cache_node* n) noexcept override {
+        void do_deregister(detail::mr_cache_node* n) noexcept override {
             auto* e = static_cast<entry*>(n);
             reg.deregister(e->region);
-            delete e;
+            e->region = typename R::region_type{};
         }
+        void do_free(detail::mr_cache_node* n) noexcept override { delete static_cast<entry*>(n); }
         [[nodiscard]] auto do_check() const -> void_result override { return reg.check(); }
     };
 
