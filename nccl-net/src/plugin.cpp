@@ -1,0 +1,641 @@
+// libnccl-net-loom.so — NCCL's network-plugin ABI (v6 … v12) over the loom plugin runtime.
+// One implementation with size_t sizes; the per-version tables at the end are thin shims.
+// Nothing throws across the ABI: every entry point catches, validates and returns a code.
+#include <loom/nccl/net_abi.hpp>
+#include <loom/plugins/config.hpp>
+#include <loom/plugins/engine.hpp>
+#include <loom/plugins/log.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace loom::nccl_abi;
+namespace lp = loom::plugins;
+
+constexpr std::size_t max_bytes = std::size_t{1} << 30;  // maxP2pBytes / maxCollBytes (≤ v8: int sizes)
+constexpr int max_comms = 65536;
+
+struct context {
+    std::uint32_t magic{0x4c4f4358};
+    std::uint64_t comm_id{0};
+    int traffic_class{-1};
+};
+
+struct vdevice {
+    std::vector<int> devs;
+    std::string name;
+};
+
+struct plugin_state {
+    std::mutex mu;
+    int refs{0};
+    bool discovered{false};
+    lp::config cfg{};
+    std::vector<lp::nic> nics;
+    std::vector<std::unique_ptr<lp::engine>> engines;  // one per NIC, opened on first use
+    std::vector<vdevice> vdevs;
+    logger_t logger{nullptr};
+    long open_comms{0};
+};
+
+auto state() -> plugin_state& {
+    static auto* s = new plugin_state();  // NOLINT: must outlive the host's atexit teardown
+    return *s;
+}
+
+void forward_log(void* user, spdlog::level::level_enum lv, const char* file, int line, std::string_view msg) {
+    auto fn = reinterpret_cast<logger_t>(user);
+    int level = log_info;
+    switch (lv) {
+    case spdlog::level::trace: case spdlog::level::debug: level = log_trace; break;
+    case spdlog::level::info: level = log_info; break;
+    case spdlog::level::warn: case spdlog::level::err: case spdlog::level::critical: level = log_warn; break;
+    default: break;
+    }
+    const std::string text(msg);
+    fn(level, log_net, file, line, "NET/loom: %s", text.c_str());
+}
+
+// ---------------------------------------------------------------- lifecycle
+auto init_common(logger_t log) -> result_t {
+    auto& st = state();
+    std::lock_guard lock(st.mu);
+    if (log != nullptr) {
+        st.logger = log;
+        lp::set_host_logger(&forward_log, reinterpret_cast<void*>(log));
+    }
+    if (!st.discovered) {
+        auto cfg = lp::config::from_env();
+        if (!cfg) {
+            lp::set_log_level("", "");
+            LOOM_WARN("configuration: {}", lp::config::last_error());
+            return invalid_usage;
+        }
+        st.cfg = *cfg;
+        const char* nccl_debug = std::getenv("NCCL_DEBUG");
+        lp::set_log_level(st.cfg.log_level, nccl_debug != nullptr ? nccl_debug : "");
+        auto nics = lp::discover_nics(st.cfg);
+        if (!nics) {
+            LOOM_WARN("provider discovery failed: {}", nics.error().message());
+            return system_error;
+        }
+        st.nics = std::move(*nics);
+        st.engines.resize(st.nics.size());
+        st.discovered = true;
+        for (const auto& n : st.nics)
+            LOOM_INFO("device {}: provider {}, pci {}, numa {}, rma {}", n.name, n.provider,
+                      n.topo.pci_path.empty() ? "-" : n.topo.pci_path, n.topo.numa_node, n.rma);
+        if (st.nics.empty())
+            LOOM_WARN("no usable provider{}{}", st.cfg.provider.empty() ? "" : " named ", st.cfg.provider);
+    }
+    ++st.refs;
+    return success;
+}
+
+/// The physical NIC index serving device `dev` (virtual devices use their first member).
+auto physical(const plugin_state& st, int dev) -> int {
+    if (dev < 0) return -1;
+    if (dev < static_cast<int>(st.nics.size())) return dev;
+    const auto v = static_cast<std::size_t>(dev) - st.nics.size();
+    return v < st.vdevs.size() ? st.vdevs[v].devs.front() : -1;
+}
+
+auto engine_for(int dev, lp::engine*& out) -> result_t {
+    auto& st = state();
+    std::lock_guard lock(st.mu);
+    if (st.refs == 0) return internal_error;
+    const int p = physical(st, dev);
+    if (p < 0) {
+        LOOM_WARN("unknown device {}", dev);
+        return invalid_usage;
+    }
+    auto& e = st.engines[static_cast<std::size_t>(p)];
+    if (!e) {
+        auto opened = lp::engine::open(st.nics[static_cast<std::size_t>(p)], st.cfg);
+        if (!opened) {
+            LOOM_WARN("opening device {} failed: {}", st.nics[static_cast<std::size_t>(p)].name, opened.error().message());
+            return system_error;
+        }
+        e = std::move(*opened);
+    }
+    out = e.get();
+    return success;
+}
+
+auto devices(int* ndev) -> result_t {
+    if (ndev == nullptr) return internal_error;
+    auto& st = state();
+    std::lock_guard lock(st.mu);
+    if (st.refs == 0) return internal_error;
+    *ndev = static_cast<int>(st.nics.size());
+    return success;
+}
+
+auto get_properties(int dev, properties_v12& p) -> result_t {
+    auto& st = state();
+    std::lock_guard lock(st.mu);
+    if (st.refs == 0) return internal_error;
+    const int phys = physical(st, dev);
+    if (phys < 0) return invalid_usage;
+    const auto& n = st.nics[static_cast<std::size_t>(phys)];
+    std::memset(&p, 0, sizeof(p));
+    const bool virt = dev >= static_cast<int>(st.nics.size());
+    const auto* vd = virt ? &st.vdevs[static_cast<std::size_t>(dev) - st.nics.size()] : nullptr;
+    p.name = const_cast<char*>(virt ? vd->name.c_str() : n.name.c_str());
+    p.pciPath = n.topo.pci_path.empty() ? nullptr : const_cast<char*>(n.topo.pci_path.c_str());
+    p.guid = n.guid;
+    p.ptrSupport = ptr_host;
+    p.regIsGlobal = 1;
+    p.forceFlush = 0;
+    int speed = n.topo.speed_mbps > 0 ? n.topo.speed_mbps : (n.provider == "shm" ? 100000 : 10000);
+    if (virt) speed *= static_cast<int>(vd->devs.size());
+    p.speed = speed;
+    p.port = 1;
+    p.latency = 0.0F;
+    p.maxComms = max_comms;
+    p.maxRecvs = lp::max_slots;
+    p.netDeviceType = device_host;
+    p.netDeviceVersion = 0;
+    if (virt) {
+        p.vProps.ndevs = static_cast<int>(vd->devs.size());
+        for (std::size_t i = 0; i < vd->devs.size(); ++i) p.vProps.devs[i] = vd->devs[i];
+    } else {
+        p.vProps.ndevs = 1;
+        p.vProps.devs[0] = dev;
+    }
+    p.maxP2pBytes = max_bytes;
+    p.maxCollBytes = max_bytes;
+    p.maxMultiRequestSize = 1;
+    p.railId = -1;
+    p.planeId = -1;
+    return success;
+}
+
+// ---------------------------------------------------------------- handle validation
+template <class T>
+auto as(void* p, std::uint32_t magic) -> T* {
+    if (p == nullptr) return nullptr;
+    auto* t = static_cast<T*>(p);
+    return t->magic.load(std::memory_order_acquire) == magic ? t : nullptr;
+}
+
+/// Any comm (send or receive) → its engine, or nullptr.
+auto engine_of_comm(void* comm) -> lp::engine* {
+    auto* c = static_cast<lp::channel_base*>(comm);
+    if (c == nullptr) return nullptr;
+    const auto m = c->magic.load(std::memory_order_acquire);
+    return (m == lp::magic_send || m == lp::magic_recv) ? c->eng : nullptr;
+}
+
+auto code_of(const std::error_code& ec) -> result_t {
+    if (ec == make_error_code(loom::errc::invalid_argument)) return internal_error;
+    return system_error;
+}
+
+// ---------------------------------------------------------------- connections
+auto listen(int dev, void* handle, void** listen_comm) -> result_t {
+    if (handle == nullptr || listen_comm == nullptr) return internal_error;
+    *listen_comm = nullptr;
+    lp::engine* e = nullptr;
+    if (auto r = engine_for(dev, e); r != success) return r;
+    std::lock_guard lock(e->mutex());
+    lp::handle_bytes h{};
+    auto l = e->listen(h);
+    if (!l) {
+        LOOM_WARN("listen on {}: {}", e->nic_info().name, l.error().message());
+        return system_error;
+    }
+    std::memcpy(handle, h.data(), h.size());
+    *listen_comm = *l;
+    ++state().open_comms;
+    return success;
+}
+
+auto connect(int dev, void* handle, void** send_comm, device_handle_v7** dev_comm) -> result_t {
+    if (handle == nullptr || send_comm == nullptr) return internal_error;
+    *send_comm = nullptr;
+    if (dev_comm != nullptr) *dev_comm = nullptr;
+    lp::engine* e = nullptr;
+    if (auto r = engine_for(dev, e); r != success) return r;
+    std::lock_guard lock(e->mutex());
+    auto s = e->connect({static_cast<const std::byte*>(handle), lp::handle_size}, handle);
+    if (!s) {
+        LOOM_WARN("connect: {}", s.error().message());
+        return s.error() == make_error_code(loom::errc::invalid_argument) ? invalid_usage : system_error;
+    }
+    if (*s != nullptr) {
+        *send_comm = *s;
+        ++state().open_comms;
+    }
+    return success;
+}
+
+auto accept(void* listen_comm, void** recv_comm, device_handle_v7** dev_comm) -> result_t {
+    if (recv_comm == nullptr) return internal_error;
+    *recv_comm = nullptr;
+    if (dev_comm != nullptr) *dev_comm = nullptr;
+    auto* l = as<lp::listener>(listen_comm, lp::magic_listen);
+    if (l == nullptr) return internal_error;
+    std::lock_guard lock(l->eng->mutex());
+    auto r = l->eng->accept(*l);
+    if (!r) {
+        LOOM_WARN("accept: {}", r.error().message());
+        return system_error;
+    }
+    if (*r != nullptr) {
+        *recv_comm = *r;
+        ++state().open_comms;
+    }
+    return success;
+}
+
+auto close_listen(void* listen_comm) -> result_t {
+    auto* l = as<lp::listener>(listen_comm, lp::magic_listen);
+    if (l == nullptr) return internal_error;
+    std::lock_guard lock(l->eng->mutex());
+    l->eng->close(*l);
+    --state().open_comms;
+    return success;
+}
+
+auto close_send(void* send_comm) -> result_t {
+    auto* s = as<lp::sender>(send_comm, lp::magic_send);
+    if (s == nullptr) return internal_error;
+    std::lock_guard lock(s->eng->mutex());
+    s->eng->close(*s);
+    --state().open_comms;
+    return success;
+}
+
+auto close_recv(void* recv_comm) -> result_t {
+    auto* r = as<lp::receiver>(recv_comm, lp::magic_recv);
+    if (r == nullptr) return internal_error;
+    std::lock_guard lock(r->eng->mutex());
+    r->eng->close(*r);
+    --state().open_comms;
+    return success;
+}
+
+// ---------------------------------------------------------------- registration
+auto reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type, std::uint64_t offset, int fd,
+                   void** mhandle) -> result_t {
+    if (mhandle == nullptr) return internal_error;
+    *mhandle = nullptr;
+    lp::engine* e = engine_of_comm(comm);
+    if (e == nullptr || data == nullptr || size == 0 || size > (std::size_t{1} << 46)) return internal_error;
+    if (type != ptr_host) {
+        LOOM_WARN("registration of memory type {} requested; this device advertises host memory only", type);
+        return internal_error;
+    }
+    if (fd >= 0) {
+        (void)offset;
+        LOOM_WARN("DMA-BUF registration requested for host memory; not supported by {}", e->nic_info().provider);
+        return internal_error;
+    }
+    std::lock_guard lock(e->mutex());
+    auto m = e->register_memory(data, size);
+    if (!m) {
+        LOOM_WARN("registration of {} bytes failed: {}", size, m.error().message());
+        return system_error;
+    }
+    *mhandle = *m;
+    return success;
+}
+
+auto reg_mr(void* comm, void* data, std::size_t size, int type, void** mhandle) -> result_t {
+    return reg_mr_dmabuf(comm, data, size, type, 0, -1, mhandle);
+}
+
+auto dereg_mr(void* comm, void* mhandle) -> result_t {
+    lp::engine* e = engine_of_comm(comm);
+    if (e == nullptr) return internal_error;
+    std::lock_guard lock(e->mutex());
+    auto* m = static_cast<lp::memory_handle*>(mhandle);
+    if (!e->is_live(m)) return internal_error;
+    e->deregister(*m);
+    return success;
+}
+
+// ---------------------------------------------------------------- data path
+auto isend(void* send_comm, void* data, std::size_t size, int tag, void* mhandle, void** request) -> result_t {
+    if (request == nullptr) return internal_error;
+    *request = nullptr;
+    auto* s = as<lp::sender>(send_comm, lp::magic_send);
+    if (s == nullptr || size > max_bytes || (data == nullptr && size != 0)) return internal_error;
+    std::lock_guard lock(s->eng->mutex());
+    auto* m = static_cast<lp::memory_handle*>(mhandle);
+    if (m != nullptr && !s->eng->is_live(m)) return internal_error;
+    auto r = s->eng->isend(*s, data, size, static_cast<std::uint32_t>(tag), m);
+    if (!r) return code_of(r.error());
+    *request = static_cast<lp::request_base*>(*r);
+    return success;
+}
+
+auto irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int* tags, void** mhandles, void** request)
+    -> result_t {
+    if (request == nullptr) return internal_error;
+    *request = nullptr;
+    auto* rc = as<lp::receiver>(recv_comm, lp::magic_recv);
+    if (rc == nullptr || n < 1 || n > lp::max_slots || data == nullptr || sizes == nullptr || tags == nullptr)
+        return internal_error;
+    for (int i = 0; i < n; ++i)
+        if (sizes[i] > max_bytes) return internal_error;
+    std::lock_guard lock(rc->eng->mutex());
+    std::array<lp::memory_handle*, lp::max_slots> mh{};
+    for (int i = 0; mhandles != nullptr && i < n; ++i) {
+        mh[static_cast<std::size_t>(i)] = static_cast<lp::memory_handle*>(mhandles[i]);
+        if (mh[static_cast<std::size_t>(i)] != nullptr && !rc->eng->is_live(mh[static_cast<std::size_t>(i)]))
+            return internal_error;
+    }
+    auto r = rc->eng->irecv(*rc, n, data, sizes, tags, mh.data());
+    if (!r) return code_of(r.error());
+    *request = static_cast<lp::request_base*>(*r);
+    return success;
+}
+
+auto irecv_int(void* recv_comm, int n, void** data, int* sizes, int* tags, void** mhandles, void** request)
+    -> result_t {
+    if (request == nullptr) return internal_error;
+    *request = nullptr;
+    if (sizes == nullptr || n < 1 || n > lp::max_slots) return internal_error;
+    std::array<std::size_t, lp::max_slots> s{};
+    for (int i = 0; i < n; ++i) {
+        if (sizes[i] < 0) return internal_error;
+        s[static_cast<std::size_t>(i)] = static_cast<std::size_t>(sizes[i]);
+    }
+    return irecv(recv_comm, n, data, s.data(), tags, mhandles, request);
+}
+
+auto isend_int(void* send_comm, void* data, int size, int tag, void* mhandle, void** request) -> result_t {
+    if (size < 0) {
+        if (request != nullptr) *request = nullptr;
+        return internal_error;
+    }
+    return isend(send_comm, data, static_cast<std::size_t>(size), tag, mhandle, request);
+}
+
+auto iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request) -> result_t {
+    (void)data;
+    (void)mhandles;
+    if (request == nullptr) return internal_error;
+    *request = nullptr;
+    auto* rc = as<lp::receiver>(recv_comm, lp::magic_recv);
+    if (rc == nullptr || n < 1 || n > lp::max_slots || sizes == nullptr) return internal_error;
+    // Only host memory is advertised: data written by the NIC is visible to the host once the
+    // receive completed, so there is nothing to flush (a NULL request counts as done).
+    return success;
+}
+
+auto test(void* request, int* done, int* sizes) -> result_t {
+    if (request == nullptr || done == nullptr) return internal_error;
+    auto* r = static_cast<lp::request_base*>(request);
+    const auto m = r->magic.load(std::memory_order_acquire);
+    if (m != lp::magic_sreq && m != lp::magic_rreq) return internal_error;
+    lp::engine* e = r->chan->eng;
+    std::lock_guard lock(e->mutex());
+    if (r->magic.load(std::memory_order_relaxed) != m) return internal_error;
+    std::array<std::size_t, lp::max_slots> s{};
+    bool finished = false;
+    const int n = m == lp::magic_rreq ? static_cast<lp::recv_request*>(r)->n : 1;
+    const auto st = e->test(*r, finished, s.data(), n);
+    *done = finished ? 1 : 0;
+    if (finished && sizes != nullptr)
+        for (int i = 0; i < n; ++i) sizes[i] = static_cast<int>(std::min<std::size_t>(s[static_cast<std::size_t>(i)], INT_MAX));
+    return st == lp::status::ok ? success : static_cast<result_t>(st);
+}
+
+auto get_device_mr(void* comm, void* mhandle, void** dptr) -> result_t {
+    if (dptr == nullptr) return internal_error;
+    *dptr = nullptr;
+    lp::engine* e = engine_of_comm(comm);
+    if (e == nullptr) return internal_error;
+    std::lock_guard lock(e->mutex());
+    return e->is_live(static_cast<lp::memory_handle*>(mhandle)) ? success : internal_error;
+}
+
+auto irecv_consumed(void* recv_comm, int n, void* request) -> result_t {
+    (void)request;
+    auto* rc = as<lp::receiver>(recv_comm, lp::magic_recv);
+    return (rc == nullptr || n < 1 || n > lp::max_slots) ? internal_error : success;
+}
+
+auto make_vdevice(int* d, int ndevs, const int* devs, int max_devs) -> result_t {
+    if (d == nullptr || devs == nullptr || ndevs < 1 || ndevs > max_devs) return internal_error;
+    auto& st = state();
+    std::lock_guard lock(st.mu);
+    if (st.refs == 0) return internal_error;
+    vdevice v;
+    for (int i = 0; i < ndevs; ++i) {
+        if (devs[i] < 0 || devs[i] >= static_cast<int>(st.nics.size())) return invalid_usage;
+        if (std::ranges::find(v.devs, devs[i]) != v.devs.end()) return invalid_usage;
+        v.devs.push_back(devs[i]);
+        v.name += (i == 0 ? "" : "+") + st.nics[static_cast<std::size_t>(devs[i])].name;
+    }
+    st.vdevs.push_back(std::move(v));
+    *d = static_cast<int>(st.nics.size() + st.vdevs.size() - 1);
+    return success;
+}
+
+auto finalize_common() -> result_t {
+    auto& st = state();
+    std::lock_guard lock(st.mu);
+    if (st.refs == 0) return internal_error;
+    if (--st.refs == 0 && st.open_comms == 0) {
+        // Last communicator gone and nothing open: give the NICs back (the host may unload us).
+        st.engines.clear();
+        st.engines.resize(st.nics.size());
+    }
+    return success;
+}
+
+// Every entry point runs under this guard: no exception crosses the ABI.
+template <class F>
+auto guarded(F&& f) noexcept -> result_t {
+    try {
+        return f();
+    } catch (const std::bad_alloc&) {
+        return system_error;
+    } catch (...) {
+        return internal_error;
+    }
+}
+
+// ---------------------------------------------------------------- per-version shims
+template <class P>
+auto props_from(int dev, P* out) -> result_t {
+    if (out == nullptr) return internal_error;
+    properties_v12 p{};
+    if (auto r = get_properties(dev, p); r != success) return r;
+    std::memset(out, 0, sizeof(P));
+    out->name = p.name;
+    out->pciPath = p.pciPath;
+    out->guid = p.guid;
+    out->ptrSupport = p.ptrSupport;
+    out->speed = p.speed;
+    out->port = p.port;
+    out->latency = p.latency;
+    out->maxComms = p.maxComms;
+    out->maxRecvs = p.maxRecvs;
+    if constexpr (requires { out->netDeviceType; }) {
+        out->netDeviceType = p.netDeviceType;
+        out->netDeviceVersion = p.netDeviceVersion;
+    }
+    if constexpr (requires { out->regIsGlobal; }) out->regIsGlobal = p.regIsGlobal;
+    if constexpr (requires { out->forceFlush; }) {
+        out->forceFlush = p.forceFlush;
+        out->vProps.ndevs = std::min<int>(p.vProps.ndevs, static_cast<int>(std::size(out->vProps.devs)));
+        for (int i = 0; i < out->vProps.ndevs; ++i) out->vProps.devs[i] = p.vProps.devs[i];
+        out->maxP2pBytes = p.maxP2pBytes;
+        out->maxCollBytes = p.maxCollBytes;
+    }
+    if constexpr (requires { out->maxMultiRequestSize; }) out->maxMultiRequestSize = p.maxMultiRequestSize;
+    if constexpr (requires { out->railId; }) {
+        out->railId = p.railId;
+        out->planeId = p.planeId;
+    }
+    return success;
+}
+
+auto v_init(logger_t log) -> result_t { return guarded([&] { return init_common(log); }); }
+auto v_init10(logger_t log, profiler_callback_t) -> result_t { return guarded([&] { return init_common(log); }); }
+auto v_init11(void** ctx, std::uint64_t comm_id, comm_config_v11* config, logger_t log, profiler_callback_t)
+    -> result_t {
+    return guarded([&] {
+        if (ctx == nullptr) return internal_error;
+        *ctx = nullptr;
+        if (auto r = init_common(log); r != success) return r;
+        auto* c = new context();
+        c->comm_id = comm_id;
+        c->traffic_class = config != nullptr ? config->trafficClass : -1;
+        *ctx = c;
+        return success;
+    });
+}
+auto valid_ctx(void* ctx) -> bool { return ctx != nullptr && static_cast<context*>(ctx)->magic == 0x4c4f4358; }
+auto v_finalize(void* ctx) -> result_t {
+    return guarded([&] {
+        if (!valid_ctx(ctx)) return internal_error;
+        static_cast<context*>(ctx)->magic = 0;
+        delete static_cast<context*>(ctx);
+        return finalize_common();
+    });
+}
+auto v_set_net_attr(void* ctx, net_attr_v11* attr) -> result_t {
+    return (valid_ctx(ctx) && attr != nullptr) ? success : internal_error;
+}
+auto v_devices(int* n) -> result_t { return guarded([&] { return devices(n); }); }
+template <class P>
+auto v_props(int dev, P* p) -> result_t {
+    return guarded([&] { return props_from(dev, p); });
+}
+auto v_listen(int dev, void* h, void** l) -> result_t { return guarded([&] { return listen(dev, h, l); }); }
+auto v_listen11(void* ctx, int dev, void* h, void** l) -> result_t {
+    if (!valid_ctx(ctx)) return internal_error;
+    return v_listen(dev, h, l);
+}
+auto v_connect6(int dev, void* h, void** s) -> result_t { return guarded([&] { return connect(dev, h, s, nullptr); }); }
+auto v_connect7(int dev, void* h, void** s, device_handle_v7** d) -> result_t {
+    return guarded([&] { return connect(dev, h, s, d); });
+}
+auto v_connect10(int dev, comm_config_v10*, void* h, void** s, device_handle_v10** d) -> result_t {
+    return guarded([&] { return connect(dev, h, s, d); });
+}
+auto v_connect11(void* ctx, int dev, void* h, void** s, device_handle_v11** d) -> result_t {
+    if (!valid_ctx(ctx)) return internal_error;
+    return guarded([&] { return connect(dev, h, s, d); });
+}
+auto v_accept6(void* l, void** r) -> result_t { return guarded([&] { return accept(l, r, nullptr); }); }
+auto v_accept7(void* l, void** r, device_handle_v7** d) -> result_t { return guarded([&] { return accept(l, r, d); }); }
+auto v_regmr_int(void* c, void* d, int size, int type, void** m) -> result_t {
+    if (size < 0) {
+        if (m != nullptr) *m = nullptr;
+        return internal_error;
+    }
+    return guarded([&] { return reg_mr(c, d, static_cast<std::size_t>(size), type, m); });
+}
+auto v_regmr(void* c, void* d, std::size_t size, int type, void** m) -> result_t {
+    return guarded([&] { return reg_mr(c, d, size, type, m); });
+}
+auto v_regmr_dmabuf(void* c, void* d, std::size_t size, int type, std::uint64_t off, int fd, void** m) -> result_t {
+    return guarded([&] { return reg_mr_dmabuf(c, d, size, type, off, fd, m); });
+}
+auto v_deregmr(void* c, void* m) -> result_t { return guarded([&] { return dereg_mr(c, m); }); }
+auto v_isend_int(void* s, void* d, int size, int tag, void* m, void** r) -> result_t {
+    return guarded([&] { return isend_int(s, d, size, tag, m, r); });
+}
+auto v_isend(void* s, void* d, std::size_t size, int tag, void* m, void** r) -> result_t {
+    return guarded([&] { return isend(s, d, size, tag, m, r); });
+}
+auto v_isend10(void* s, void* d, std::size_t size, int tag, void* m, void*, void** r) -> result_t {
+    return guarded([&] { return isend(s, d, size, tag, m, r); });
+}
+auto v_irecv_int(void* c, int n, void** d, int* sizes, int* tags, void** m, void** r) -> result_t {
+    return guarded([&] { return irecv_int(c, n, d, sizes, tags, m, r); });
+}
+auto v_irecv(void* c, int n, void** d, std::size_t* sizes, int* tags, void** m, void** r) -> result_t {
+    return guarded([&] { return irecv(c, n, d, sizes, tags, m, r); });
+}
+auto v_irecv10(void* c, int n, void** d, std::size_t* sizes, int* tags, void** m, void**, void** r) -> result_t {
+    return guarded([&] { return irecv(c, n, d, sizes, tags, m, r); });
+}
+auto v_iflush(void* c, int n, void** d, int* sizes, void** m, void** r) -> result_t {
+    return guarded([&] { return iflush(c, n, d, sizes, m, r); });
+}
+auto v_test(void* r, int* done, int* sizes) -> result_t { return guarded([&] { return test(r, done, sizes); }); }
+auto v_close_send(void* c) -> result_t { return guarded([&] { return close_send(c); }); }
+auto v_close_recv(void* c) -> result_t { return guarded([&] { return close_recv(c); }); }
+auto v_close_listen(void* c) -> result_t { return guarded([&] { return close_listen(c); }); }
+auto v_get_device_mr(void* c, void* m, void** d) -> result_t { return guarded([&] { return get_device_mr(c, m, d); }); }
+auto v_irecv_consumed(void* c, int n, void* r) -> result_t { return guarded([&] { return irecv_consumed(c, n, r); }); }
+auto v_make_vdevice9(int* d, vdevice_props_v9* p) -> result_t {
+    if (p == nullptr) return internal_error;
+    return guarded([&] { return make_vdevice(d, p->ndevs, p->devs, max_devs_per_nic_v9); });
+}
+auto v_make_vdevice12(int* d, vdevice_props_v12* p) -> result_t {
+    if (p == nullptr) return internal_error;
+    return guarded([&] { return make_vdevice(d, p->ndevs, p->devs, max_devs_per_nic_v12); });
+}
+
+}  // namespace
+
+extern "C" {
+// NOLINTBEGIN
+const net_v6 ncclNetPlugin_v6 = {
+    "loom", v_init, v_devices, v_props<properties_v6>, v_listen, v_connect6, v_accept6, v_regmr_int,
+    v_regmr_dmabuf, v_deregmr, v_isend_int, v_irecv_int, v_iflush, v_test, v_close_send, v_close_recv,
+    v_close_listen};
+const net_v7 ncclNetPlugin_v7 = {
+    "loom", v_init, v_devices, v_props<properties_v7>, v_listen, v_connect7, v_accept7, v_regmr_int,
+    v_regmr_dmabuf, v_deregmr, v_isend_int, v_irecv_int, v_iflush, v_test, v_close_send, v_close_recv,
+    v_close_listen, v_get_device_mr, v_irecv_consumed};
+const net_v8 ncclNetPlugin_v8 = {
+    "loom", v_init, v_devices, v_props<properties_v8>, v_listen, v_connect7, v_accept7, v_regmr,
+    v_regmr_dmabuf, v_deregmr, v_isend_int, v_irecv_int, v_iflush, v_test, v_close_send, v_close_recv,
+    v_close_listen, v_get_device_mr, v_irecv_consumed};
+const net_v9 ncclNetPlugin_v9 = {
+    "loom", v_init, v_devices, v_props<properties_v9>, v_listen, v_connect7, v_accept7, v_regmr,
+    v_regmr_dmabuf, v_deregmr, v_isend, v_irecv, v_iflush, v_test, v_close_send, v_close_recv,
+    v_close_listen, v_get_device_mr, v_irecv_consumed, v_make_vdevice9};
+const net_v10 ncclNetPlugin_v10 = {
+    "loom", v_init10, v_devices, v_props<properties_v10>, v_listen, v_connect10, v_accept7, v_regmr,
+    v_regmr_dmabuf, v_deregmr, v_isend10, v_irecv10, v_iflush, v_test, v_close_send, v_close_recv,
+    v_close_listen, v_get_device_mr, v_irecv_consumed, v_make_vdevice9};
+const net_v11 ncclNetPlugin_v11 = {
+    "loom", v_init11, v_devices, v_props<properties_v11>, v_listen11, v_connect11, v_accept7, v_regmr,
+    v_regmr_dmabuf, v_deregmr, v_isend10, v_irecv10, v_iflush, v_test, v_close_send, v_close_recv,
+    v_close_listen, v_get_device_mr, v_irecv_consumed, v_make_vdevice9, v_finalize, v_set_net_attr};
+const net_v12 ncclNetPlugin_v12 = {
+    "loom", v_init11, v_devices, v_props<properties_v12>, v_listen11, v_connect11, v_accept7, v_regmr,
+    v_regmr_dmabuf, v_deregmr, v_isend10, v_irecv10, v_iflush, v_test, v_close_send, v_close_recv,
+    v_close_listen, v_get_device_mr, v_irecv_consumed, v_make_vdevice12, v_finalize, v_set_net_attr};
+// NOLINTEND
+}

@@ -1,0 +1,53 @@
+// loom/plugins/config.hpp — the runtime's LOOM_* configuration (one table in the README).
+#pragma once
+
+#include <loom/error.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loom::plugins {
+
+struct config {
+    std::string provider{};                 ///< LOOM_PROVIDER: exact provider name; empty = ranked choice
+    std::string iface{};                    ///< LOOM_IFACE: comma-separated domain/interface names
+    std::optional<std::size_t> eager_max{}; ///< LOOM_EAGER_MAX: largest eager message; unset = per provider
+    std::chrono::milliseconds eagain_timeout{10000};  ///< LOOM_EAGAIN_TIMEOUT_MS
+    std::chrono::milliseconds peer_timeout{5000};     ///< LOOM_PEER_TIMEOUT_MS
+    std::chrono::milliseconds connect_timeout{60000}; ///< LOOM_CONNECT_TIMEOUT_MS
+    bool progress_thread{false};            ///< LOOM_PROGRESS_THREAD
+    std::string log_level{};                ///< LOOM_LOG_LEVEL (trace|debug|info|warn|error|off)
+    std::size_t mr_cache_entries{0};        ///< LOOM_MR_CACHE_ENTRIES (0 = unbounded)
+
+    /// Reads the process environment. Malformed values are errors naming the variable.
+    [[nodiscard]] static auto from_env() -> result<config>;
+    /// The same over an explicit lookup (tests): `get(name)` returns the value or nullptr.
+    template <class Get>
+    [[nodiscard]] static auto from(Get&& get) -> result<config>;
+
+    /// Text of the last error from from_env()/from() (which variable, what was wrong).
+    [[nodiscard]] static auto last_error() -> std::string;
+};
+
+/// Parses a non-negative decimal with an optional k/m/g (binary) suffix.
+[[nodiscard]] auto parse_size(std::string_view text) -> std::optional<std::size_t>;
+/// Parses 0/1/true/false/yes/no/on/off.
+[[nodiscard]] auto parse_bool(std::string_view text) -> std::optional<bool>;
+/// Splits a comma-separated list, dropping empty items.
+[[nodiscard]] auto split_list(std::string_view text) -> std::vector<std::string>;
+
+namespace detail {
+auto parse_config(const char* (*get)(const char*, void*), void* state) -> result<config>;
+}
+
+template <class Get>
+auto config::from(Get&& get) -> result<config> {
+    return detail::parse_config(
+        [](const char* name, void* s) -> const char* { return (*static_cast<std::remove_reference_t<Get>*>(s))(name); },
+        &get);
+}
+
+}  // namespace loom::plugins

@@ -1,0 +1,344 @@
+// loom/plugins/engine.hpp — the shared plugin runtime: NIC discovery, one connectionless RDM
+// engine per NIC, one-directional channels over it, fixed request pools and caller-driven
+// progress. The NCCL adaptor maps its ABI onto this; NVSHMEM and NIXL reuse it.
+//
+// Tags (64 bits) carry the whole matching state, so nothing relies on FIFO completion:
+//   63..62 kind (0 data, 1 rendezvous request, 2 control, 3 clear-to-send)
+//   61..44 channel id assigned by the side that receives the message (18 bits)
+//   43..32 per-(channel, user tag) sequence number (12 bits, wraps)
+//   31..0  the user's tag
+// Rendezvous: the sender's RTS lands in the receive slot; the receiver answers CTS {address,
+// key, length, completion id}; the sender RMA-writes with immediate data {receiver channel,
+// request, slot, chunk length}; the receiver completes when every byte it expects has landed.
+#pragma once
+
+#include <loom/plugins/config.hpp>
+#include <loom/plugins/topology.hpp>
+#include <loom/plugins/wire.hpp>
+
+#include <loom/address_vector.hpp>
+#include <loom/completion_queue.hpp>
+#include <loom/domain.hpp>
+#include <loom/endpoint.hpp>
+#include <loom/fabric.hpp>
+#include <loom/fabric_info.hpp>
+#include <loom/mr_cache.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace loom::plugins {
+
+using clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------- NICs
+struct nic {
+    fabric_info info;
+    std::string name;       ///< domain name (interface), or the provider for shm-like ones
+    std::string provider;
+    nic_topology topo;
+    bool rma{false};        ///< RMA write + remote CQ data: the rendezvous path is available
+    std::size_t eager_max{0};
+    std::uint64_t guid{0};
+    std::size_t max_msg_size{0};
+};
+
+/// Providers in the order the runtime prefers them (hardware first, then TCP).
+[[nodiscard]] auto provider_ranking() -> const std::vector<std::string>&;
+/// The NICs of the best-ranked provider present (or of cfg.provider), filtered by cfg.iface.
+/// An empty list when nothing usable is found.
+[[nodiscard]] auto discover_nics(const config& cfg) -> result<std::vector<nic>>;
+/// The eager/rendezvous switch for a provider when LOOM_EAGER_MAX is not set (measured; see
+/// docs/plugins.md).
+[[nodiscard]] auto default_eager_max(std::string_view provider) noexcept -> std::size_t;
+
+// ---------------------------------------------------------------- limits
+inline constexpr int max_slots = 8;             ///< sub-receives per grouped receive
+inline constexpr int recv_pool_size = 32;       ///< receive requests per channel
+inline constexpr int send_pool_size = 32 * max_slots;
+inline constexpr std::size_t scratch_size = 64; ///< receives smaller than this land in scratch first
+inline constexpr int tag_table_size = 128;      ///< distinct user tags per channel
+inline constexpr std::uint32_t max_channel_id = (1U << 18) - 1;
+
+enum class status : int { ok = 0, system = 2, internal = 3, invalid_argument = 4, invalid_usage = 5 };
+
+class engine;
+struct request_base;
+
+enum class op_kind : std::uint8_t {
+    send_eager, send_rts, cts_recv, rma_write, recv_slot, cts_send, listen_recv, connect_send, accept_recv,
+    accept_send, flush_read,
+};
+
+/// One libfabric operation in flight; its address is the provider's context.
+struct op : request_context {
+    void* owner{nullptr};
+    std::uint32_t gen{0};
+    op_kind kind{};
+    std::uint8_t slot{0};
+    bool in_flight{false};
+    bool deferred{false};
+    clock::time_point deferred_since{};
+};
+
+/// Per-(channel, user tag) sequence counters (open addressing, no allocation).
+class tag_sequences {
+public:
+    /// The next sequence number for `tag`; nullopt when the table is full.
+    [[nodiscard]] auto next(std::uint32_t tag) noexcept -> std::optional<std::uint32_t>;
+    void reset() noexcept;
+
+private:
+    struct entry {
+        std::uint32_t tag{0};
+        std::uint32_t seq{0};
+        bool used{false};
+    };
+    std::array<entry, tag_table_size> e_{};
+};
+
+inline constexpr std::uint32_t magic_listen = 0x4c4f4c31;  // per object kind, cleared on close
+inline constexpr std::uint32_t magic_send = 0x4c4f5331;
+inline constexpr std::uint32_t magic_recv = 0x4c4f5231;
+inline constexpr std::uint32_t magic_mr = 0x4c4f4d31;
+inline constexpr std::uint32_t magic_sreq = 0x4c4f7331;
+inline constexpr std::uint32_t magic_rreq = 0x4c4f7231;
+inline constexpr std::uint32_t magic_dead = 0;
+
+/// A user registration (NCCL mhandle, NIXL/NVSHMEM memory). Lives in a never-freed slab, so a
+/// stale pointer still reads as dead instead of touching freed memory.
+struct memory_handle {
+    std::atomic<std::uint32_t> magic{magic_dead};
+    engine* eng{nullptr};
+    mr_handle reg{};
+    std::byte* base{nullptr};
+    std::size_t length{0};
+};
+
+enum class chan_state : std::uint8_t { idle, connecting, ready, failed, closed };
+
+struct channel_base {
+    std::atomic<std::uint32_t> magic{magic_dead};
+    engine* eng{nullptr};
+    std::uint32_t id{0};
+    std::uint32_t remote_id{0};
+    fabric_addr peer{fabric_addrs::unspecified};
+    std::uint32_t peer_pid{0};
+    std::uint64_t peer_host{0};
+    chan_state state{chan_state::idle};
+    std::uint32_t gen{0};
+    std::string peer_name{};
+};
+
+struct request_base {
+    std::atomic<std::uint32_t> magic{magic_dead};
+    std::uint32_t gen{0};
+    channel_base* chan{nullptr};
+    bool is_send{false};
+    bool active{false};
+    bool done{false};
+    bool released{false};  ///< handed back by the host; recycled once no op is in flight
+    status error{status::ok};
+    clock::time_point started{};
+};
+
+struct send_request : request_base {
+    const std::byte* data{nullptr};
+    std::size_t size{0};
+    void* desc{nullptr};
+    std::uint32_t user_tag{0};
+    std::uint32_t seq{0};
+    bool rendezvous{false};
+    bool cts_seen{false};
+    std::size_t to_write{0};
+    std::size_t written{0};
+    std::size_t chunk{0};
+    std::uint64_t remote_addr{0};
+    std::uint64_t remote_key{0};
+    std::uint64_t imm_base{0};
+    mr_handle src{};  ///< registration of the RMA source when the host gave none
+    const memory_region* src_mr{nullptr};
+    std::array<std::byte, 16> rts{};
+    std::array<std::byte, 32> cts{};
+    op main{};
+    op cts_op{};
+    op write_op{};
+};
+
+struct recv_slot {
+    std::byte* data{nullptr};
+    std::size_t capacity{0};
+    void* desc{nullptr};
+    std::uint64_t rkey{0};
+    std::uint64_t raddr{0};
+    std::uint32_t user_tag{0};
+    std::uint32_t seq{0};
+    bool done{false};
+    bool rendezvous{false};
+    bool has_key{false};
+    mr_handle tmp{};  ///< registration looked up when the host gave none
+    std::size_t received{0};
+    std::size_t expected{0};
+    std::size_t landed{0};
+    std::array<std::byte, scratch_size> scratch{};
+    std::array<std::byte, 32> cts{};
+    op recv_op{};
+    op cts_op{};
+};
+
+struct recv_request : request_base {
+    int n{0};
+    int remaining{0};
+    std::array<recv_slot, max_slots> slots{};
+};
+
+struct listener;
+struct sender : channel_base {
+    std::uint32_t listen_id{0};
+    std::array<std::byte, 128> connect_msg{};
+    std::array<std::byte, 128> accept_msg{};
+    op connect_op{};
+    op accept_op{};
+    clock::time_point deadline{};
+    tag_sequences seqs{};
+    std::array<send_request, send_pool_size> pool{};
+    std::vector<int> free_list{};
+};
+
+struct receiver : channel_base {
+    std::array<std::byte, 128> accept_msg{};
+    op accept_op{};
+    tag_sequences seqs{};
+    std::array<recv_request, recv_pool_size> pool{};
+    std::vector<int> free_list{};
+};
+
+/// A CONNECT that arrived at a listener and waits for accept().
+struct pending_connect {
+    std::uint32_t sender_id{0};
+    std::uint32_t pid{0};
+    std::uint64_t host{0};
+    address peer_address{};
+};
+
+struct listener : channel_base {
+    std::array<std::byte, 256> buffer{};
+    op recv_op{};
+    std::deque<pending_connect> arrived{};
+};
+
+/// Per-engine counters (exact; read under the engine lock).
+struct engine_stats {
+    std::uint64_t eager_sends{0}, rendezvous_sends{0}, injects{0}, recvs{0}, truncated{0};
+    std::uint64_t eagain_retries{0}, cq_errors{0}, peers_declared_dead{0};
+};
+
+/// One NIC's endpoint, completion queue, address vector and registration cache.
+class engine {
+public:
+    [[nodiscard]] static auto open(const nic& n, const config& cfg) -> result<std::unique_ptr<engine>>;
+    ~engine();
+    engine(const engine&) = delete;
+    auto operator=(const engine&) -> engine& = delete;
+
+    [[nodiscard]] auto nic_info() const noexcept -> const nic& { return nic_; }
+    [[nodiscard]] auto local_address() const noexcept -> const address& { return self_; }
+    [[nodiscard]] auto eager_max() const noexcept -> std::size_t { return eager_max_; }
+    [[nodiscard]] auto stats() const noexcept -> const engine_stats& { return stats_; }
+    [[nodiscard]] auto mutex() noexcept -> std::mutex& { return mu_; }
+
+    // All calls below require the engine lock (the adaptors take it per ABI call).
+
+    /// Drains the completion queue, dispatching by context, retries deferred submissions and
+    /// checks deadlines. Never blocks.
+    void progress() noexcept;
+
+    [[nodiscard]] auto listen(handle_bytes& handle_out) -> result<listener*>;
+    /// Starts (first call) or continues a connection to the listener behind `handle`. Returns
+    /// nullptr while the handshake runs, the channel once the peer accepted.
+    [[nodiscard]] auto connect(std::span<const std::byte> handle, const void* handle_key) -> result<sender*>;
+    /// A receive channel for the next connector, or nullptr when none has arrived yet.
+    [[nodiscard]] auto accept(listener& l) -> result<receiver*>;
+    void close(listener& l) noexcept;
+    /// Completes or cancels every outstanding request, then retires the channel.
+    void close(sender& s) noexcept;
+    void close(receiver& r) noexcept;
+
+    [[nodiscard]] auto register_memory(void* data, std::size_t size) -> result<memory_handle*>;
+    void deregister(memory_handle& m) noexcept;
+
+    /// nullptr (with ok) when the pool is exhausted: retry later.
+    [[nodiscard]] auto isend(sender& s, const void* data, std::size_t size, std::uint32_t tag, memory_handle* mh)
+        -> result<send_request*>;
+    [[nodiscard]] auto irecv(receiver& r, int n, void* const* data, const std::size_t* sizes, const int* tags,
+                             memory_handle* const* mh) -> result<recv_request*>;
+    /// Progresses and reports completion; a done request is released. sizes: n entries.
+    [[nodiscard]] auto test(request_base& req, bool& done, std::size_t* sizes, int n_sizes) -> status;
+
+    [[nodiscard]] auto is_live(const memory_handle* m) const noexcept -> bool;
+
+private:
+    engine() = default;
+    auto submit(op& o) noexcept -> int;              // 0, -FI_EAGAIN or another -FI_E*
+    void post(op& o, request_base* r) noexcept;      // submit, defer on EAGAIN, fail otherwise
+    void dispatch(const completion_event& ev) noexcept;
+    void on_remote_write(std::uint64_t imm) noexcept;
+    void on_send_op(send_request& r, op& o, const completion_event& ev) noexcept;
+    void on_recv_op(recv_request& r, op& o, const completion_event& ev) noexcept;
+    void on_listen(listener& l, const completion_event& ev) noexcept;
+    void on_accept_msg(sender& s, const completion_event& ev) noexcept;
+    void start_write(send_request& r) noexcept;
+    void fail_request(request_base& r, status st) noexcept;
+    void finish_slot(recv_request& r, recv_slot& s) noexcept;
+    void check_peers() noexcept;
+    auto peer_alive(const channel_base& c) const noexcept -> bool;
+    auto insert_peer(const address& a) -> result<fabric_addr>;
+    auto new_channel_id() -> result<std::uint32_t>;
+    void drain(channel_base& c, const std::function<bool()>& pending) noexcept;
+    void recycle(request_base& r) noexcept;
+    void cancel_ops(request_base& r) noexcept;
+    void release(request_base& r) noexcept;
+
+    nic nic_{};
+    config cfg_{};
+    fabric fabric_{};
+    domain domain_{};
+    completion_queue cq_{};
+    address_vector av_{};
+    endpoint ep_{};
+    std::unique_ptr<mr_cache> cache_{};
+    std::vector<std::byte> discard_{};  ///< where eager bytes beyond a short receive land
+    mr_handle discard_reg_{};
+    address self_{};
+    std::size_t eager_max_{0};
+    std::size_t inject_size_{0};
+    std::size_t max_write_{0};
+    bool virt_addr_{true};
+    std::mutex mu_{};
+    std::uint32_t next_id_{1};
+    std::unordered_map<std::uint32_t, receiver*> receivers_{};
+    std::map<std::vector<std::byte>, fabric_addr> peers_{};
+    std::unordered_map<const void*, std::pair<handle_bytes, sender*>> connecting_{};
+    std::vector<op*> deferred_{};
+    std::vector<request_base*> active_{};
+    clock::time_point next_peer_check_{};
+    engine_stats stats_{};
+    std::uint64_t host_id_{0};
+};
+
+/// Hash identifying this host (boot id + hostname); peers compare it to know they share a host.
+[[nodiscard]] auto this_host_id() noexcept -> std::uint64_t;
+
+}  // namespace loom::plugins

@@ -1,0 +1,1130 @@
+#include <loom/plugins/engine.hpp>
+#include <loom/plugins/log.hpp>
+
+#include <loom/rma.hpp>
+
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace loom::plugins {
+namespace {
+
+// ---------------------------------------------------------------- tags and immediates
+enum : std::uint64_t { kind_data = 0, kind_rts = 1, kind_ctrl = 2, kind_cts = 3 };
+constexpr std::uint64_t kind_rts_bit = std::uint64_t{1} << 62;
+
+constexpr auto make_tag(std::uint64_t kind, std::uint32_t chan, std::uint32_t seq, std::uint32_t user) noexcept
+    -> std::uint64_t {
+    return (kind << 62) | (std::uint64_t{chan & max_channel_id} << 44) | (std::uint64_t{seq & 0xfffU} << 32) | user;
+}
+constexpr auto tag_kind(std::uint64_t tag) noexcept -> std::uint64_t { return tag >> 62; }
+
+constexpr int imm_len_bits = 38;
+constexpr std::uint64_t imm_len_mask = (std::uint64_t{1} << imm_len_bits) - 1;
+constexpr auto make_imm_base(std::uint32_t chan, std::uint32_t req, std::uint32_t slot) noexcept -> std::uint64_t {
+    return (std::uint64_t{chan & max_channel_id} << 46) | (std::uint64_t{req & 31U} << 41) |
+           (std::uint64_t{slot & 7U} << 38);
+}
+
+// ---------------------------------------------------------------- little-endian fields
+template <class T>
+void put(std::span<std::byte> b, std::size_t off, T v) noexcept {
+    for (std::size_t i = 0; i < sizeof(T); ++i) b[off + i] = static_cast<std::byte>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff);
+}
+template <class T>
+auto get(std::span<const std::byte> b, std::size_t off) noexcept -> T {
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < sizeof(T); ++i) v |= std::uint64_t{std::to_integer<std::uint8_t>(b[off + i])} << (8 * i);
+    return static_cast<T>(v);
+}
+
+const mr_access_flags full_access = mr_access_flags::send | mr_access_flags::recv | mr_access_flags::read |
+                                    mr_access_flags::write | mr_access_flags::remote_read |
+                                    mr_access_flags::remote_write;
+
+constexpr std::uint32_t rts_magic = 0x31535452;   // "RTS1"
+constexpr std::uint32_t cts_magic = 0x31535443;   // "CTS1"
+constexpr std::uint32_t conn_magic = 0x4e4e4f43;  // "CONN"
+constexpr std::uint32_t acpt_magic = 0x54504341;  // "ACPT"
+constexpr std::size_t rts_size = 16;
+constexpr std::size_t cts_size = 32;
+// CONNECT: magic u32, version u16, addr len u16, sender id u32, listen id u32, pid u32,
+//          addr format u32, host u64, address bytes
+constexpr std::size_t conn_header = 32;
+// ACCEPT: magic u32, version u16, pad u16, receiver id u32, sender id u32, pid u32, pad u32, host u64
+constexpr std::size_t acpt_size = 32;
+
+// ---------------------------------------------------------------- never-freed object slabs
+template <class T>
+class slab {
+public:
+    auto get() -> T* {
+        std::lock_guard lock(mu_);
+        if (!free_.empty()) {
+            T* p = free_.back();
+            free_.pop_back();
+            return p;
+        }
+        return new T();  // NOLINT: slab objects live until process exit by design
+    }
+    void put(T* p) {
+        std::lock_guard lock(mu_);
+        free_.push_back(p);
+    }
+
+private:
+    std::mutex mu_;
+    std::vector<T*> free_;
+};
+
+template <class T>
+auto slab_of() -> slab<T>& {
+    static auto* s = new slab<T>();  // NOLINT: outlives every engine and the host's atexit order
+    return *s;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- discovery
+auto provider_ranking() -> const std::vector<std::string>& {
+    static const std::vector<std::string> r{"cxi", "efa", "verbs;ofi_rxm", "psm3", "opx", "tcp;ofi_rxm", "tcp"};
+    return r;
+}
+
+auto default_eager_max(std::string_view provider) noexcept -> std::size_t {
+    // Measured with the ABI harness's size sweep (docs/plugins.md): below these sizes one
+    // copy through the provider's eager protocol beats the CTS round trip.
+    // shm: a message larger than its inject size that meets a smaller receive never completes
+    // (libfabric 2.1), so everything above one inline packet takes the rendezvous path, which
+    // truncates by writing only what the receiver offered.
+    if (provider == "shm") return 4096;
+    return 65536;
+}
+
+auto this_host_id() noexcept -> std::uint64_t {
+    std::string id;
+    std::ifstream f("/proc/sys/kernel/random/boot_id");
+    std::getline(f, id);
+    char host[256] = {};
+    (void)::gethostname(host, sizeof(host) - 1);
+    id += host;
+    return fnv1a(std::as_bytes(std::span{id.data(), id.size()})) | (std::uint64_t{fnv1a(std::as_bytes(std::span{host, std::strlen(host)}))} << 32);
+}
+
+auto discover_nics(const config& cfg) -> result<std::vector<nic>> {
+    std::vector<std::string> candidates;
+    if (!cfg.provider.empty()) candidates.push_back(cfg.provider);
+    else candidates = provider_ranking();
+    const auto ifaces = split_list(cfg.iface);
+    const capability full = capability::tagged | capability::msg | capability::rma | capability::read |
+                            capability::write | capability::remote_read | capability::remote_write;
+    for (const auto& prov : candidates) {
+        bool rma = true;
+        auto all = query_all({.capabilities = full, .ep_type = endpoint_types::rdm, .provider = prov});
+        if (!all || all->empty()) {
+            rma = false;
+            all = query_all({.capabilities = capability::tagged | capability::msg, .ep_type = endpoint_types::rdm,
+                             .provider = prov});
+        }
+        if (!all || all->empty()) continue;
+        std::vector<nic> out;
+        for (const auto& info : *all) {
+            std::string name(info.provider_name() == "shm" ? std::string_view{"shm"} : info.domain_name());
+            if (!ifaces.empty() && std::ranges::find(ifaces, name) == ifaces.end()) continue;
+            auto same = std::ranges::find_if(out, [&](const nic& n) { return n.name == name; });
+            const bool v4 = info.addr_format() != address_format::sockaddr_in6;
+            if (same != out.end()) {
+                if (v4 && same->info.addr_format() == address_format::sockaddr_in6) same->info = info;
+                continue;
+            }
+            nic n;
+            n.info = info;
+            n.name = name;
+            n.provider = std::string(info.provider_name());
+            n.rma = rma;
+            n.topo = describe_nic(name);
+            if (auto ep = info.get_endpoint_attr()) n.max_msg_size = ep->max_msg_size;
+            n.eager_max = cfg.eager_max.value_or(default_eager_max(n.provider));
+            const std::string key = n.provider + "/" + n.name;
+            n.guid = (std::uint64_t{fnv1a(std::as_bytes(std::span{key.data(), key.size()}))} << 32) | out.size();
+            out.push_back(std::move(n));
+        }
+        // Loopback is a device only when asked for by name or when it is all there is.
+        if (ifaces.empty() && out.size() > 1)
+            std::erase_if(out, [](const nic& n) { return n.name == "lo"; });
+        if (!out.empty()) return out;
+    }
+    return std::vector<nic>{};
+}
+
+// ---------------------------------------------------------------- tag sequences
+auto tag_sequences::next(std::uint32_t tag) noexcept -> std::optional<std::uint32_t> {
+    std::uint32_t h = (tag * 2654435761U) % tag_table_size;
+    for (int i = 0; i < tag_table_size; ++i, h = (h + 1) % tag_table_size) {
+        auto& e = e_[h];
+        if (!e.used) {
+            e = {tag, 1, true};
+            return 0;
+        }
+        if (e.tag == tag) return (e.seq++) & 0xfffU;
+    }
+    return std::nullopt;
+}
+void tag_sequences::reset() noexcept { e_ = {}; }
+
+// ---------------------------------------------------------------- engine set-up
+auto engine::open(const nic& n, const config& cfg) -> result<std::unique_ptr<engine>> {
+    std::unique_ptr<engine> e(new engine());
+    e->nic_ = n;
+    e->cfg_ = cfg;
+    auto fab = fabric::create(n.info);
+    if (!fab) return std::unexpected(fab.error());
+    e->fabric_ = std::move(*fab);
+    auto dom = domain::create(e->fabric_, n.info);
+    if (!dom) return std::unexpected(dom.error());
+    e->domain_ = std::move(*dom);
+    auto cq = completion_queue::create(e->domain_, {.size = 4096, .format = cq_format::tagged});
+    if (!cq) return std::unexpected(cq.error());
+    e->cq_ = std::move(*cq);
+    auto av = address_vector::create(e->domain_);
+    if (!av) return std::unexpected(av.error());
+    e->av_ = std::move(*av);
+    auto ep = endpoint::create(e->domain_, n.info);
+    if (!ep) return std::unexpected(ep.error());
+    e->ep_ = std::move(*ep);
+    if (auto r = e->ep_.bind_cq(e->cq_, cq_bind::transmit | cq_bind::recv); !r) return std::unexpected(r.error());
+    if (auto r = e->ep_.bind_av(e->av_); !r) return std::unexpected(r.error());
+    if (auto r = e->ep_.enable(); !r) return std::unexpected(r.error());
+    auto self = e->ep_.name();
+    if (!self) return std::unexpected(self.error());
+    e->self_ = std::move(*self);
+    const bool ep_bound = e->domain_.get_memory_region_mode().has(mr_mode_flags::endpoint);
+    mr_cache_limits limits{};
+    if (cfg.mr_cache_entries != 0) limits.max_entries = cfg.mr_cache_entries;
+    auto cache = ep_bound ? make_mr_cache(e->domain_, e->ep_, limits) : make_mr_cache(e->domain_, limits);
+    if (!cache) return std::unexpected(cache.error());
+    e->cache_ = std::make_unique<mr_cache>(std::move(*cache));
+    e->virt_addr_ = e->domain_.get_memory_region_mode().has(mr_mode_flags::virt_addr);
+    e->inject_size_ = e->ep_.inject_size();
+    const std::size_t max_msg = e->ep_.max_msg_size() != 0 ? e->ep_.max_msg_size() : (std::size_t{1} << 30);
+    e->max_write_ = std::min<std::size_t>(max_msg, std::size_t{1} << 30);
+    e->eager_max_ = n.rma ? std::min(n.eager_max, max_msg) : max_msg;
+    if (n.rma && e->ep_.iov_limits().rx >= 2) {
+        e->discard_.resize(e->eager_max_);
+        auto reg = e->cache_->lookup(std::span<std::byte>{e->discard_}, full_access);
+        if (!reg) return std::unexpected(reg.error());
+        e->discard_reg_ = std::move(*reg);
+    }
+    e->host_id_ = this_host_id();
+    e->deferred_.reserve(1024);
+    e->active_.reserve(4096);
+    LOOM_INFO("engine on {} ({}): eager <= {} B, rendezvous {}, inject {} B", n.name, n.provider, e->eager_max_,
+              n.rma ? "RMA write + immediate data" : "off (no RMA)", e->inject_size_);
+    return e;
+}
+
+engine::~engine() {
+    // Channels still open at this point are the host's leak; their ops may still sit in the
+    // provider, which closing the endpoint below discards.
+    (void)ep_.close();
+    discard_reg_.release();
+    cache_.reset();
+    (void)av_.close();
+    (void)cq_.close();
+    (void)domain_.close();
+    (void)fabric_.close();
+}
+
+auto engine::new_channel_id() -> result<std::uint32_t> {
+    if (next_id_ > max_channel_id) return make_unexpected(errc::no_space);
+    return next_id_++;
+}
+
+auto engine::insert_peer(const address& a) -> result<fabric_addr> {
+    auto raw = to_raw(a);
+    if (auto it = peers_.find(raw); it != peers_.end()) return it->second;
+    auto fa = av_.insert(a);
+    if (!fa) return std::unexpected(fa.error());
+    peers_.emplace(std::move(raw), *fa);
+    return *fa;
+}
+
+// ---------------------------------------------------------------- submission
+auto engine::submit(op& o) noexcept -> int {
+    auto code = [](const void_result& r) -> int { return r ? 0 : -r.error().value(); };
+    auto control = [&](std::span<const std::byte> msg, std::uint64_t tag, fabric_addr to) -> int {
+        if (msg.size() <= inject_size_) {
+            const int rc = code(ep_.tagged_inject(msg, tag, to));
+            return rc == 0 ? 1 : rc;  // 1: complete already
+        }
+        return code(ep_.tagged_send(msg, tag, to, nullptr, &o));
+    };
+    switch (o.kind) {
+    case op_kind::send_eager: {
+        auto& r = *static_cast<send_request*>(o.owner);
+        return code(ep_.tagged_send({r.data, r.size}, make_tag(kind_data, r.chan->remote_id, r.seq, r.user_tag),
+                                    r.chan->peer, r.desc, &o));
+    }
+    case op_kind::send_rts: {
+        auto& r = *static_cast<send_request*>(o.owner);
+        return control(r.rts, make_tag(kind_rts, r.chan->remote_id, r.seq, r.user_tag), r.chan->peer);
+    }
+    case op_kind::cts_recv: {
+        auto& r = *static_cast<send_request*>(o.owner);
+        return code(ep_.tagged_recv(r.cts, make_tag(kind_cts, r.chan->id, r.seq, r.user_tag), 0,
+                                    fabric_addrs::unspecified, nullptr, &o));
+    }
+    case op_kind::rma_write: {
+        auto& r = *static_cast<send_request*>(o.owner);
+        if (r.src_mr == nullptr) return -FI_EINVAL;
+        const remote_memory remote{r.remote_addr + r.written, r.remote_key, r.chunk};
+        return code(rma::write_data_to(ep_, {r.data + r.written, r.chunk}, *r.src_mr, r.chan->peer, remote,
+                                       r.imm_base | r.chunk, &o));
+    }
+    case op_kind::recv_slot: {
+        auto& r = *static_cast<recv_request*>(o.owner);
+        auto& s = r.slots[o.slot];
+        const bool small = s.capacity < scratch_size;
+        std::span<std::byte> buf = small ? std::span<std::byte>{s.scratch} : std::span<std::byte>{s.data, s.capacity};
+        const auto tag = make_tag(kind_data, r.chan->id, s.seq, s.user_tag);
+        if (buf.size() < eager_max_ && !discard_.empty()) {
+            // Pad the receive to the eager limit with a shared discard area: an eager message
+            // larger than this receive then lands whole (the excess in the discard area) and
+            // the provider never truncates (several providers get truncation wrong).
+            const std::array<::iovec, 2> iov{{{buf.data(), buf.size()}, {discard_.data(), eager_max_ - buf.size()}}};
+            void* const descs[2] = {small ? nullptr : s.desc, discard_reg_.descriptor()};
+            const bool any_desc = descs[0] != nullptr || descs[1] != nullptr;
+            return code(ep_.tagged_recvv(iov, any_desc ? std::span<void* const>{descs} : std::span<void* const>{},
+                                         tag, kind_rts_bit, fabric_addrs::unspecified, &o));
+        }
+        return code(ep_.tagged_recv(buf, tag, kind_rts_bit, fabric_addrs::unspecified, small ? nullptr : s.desc, &o));
+    }
+    case op_kind::cts_send: {
+        auto& r = *static_cast<recv_request*>(o.owner);
+        auto& s = r.slots[o.slot];
+        return control(s.cts, make_tag(kind_cts, r.chan->remote_id, s.seq, s.user_tag), r.chan->peer);
+    }
+    case op_kind::listen_recv: {
+        auto& l = *static_cast<listener*>(o.owner);
+        return code(ep_.tagged_recv(l.buffer, make_tag(kind_ctrl, l.id, 0, 0), 0, fabric_addrs::unspecified, nullptr,
+                                    &o));
+    }
+    case op_kind::connect_send: {
+        auto& s = *static_cast<sender*>(o.owner);
+        const std::size_t len = conn_header + get<std::uint16_t>(s.connect_msg, 6);
+        return control({s.connect_msg.data(), len}, make_tag(kind_ctrl, s.listen_id, 0, 0), s.peer);
+    }
+    case op_kind::accept_recv: {
+        auto& s = *static_cast<sender*>(o.owner);
+        return code(ep_.tagged_recv(s.accept_msg, make_tag(kind_ctrl, s.id, 0, 0), 0, fabric_addrs::unspecified,
+                                    nullptr, &o));
+    }
+    case op_kind::accept_send: {
+        auto& r = *static_cast<receiver*>(o.owner);
+        return control({r.accept_msg.data(), acpt_size}, make_tag(kind_ctrl, r.remote_id, 0, 0), r.peer);
+    }
+    case op_kind::flush_read: return -FI_EOPNOTSUPP;
+    }
+    return -FI_EINVAL;
+}
+
+void engine::post(op& o, request_base* r) noexcept {
+    if (r != nullptr) o.gen = r->gen;
+    const int rc = submit(o);
+    if (rc == 0) {
+        o.in_flight = true;
+    } else if (rc == 1) {
+        o.in_flight = false;  // injected: nothing will complete
+    } else if (rc == -FI_EAGAIN) {
+        ++stats_.eagain_retries;
+        o.deferred = true;
+        o.deferred_since = clock::now();
+        deferred_.push_back(&o);
+    } else {
+        LOOM_WARN("submission failed ({}): {}", static_cast<int>(o.kind), fi_strerror(-rc));
+        if (r != nullptr) fail_request(*r, status::system);
+        else if (o.kind == op_kind::connect_send || o.kind == op_kind::accept_recv)
+            static_cast<sender*>(o.owner)->state = chan_state::failed;
+    }
+}
+
+// ---------------------------------------------------------------- progress
+void engine::progress() noexcept {
+    std::array<completion_event, 16> evs;
+    for (int round = 0; round < 64; ++round) {
+        auto n = cq_.read(evs);
+        if (!n || *n == 0) break;
+        for (std::size_t i = 0; i < *n; ++i) dispatch(evs[i]);
+        if (*n < evs.size()) break;
+    }
+    if (!deferred_.empty()) {
+        auto pending = std::move(deferred_);
+        deferred_.clear();
+        deferred_.reserve(1024);
+        for (op* o : pending) {
+            o->deferred = false;
+            const int rc = submit(*o);
+            request_base* owner = nullptr;
+            switch (o->kind) {
+            case op_kind::send_eager: case op_kind::send_rts: case op_kind::cts_recv: case op_kind::rma_write:
+                owner = static_cast<send_request*>(o->owner);
+                break;
+            case op_kind::recv_slot: case op_kind::cts_send: owner = static_cast<recv_request*>(o->owner); break;
+            default: break;
+            }
+            if (rc == 0) o->in_flight = true;
+            else if (rc == 1) o->in_flight = false;
+            else if (rc == -FI_EAGAIN && clock::now() - o->deferred_since < cfg_.eagain_timeout) {
+                o->deferred = true;
+                deferred_.push_back(o);
+            } else {
+                LOOM_WARN("{} to {}: {}", rc == -FI_EAGAIN ? "gave up retrying a submission" : "submission failed",
+                          owner != nullptr ? owner->chan->peer_name : std::string("peer"),
+                          rc == -FI_EAGAIN ? "provider busy beyond LOOM_EAGAIN_TIMEOUT_MS" : fi_strerror(-rc));
+                if (owner != nullptr) fail_request(*owner, status::system);
+                else if (o->kind == op_kind::connect_send || o->kind == op_kind::accept_recv)
+                    static_cast<sender*>(o->owner)->state = chan_state::failed;
+            }
+        }
+    }
+    if (const auto now = clock::now(); now >= next_peer_check_) {
+        next_peer_check_ = now + std::chrono::milliseconds(100);
+        check_peers();
+    }
+}
+
+void engine::dispatch(const completion_event& ev) noexcept {
+    if (ev.context == nullptr) {
+        if (!ev.has_error() && ev.flags.has(op_flag::remote_cq_data)) on_remote_write(ev.data);
+        else if (ev.has_error()) {
+            ++stats_.cq_errors;
+            LOOM_WARN("completion error without context: {}", ev.error_text);
+        }
+        return;
+    }
+    auto* o = static_cast<op*>(ev.request());
+    o->in_flight = false;
+    if (ev.has_error() && ev.error != make_error_code(errc::truncated) && ev.error != make_error_code(errc::canceled))
+        ++stats_.cq_errors;
+    switch (o->kind) {
+    case op_kind::send_eager: case op_kind::send_rts: case op_kind::cts_recv: case op_kind::rma_write: {
+        auto& r = *static_cast<send_request*>(o->owner);
+        if (r.magic.load(std::memory_order_relaxed) == magic_sreq && r.gen == o->gen) on_send_op(r, *o, ev);
+        else if (r.magic.load(std::memory_order_relaxed) == magic_dead && r.released) recycle(r);
+        return;
+    }
+    case op_kind::recv_slot: case op_kind::cts_send: {
+        auto& r = *static_cast<recv_request*>(o->owner);
+        if (r.magic.load(std::memory_order_relaxed) == magic_rreq && r.gen == o->gen) on_recv_op(r, *o, ev);
+        else if (r.magic.load(std::memory_order_relaxed) == magic_dead && r.released) recycle(r);
+        return;
+    }
+    case op_kind::listen_recv: {
+        auto& l = *static_cast<listener*>(o->owner);
+        if (l.magic.load(std::memory_order_relaxed) == magic_listen) on_listen(l, ev);
+        return;
+    }
+    case op_kind::connect_send:
+        if (ev.has_error()) static_cast<sender*>(o->owner)->state = chan_state::failed;
+        return;
+    case op_kind::accept_recv: {
+        auto& s = *static_cast<sender*>(o->owner);
+        if (s.magic.load(std::memory_order_relaxed) == magic_send) on_accept_msg(s, ev);
+        return;
+    }
+    case op_kind::accept_send:
+        if (ev.has_error()) static_cast<receiver*>(o->owner)->state = chan_state::failed;
+        return;
+    case op_kind::flush_read: return;
+    }
+}
+
+void engine::on_send_op(send_request& r, op& o, const completion_event& ev) noexcept {
+    if (ev.has_error()) {
+        if (!r.done) {
+            LOOM_WARN("send to {} failed: {}", r.chan->peer_name, ev.error_text.empty() ? ev.error.message() : ev.error_text);
+            fail_request(r, status::system);
+        }
+        return;
+    }
+    switch (o.kind) {
+    case op_kind::send_eager: r.done = true; break;
+    case op_kind::send_rts: break;
+    case op_kind::cts_recv: {
+        const std::span<const std::byte> b{r.cts};
+        if (ev.bytes_transferred != cts_size || get<std::uint32_t>(b, 0) != cts_magic) {
+            LOOM_WARN("malformed clear-to-send from {}", r.chan->peer_name);
+            fail_request(r, status::system);
+            return;
+        }
+        r.remote_addr = get<std::uint64_t>(b, 8);
+        r.remote_key = get<std::uint64_t>(b, 16);
+        const std::uint64_t capacity = get<std::uint64_t>(b, 24) & imm_len_mask;
+        r.imm_base = get<std::uint64_t>(b, 24) & ~imm_len_mask;
+        r.to_write = std::min<std::uint64_t>(r.size, capacity);
+        r.written = 0;
+        if (r.to_write == 0) r.done = true;
+        else start_write(r);
+        break;
+    }
+    case op_kind::rma_write:
+        r.written += r.chunk;
+        if (r.written >= r.to_write) r.done = true;
+        else start_write(r);
+        break;
+    default: break;
+    }
+}
+
+void engine::start_write(send_request& r) noexcept {
+    r.chunk = std::min(r.to_write - r.written, max_write_);
+    r.write_op.kind = op_kind::rma_write;
+    post(r.write_op, &r);
+}
+
+void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noexcept {
+    auto& s = r.slots[o.slot];
+    if (o.kind == op_kind::cts_send) {
+        if (ev.has_error()) fail_request(r, status::system);
+        return;
+    }
+    if (s.done) return;
+    const bool small = s.capacity < scratch_size;
+    if (ev.has_error()) {
+        if (ev.error == make_error_code(errc::truncated)) {
+            // The sender sent more than this receive holds: keep what fits (NCCL's regIsGlobal rule).
+            ++stats_.truncated;
+            if (small) std::memcpy(s.data, s.scratch.data(), s.capacity);
+            s.received = s.capacity;
+            finish_slot(r, s);
+            return;
+        }
+        if (ev.error != make_error_code(errc::canceled))
+            LOOM_WARN("receive from {} failed: {}", r.chan->peer_name, ev.error_text.empty() ? ev.error.message() : ev.error_text);
+        fail_request(r, status::system);
+        return;
+    }
+    const std::byte* landed = small ? s.scratch.data() : s.data;
+    if (tag_kind(ev.tag) == kind_data) {
+        ++stats_.recvs;
+        s.received = std::min(ev.bytes_transferred, s.capacity);
+        if (small && s.received != 0) std::memcpy(s.data, s.scratch.data(), s.received);
+        finish_slot(r, s);
+        return;
+    }
+    // Rendezvous request: answer with where the data goes.
+    const std::span<const std::byte> b{landed, rts_size};
+    if (ev.bytes_transferred != rts_size || get<std::uint32_t>(b, 0) != rts_magic) {
+        LOOM_WARN("malformed rendezvous request from {}", r.chan->peer_name);
+        fail_request(r, status::system);
+        return;
+    }
+    const std::uint64_t total = get<std::uint64_t>(b, 8);
+    s.rendezvous = true;
+    s.expected = std::min<std::uint64_t>(total, s.capacity);
+    s.landed = 0;
+    if (s.expected != 0 && s.rkey == 0 && !s.has_key) {
+        LOOM_WARN("rendezvous receive without a registration");
+        fail_request(r, status::internal);
+        return;
+    }
+    const auto idx = static_cast<std::uint32_t>(&r - static_cast<receiver*>(r.chan)->pool.data());
+    std::span<std::byte> c{s.cts};
+    put<std::uint32_t>(c, 0, cts_magic);
+    put<std::uint32_t>(c, 4, 0);
+    put<std::uint64_t>(c, 8, s.raddr);
+    put<std::uint64_t>(c, 16, s.rkey);
+    put<std::uint64_t>(c, 24, make_imm_base(r.chan->id, idx, o.slot) | std::min<std::uint64_t>(s.capacity, imm_len_mask));
+    s.cts_op.kind = op_kind::cts_send;
+    s.cts_op.slot = o.slot;
+    post(s.cts_op, &r);
+    if (s.expected == 0) {
+        s.received = 0;
+        finish_slot(r, s);
+    }
+}
+
+void engine::on_remote_write(std::uint64_t imm) noexcept {
+    const auto id = static_cast<std::uint32_t>(imm >> 46);
+    auto it = receivers_.find(id);
+    if (it == receivers_.end()) return;  // a late write to a closed channel
+    auto& rc = *it->second;
+    auto& r = rc.pool[(imm >> 41) & 31U];
+    auto& s = r.slots[(imm >> 38) & 7U];
+    if (r.magic.load(std::memory_order_relaxed) != magic_rreq || !s.rendezvous || s.done) return;
+    s.landed += imm & imm_len_mask;
+    if (s.landed >= s.expected) {
+        s.received = s.expected;
+        finish_slot(r, s);
+    }
+}
+
+void engine::finish_slot(recv_request& r, recv_slot& s) noexcept {
+    if (s.done) return;
+    s.done = true;
+    if (--r.remaining == 0) r.done = true;
+}
+
+void engine::fail_request(request_base& r, status st) noexcept {
+    if (r.error == status::ok) r.error = st;
+    r.done = true;
+}
+
+auto engine::peer_alive(const channel_base& c) const noexcept -> bool {
+    if (c.state == chan_state::failed) return false;
+    if (c.peer_host != host_id_ || c.peer_pid == 0) return true;  // no cheaper evidence than transport errors
+    if (::kill(static_cast<pid_t>(c.peer_pid), 0) == -1 && errno == ESRCH) return false;
+    std::ifstream f("/proc/" + std::to_string(c.peer_pid) + "/stat");
+    std::string line;
+    std::getline(f, line);
+    const auto p = line.rfind(')');
+    return !(p != std::string::npos && p + 2 < line.size() && (line[p + 2] == 'Z' || line[p + 2] == 'X'));
+}
+
+void engine::check_peers() noexcept {
+    const auto now = clock::now();
+    for (request_base* r : active_) {
+        if (r->done || now - r->started < cfg_.peer_timeout) continue;
+        if (!peer_alive(*r->chan)) {
+            if (r->chan->state != chan_state::failed) {
+                ++stats_.peers_declared_dead;
+                LOOM_WARN("peer {} (pid {}) is gone; failing its requests", r->chan->peer_name, r->chan->peer_pid);
+            }
+            r->chan->state = chan_state::failed;
+            fail_request(*r, status::system);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- connection set-up
+auto engine::listen(handle_bytes& out) -> result<listener*> {
+    auto id = new_channel_id();
+    if (!id) return std::unexpected(id.error());
+    auto h = encode_handle({.channel_id = *id, .flags = 0, .endpoint_address = self_});
+    if (!h) return std::unexpected(h.error());
+    listener* l = slab_of<listener>().get();
+    l->eng = this;
+    l->id = *id;
+    l->gen += 1;
+    l->state = chan_state::ready;
+    l->arrived.clear();
+    l->recv_op = {};
+    l->recv_op.owner = l;
+    l->recv_op.kind = op_kind::listen_recv;
+    l->magic.store(magic_listen);
+    post(l->recv_op, nullptr);
+    if (l->recv_op.deferred == false && l->recv_op.in_flight == false) {
+        l->magic.store(magic_dead);
+        slab_of<listener>().put(l);
+        return make_unexpected(errc::io_error);
+    }
+    out = *h;
+    return l;
+}
+
+void engine::on_listen(listener& l, const completion_event& ev) noexcept {
+    if (ev.has_error()) {
+        if (ev.error != make_error_code(errc::canceled)) {
+            LOOM_WARN("listen receive failed: {}", ev.error.message());
+            post(l.recv_op, nullptr);
+        }
+        return;
+    }
+    const std::span<const std::byte> b{l.buffer.data(), std::min(ev.bytes_transferred, l.buffer.size())};
+    bool ok = b.size() >= conn_header && get<std::uint32_t>(b, 0) == conn_magic &&
+              get<std::uint16_t>(b, 4) == wire_version;
+    pending_connect pc;
+    if (ok) {
+        const auto len = get<std::uint16_t>(b, 6);
+        ok = len != 0 && len <= handle_address_capacity && conn_header + len <= b.size() &&
+             get<std::uint32_t>(b, 12) == l.id;
+        if (ok) {
+            auto a = address_from_raw(static_cast<address_format>(get<std::uint32_t>(b, 20)), b.subspan(conn_header, len));
+            ok = a.has_value();
+            if (ok) pc.peer_address = std::move(*a);
+        }
+    }
+    if (ok) {
+        pc.sender_id = get<std::uint32_t>(b, 8);
+        pc.pid = get<std::uint32_t>(b, 16);
+        pc.host = get<std::uint64_t>(b, 24);
+        l.arrived.push_back(std::move(pc));
+    } else {
+        LOOM_WARN("dropped a malformed connect message ({} bytes)", ev.bytes_transferred);
+    }
+    post(l.recv_op, nullptr);
+}
+
+auto engine::connect(std::span<const std::byte> handle, const void* key) -> result<sender*> {
+    if (auto it = connecting_.find(key); it != connecting_.end() &&
+                                         std::ranges::equal(it->second.first, handle.first(handle_size))) {
+        progress();
+        sender* s = it->second.second;
+        if (s->state == chan_state::ready) {
+            connecting_.erase(it);
+            return s;
+        }
+        if (s->state == chan_state::failed || clock::now() > s->deadline) {
+            connecting_.erase(it);
+            LOOM_WARN("connect to {} {}", s->peer_name, s->state == chan_state::failed ? "failed" : "timed out");
+            close(*s);
+            return make_unexpected(errc::connection_refused);
+        }
+        return nullptr;
+    }
+    auto info = decode_handle(handle);
+    if (!info) return std::unexpected(info.error());
+    if (info->channel_id == 0 || info->channel_id > max_channel_id) return make_unexpected(errc::invalid_argument);
+    const auto raw = to_raw(info->endpoint_address);
+    if (native_format(info->endpoint_address) != nic_.info.addr_format() &&
+        !(nic_.info.addr_format() == address_format::unspecified))
+        return make_unexpected(errc::invalid_argument);
+    auto peer = insert_peer(info->endpoint_address);
+    if (!peer) return std::unexpected(peer.error());
+    auto id = new_channel_id();
+    if (!id) return std::unexpected(id.error());
+    sender* s = slab_of<sender>().get();
+    s->eng = this;
+    s->id = *id;
+    s->gen += 1;
+    s->listen_id = static_cast<std::uint32_t>(info->channel_id);
+    s->peer = *peer;
+    s->peer_name = to_string(info->endpoint_address);
+    s->state = chan_state::connecting;
+    s->deadline = clock::now() + cfg_.connect_timeout;
+    s->seqs.reset();
+    s->free_list.clear();
+    for (int i = send_pool_size - 1; i >= 0; --i) s->free_list.push_back(i);
+    for (auto& r : s->pool) {
+        r.chan = s;
+        r.is_send = true;
+        r.main.owner = r.cts_op.owner = r.write_op.owner = &r;
+    }
+    std::span<std::byte> m{s->connect_msg};
+    const auto self_raw = to_raw(self_);
+    put<std::uint32_t>(m, 0, conn_magic);
+    put<std::uint16_t>(m, 4, wire_version);
+    put<std::uint16_t>(m, 6, static_cast<std::uint16_t>(self_raw.size()));
+    put<std::uint32_t>(m, 8, s->id);
+    put<std::uint32_t>(m, 12, s->listen_id);
+    put<std::uint32_t>(m, 16, static_cast<std::uint32_t>(::getpid()));
+    put<std::uint32_t>(m, 20, static_cast<std::uint32_t>(native_format(self_)));
+    put<std::uint64_t>(m, 24, host_id_);
+    std::memcpy(s->connect_msg.data() + conn_header, self_raw.data(), self_raw.size());
+    s->accept_op = {};
+    s->accept_op.owner = s;
+    s->accept_op.kind = op_kind::accept_recv;
+    s->connect_op = {};
+    s->connect_op.owner = s;
+    s->connect_op.kind = op_kind::connect_send;
+    s->magic.store(magic_send);
+    post(s->accept_op, nullptr);
+    post(s->connect_op, nullptr);
+    (void)raw;
+    handle_bytes copy{};
+    std::ranges::copy(handle.first(handle_size), copy.begin());
+    connecting_[key] = {copy, s};
+    progress();
+    return nullptr;
+}
+
+void engine::on_accept_msg(sender& s, const completion_event& ev) noexcept {
+    if (ev.has_error()) {
+        if (ev.error != make_error_code(errc::canceled)) s.state = chan_state::failed;
+        return;
+    }
+    const std::span<const std::byte> b{s.accept_msg};
+    if (ev.bytes_transferred != acpt_size || get<std::uint32_t>(b, 0) != acpt_magic ||
+        get<std::uint16_t>(b, 4) != wire_version || get<std::uint32_t>(b, 12) != s.id) {
+        LOOM_WARN("malformed accept message from {}", s.peer_name);
+        s.state = chan_state::failed;
+        return;
+    }
+    s.remote_id = get<std::uint32_t>(b, 8);
+    s.peer_pid = get<std::uint32_t>(b, 16);
+    s.peer_host = get<std::uint64_t>(b, 24);
+    if (s.remote_id == 0 || s.remote_id > max_channel_id) {
+        s.state = chan_state::failed;
+        return;
+    }
+    s.state = chan_state::ready;
+}
+
+auto engine::accept(listener& l) -> result<receiver*> {
+    progress();
+    if (l.arrived.empty()) return nullptr;
+    pending_connect pc = std::move(l.arrived.front());
+    l.arrived.pop_front();
+    auto peer = insert_peer(pc.peer_address);
+    if (!peer) return std::unexpected(peer.error());
+    auto id = new_channel_id();
+    if (!id) return std::unexpected(id.error());
+    receiver* r = slab_of<receiver>().get();
+    r->eng = this;
+    r->id = *id;
+    r->gen += 1;
+    r->remote_id = pc.sender_id;
+    r->peer = *peer;
+    r->peer_pid = pc.pid;
+    r->peer_host = pc.host;
+    r->peer_name = to_string(pc.peer_address);
+    r->state = chan_state::ready;
+    r->seqs.reset();
+    r->free_list.clear();
+    for (int i = recv_pool_size - 1; i >= 0; --i) r->free_list.push_back(i);
+    for (auto& q : r->pool) {
+        q.chan = r;
+        for (std::uint8_t i = 0; i < max_slots; ++i) {
+            q.slots[i].recv_op.owner = q.slots[i].cts_op.owner = &q;
+            q.slots[i].recv_op.slot = q.slots[i].cts_op.slot = i;
+        }
+    }
+    std::span<std::byte> m{r->accept_msg};
+    put<std::uint32_t>(m, 0, acpt_magic);
+    put<std::uint16_t>(m, 4, wire_version);
+    put<std::uint16_t>(m, 6, 0);
+    put<std::uint32_t>(m, 8, r->id);
+    put<std::uint32_t>(m, 12, r->remote_id);
+    put<std::uint32_t>(m, 16, static_cast<std::uint32_t>(::getpid()));
+    put<std::uint32_t>(m, 20, 0);
+    put<std::uint64_t>(m, 24, host_id_);
+    r->accept_op = {};
+    r->accept_op.owner = r;
+    r->accept_op.kind = op_kind::accept_send;
+    r->magic.store(magic_recv);
+    receivers_[r->id] = r;
+    post(r->accept_op, nullptr);
+    return r;
+}
+
+// ---------------------------------------------------------------- registration
+auto engine::register_memory(void* data, std::size_t size) -> result<memory_handle*> {
+    if (data == nullptr || size == 0) return make_unexpected(errc::invalid_argument);
+    auto h = cache_->lookup(std::span<std::byte>{static_cast<std::byte*>(data), size}, full_access);
+    if (!h) return std::unexpected(h.error());
+    memory_handle* m = slab_of<memory_handle>().get();
+    m->eng = this;
+    m->reg = std::move(*h);
+    m->base = static_cast<std::byte*>(data);
+    m->length = size;
+    m->magic.store(magic_mr);
+    return m;
+}
+
+void engine::deregister(memory_handle& m) noexcept {
+    m.magic.store(magic_dead);
+    m.reg.release();
+    m.eng = nullptr;
+    slab_of<memory_handle>().put(&m);
+}
+
+auto engine::is_live(const memory_handle* m) const noexcept -> bool {
+    return m != nullptr && m->magic.load(std::memory_order_relaxed) == magic_mr && m->eng == this;
+}
+
+// ---------------------------------------------------------------- data path
+auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t tag, memory_handle* mh)
+    -> result<send_request*> {
+    if (s.state != chan_state::ready) return make_unexpected(errc::io_error);
+    if (data == nullptr && size != 0) return make_unexpected(errc::invalid_argument);
+    if (mh != nullptr && (!is_live(mh) || !mh->reg.contains(data, size))) {
+        LOOM_WARN("send of {} bytes at {} lies outside its registration", size, data);
+        return make_unexpected(errc::invalid_argument);
+    }
+    if (s.free_list.empty()) return nullptr;
+    const auto seq = s.seqs.next(tag);
+    if (!seq) return make_unexpected(errc::no_space);
+    const int idx = s.free_list.back();
+    s.free_list.pop_back();
+    send_request& r = s.pool[static_cast<std::size_t>(idx)];
+    r.gen += 1;
+    r.chan = &s;
+    r.done = false;
+    r.released = false;
+    r.error = status::ok;
+    r.started = clock::now();
+    r.data = static_cast<const std::byte*>(data);
+    r.size = size;
+    r.user_tag = tag;
+    r.seq = *seq;
+    r.desc = mh != nullptr ? mh->reg.descriptor() : nullptr;
+    r.rendezvous = nic_.rma && size > eager_max_;
+    r.written = r.to_write = 0;
+    r.src = {};
+    r.src_mr = nullptr;
+    r.magic.store(magic_sreq, std::memory_order_relaxed);
+    r.active = true;
+    active_.push_back(&r);
+    if (!r.rendezvous) {
+        ++stats_.eager_sends;
+        if (size <= inject_size_ &&
+            ep_.tagged_inject({r.data, size}, make_tag(kind_data, s.remote_id, r.seq, tag), s.peer)) {
+            ++stats_.injects;
+            r.done = true;
+            return &r;
+        }
+        r.main.kind = op_kind::send_eager;
+        post(r.main, &r);
+        return &r;
+    }
+    ++stats_.rendezvous_sends;
+    // The RMA source needs a registration: the host's, or one from the cache.
+    if (mh != nullptr) {
+        r.src_mr = &mh->reg.region();
+    } else {
+        auto src = cache_->lookup(std::span<std::byte>{const_cast<std::byte*>(r.data), size}, full_access);
+        if (!src) {
+            LOOM_WARN("registering a {}-byte send buffer failed: {}", size, src.error().message());
+            fail_request(r, status::system);
+            return &r;
+        }
+        r.src = std::move(*src);
+        r.src_mr = &r.src.region();
+    }
+    std::span<std::byte> m{r.rts};
+    put<std::uint32_t>(m, 0, rts_magic);
+    put<std::uint32_t>(m, 4, 0);
+    put<std::uint64_t>(m, 8, size);
+    r.cts_op.kind = op_kind::cts_recv;
+    post(r.cts_op, &r);
+    r.main.kind = op_kind::send_rts;
+    post(r.main, &r);
+    return &r;
+}
+
+auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* sizes, const int* tags,
+                   memory_handle* const* mh) -> result<recv_request*> {
+    if (rc.state != chan_state::ready) return make_unexpected(errc::io_error);
+    if (n < 1 || n > max_slots || data == nullptr || sizes == nullptr || tags == nullptr)
+        return make_unexpected(errc::invalid_argument);
+    for (int i = 0; i < n; ++i) {
+        if (data[i] == nullptr && sizes[i] != 0) return make_unexpected(errc::invalid_argument);
+        if (sizes[i] > imm_len_mask) return make_unexpected(errc::invalid_argument);
+        memory_handle* m = mh != nullptr ? mh[i] : nullptr;
+        if (m != nullptr && (!is_live(m) || !m->reg.contains(data[i], sizes[i]))) {
+            LOOM_WARN("receive {} of {} bytes at {} lies outside its registration", i, sizes[i], data[i]);
+            return make_unexpected(errc::invalid_argument);
+        }
+    }
+    if (rc.free_list.empty()) return nullptr;
+    const int idx = rc.free_list.back();
+    rc.free_list.pop_back();
+    recv_request& r = rc.pool[static_cast<std::size_t>(idx)];
+    r.gen += 1;
+    r.chan = &rc;
+    r.done = false;
+    r.released = false;
+    r.error = status::ok;
+    r.started = clock::now();
+    r.n = r.remaining = n;
+    r.magic.store(magic_rreq, std::memory_order_relaxed);
+    r.active = true;
+    active_.push_back(&r);
+    for (int i = 0; i < n; ++i) {
+        auto& s = r.slots[static_cast<std::size_t>(i)];
+        s.data = static_cast<std::byte*>(data[i]);
+        s.capacity = sizes[i];
+        s.user_tag = static_cast<std::uint32_t>(tags[i]);
+        s.done = s.rendezvous = false;
+        s.received = s.expected = s.landed = 0;
+        s.has_key = false;
+        s.rkey = s.raddr = 0;
+        s.tmp = {};
+        const auto seq = rc.seqs.next(s.user_tag);
+        if (!seq) {
+            fail_request(r, status::invalid_usage);
+            return &r;
+        }
+        s.seq = *seq;
+        memory_handle* m = mh != nullptr ? mh[i] : nullptr;
+        const mr_handle* reg = m != nullptr ? &m->reg : nullptr;
+        if (reg == nullptr && nic_.rma && s.capacity > eager_max_) {
+            if (auto h = cache_->lookup(std::span<std::byte>{s.data, s.capacity}, full_access)) {
+                s.tmp = std::move(*h);
+                reg = &s.tmp;
+            }
+        }
+        s.desc = reg != nullptr ? reg->descriptor() : nullptr;
+        if (reg != nullptr && s.capacity != 0) {
+            if (auto k = reg->key()) {
+                s.rkey = *k;
+                s.has_key = true;
+                s.raddr = virt_addr_ ? reinterpret_cast<std::uintptr_t>(s.data)
+                                     : static_cast<std::uint64_t>(s.data - reg->address());
+            }
+        }
+        s.recv_op.kind = op_kind::recv_slot;
+        post(s.recv_op, &r);
+    }
+    return &r;
+}
+
+
+template <class R>
+static auto ops_in_flight(const R& r) noexcept -> bool;
+
+template <>
+auto ops_in_flight(const send_request& r) noexcept -> bool {
+    return r.main.in_flight || r.cts_op.in_flight || r.write_op.in_flight || r.main.deferred || r.cts_op.deferred ||
+           r.write_op.deferred;
+}
+template <>
+auto ops_in_flight(const recv_request& r) noexcept -> bool {
+    for (int i = 0; i < r.n; ++i) {
+        const auto& s = r.slots[static_cast<std::size_t>(i)];
+        if (s.recv_op.in_flight || s.cts_op.in_flight || s.recv_op.deferred || s.cts_op.deferred) return true;
+    }
+    return false;
+}
+
+void engine::recycle(request_base& r) noexcept {
+    if (r.chan == nullptr || !r.released) return;
+    if (r.is_send) {
+        auto* s = static_cast<sender*>(r.chan);
+        auto& q = static_cast<send_request&>(r);
+        if (ops_in_flight(q)) return;
+        q.src.release();
+        s->free_list.push_back(static_cast<int>(&q - s->pool.data()));
+    } else {
+        auto* rc = static_cast<receiver*>(r.chan);
+        auto& q = static_cast<recv_request&>(r);
+        if (ops_in_flight(q)) return;
+        for (auto& s : q.slots) s.tmp.release();
+        rc->free_list.push_back(static_cast<int>(&q - rc->pool.data()));
+    }
+    r.released = false;
+}
+
+void engine::cancel_ops(request_base& r) noexcept {
+    auto cancel = [&](op& o) {
+        if (o.deferred) {
+            std::erase(deferred_, &o);
+            o.deferred = false;
+        }
+        if (o.in_flight) (void)ep_.cancel(&o);
+    };
+    if (r.is_send) {
+        auto& q = static_cast<send_request&>(r);
+        // Sends cannot be recalled: only the receive half (CTS) and deferred work are cancelled.
+        cancel(q.cts_op);
+        if (q.main.deferred) cancel(q.main);
+        if (q.write_op.deferred) cancel(q.write_op);
+    } else {
+        auto& q = static_cast<recv_request&>(r);
+        for (int i = 0; i < q.n; ++i) {
+            cancel(q.slots[static_cast<std::size_t>(i)].recv_op);
+            if (q.slots[static_cast<std::size_t>(i)].cts_op.deferred) cancel(q.slots[static_cast<std::size_t>(i)].cts_op);
+        }
+    }
+}
+
+void engine::release(request_base& r) noexcept {
+    r.magic.store(magic_dead, std::memory_order_relaxed);
+    r.active = false;
+    r.released = true;
+    std::erase(active_, &r);
+    if (!r.done || r.error != status::ok) cancel_ops(r);
+    recycle(r);
+}
+
+auto engine::test(request_base& req, bool& done, std::size_t* sizes, int n_sizes) -> status {
+    progress();
+    if (!req.done) {
+        done = false;
+        return status::ok;
+    }
+    done = true;
+    const status st = req.error;
+    if (sizes != nullptr) {
+        if (req.is_send) {
+            auto& q = static_cast<send_request&>(req);
+            if (n_sizes > 0) sizes[0] = q.rendezvous ? q.to_write : q.size;
+        } else {
+            auto& rq = static_cast<recv_request&>(req);
+            for (int i = 0; i < rq.n && i < n_sizes; ++i) sizes[i] = rq.slots[static_cast<std::size_t>(i)].received;
+        }
+    }
+    release(req);
+    return st;
+}
+
+// ---------------------------------------------------------------- closing
+void engine::drain(channel_base& c, const std::function<bool()>& pending) noexcept {
+    const auto deadline = clock::now() + std::min(cfg_.peer_timeout, std::chrono::milliseconds(5000));
+    while (pending() && clock::now() < deadline) {
+        progress();
+        if (!peer_alive(c)) break;
+    }
+}
+
+void engine::close(listener& l) noexcept {
+    l.magic.store(magic_dead);
+    if (l.recv_op.deferred) std::erase(deferred_, &l.recv_op);
+    if (l.recv_op.in_flight) {
+        (void)ep_.cancel(&l.recv_op);
+        const auto deadline = clock::now() + std::chrono::milliseconds(1000);
+        while (l.recv_op.in_flight && clock::now() < deadline) progress();
+    }
+    l.state = chan_state::closed;
+    if (!l.recv_op.in_flight) slab_of<listener>().put(&l);  // otherwise retired for good
+}
+
+void engine::close(sender& s) noexcept {
+    for (auto& [k, v] : connecting_) {
+        if (v.second == &s) {
+            connecting_.erase(k);
+            break;
+        }
+    }
+    // Outstanding sends get the chance to finish (the peer may still be receiving them);
+    // whatever is left is failed and its cancellable parts cancelled.
+    drain(s, [&] {
+        return std::ranges::any_of(s.pool, [](const send_request& r) { return r.active && !r.done; });
+    });
+    for (auto& r : s.pool) {
+        if (r.active) {
+            fail_request(r, status::system);
+            release(r);
+        }
+    }
+    if (s.accept_op.in_flight) (void)ep_.cancel(&s.accept_op);
+    drain(s, [&] {
+        return s.accept_op.in_flight || std::ranges::any_of(s.pool, [](const send_request& r) { return ops_in_flight(r); });
+    });
+    s.magic.store(magic_dead);
+    s.state = chan_state::closed;
+    const bool quiet = !s.accept_op.in_flight && !s.connect_op.in_flight &&
+                       std::ranges::none_of(s.pool, [](const send_request& r) { return ops_in_flight(r); });
+    if (s.connect_op.deferred) std::erase(deferred_, &s.connect_op);
+    if (s.accept_op.deferred) std::erase(deferred_, &s.accept_op);
+    if (quiet) slab_of<sender>().put(&s);
+}
+
+void engine::close(receiver& rc) noexcept {
+    for (auto& r : rc.pool) {
+        if (r.active) {
+            fail_request(r, status::system);
+            release(r);
+        }
+    }
+    drain(rc, [&] {
+        return rc.accept_op.in_flight || std::ranges::any_of(rc.pool, [](const recv_request& r) { return ops_in_flight(r); });
+    });
+    receivers_.erase(rc.id);
+    rc.magic.store(magic_dead);
+    rc.state = chan_state::closed;
+    if (rc.accept_op.deferred) std::erase(deferred_, &rc.accept_op);
+    const bool quiet = !rc.accept_op.in_flight &&
+                       std::ranges::none_of(rc.pool, [](const recv_request& r) { return ops_in_flight(r); });
+    if (quiet) slab_of<receiver>().put(&rc);
+}
+
+}  // namespace loom::plugins
