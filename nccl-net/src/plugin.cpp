@@ -33,6 +33,7 @@ struct context {
 struct vdevice {
     std::vector<int> devs;
     std::string name;
+    std::unique_ptr<lp::engine> engine{};  ///< one engine over all member NICs (rails)
 };
 
 struct plugin_state {
@@ -101,7 +102,8 @@ auto init_common(logger_t log) -> result_t {
     return success;
 }
 
-/// The physical NIC index serving device `dev` (virtual devices use their first member).
+/// The physical NIC index serving device `dev` (for a virtual device: its first member, which
+/// carries control and eager traffic; rendezvous writes stripe over all members).
 auto physical(const plugin_state& st, int dev) -> int {
     if (dev < 0) return -1;
     if (dev < static_cast<int>(st.nics.size())) return dev;
@@ -117,6 +119,21 @@ auto engine_for(int dev, lp::engine*& out) -> result_t {
     if (p < 0) {
         LOOM_WARN("unknown device {}", dev);
         return invalid_usage;
+    }
+    if (dev >= static_cast<int>(st.nics.size())) {
+        auto& v = st.vdevs[static_cast<std::size_t>(dev) - st.nics.size()];
+        if (!v.engine) {
+            std::vector<lp::nic> rails;
+            for (int d : v.devs) rails.push_back(st.nics[static_cast<std::size_t>(d)]);
+            auto opened = lp::engine::open(rails, st.cfg);
+            if (!opened) {
+                LOOM_WARN("opening virtual device {} failed: {}", v.name, opened.error().message());
+                return system_error;
+            }
+            v.engine = std::move(*opened);
+        }
+        out = v.engine.get();
+        return success;
     }
     auto& e = st.engines[static_cast<std::size_t>(p)];
     if (!e) {
@@ -453,6 +470,7 @@ auto finalize_common() -> result_t {
         // Last communicator gone and nothing open: give the NICs back (the host may unload us).
         st.engines.clear();
         st.engines.resize(st.nics.size());
+        st.vdevs.clear();
     }
     return success;
 }

@@ -182,6 +182,50 @@ void tag_sequences::reset() noexcept { e_ = {}; }
 
 // ---------------------------------------------------------------- engine set-up
 auto engine::open(const nic& n, const config& cfg) -> result<std::unique_ptr<engine>> {
+    return open(std::vector<nic>{n}, cfg);
+}
+
+namespace {
+auto open_rail(const nic& n, const config& cfg) -> result<std::unique_ptr<rail>> {
+    auto r = std::make_unique<rail>();
+    r->n = n;
+    auto fab = fabric::create(n.info);
+    if (!fab) return std::unexpected(fab.error());
+    r->fab = std::move(*fab);
+    auto dom = domain::create(r->fab, n.info);
+    if (!dom) return std::unexpected(dom.error());
+    r->dom = std::move(*dom);
+    auto cq = completion_queue::create(r->dom, {.size = 4096, .format = cq_format::tagged});
+    if (!cq) return std::unexpected(cq.error());
+    r->cq = std::move(*cq);
+    auto av = address_vector::create(r->dom);
+    if (!av) return std::unexpected(av.error());
+    r->av = std::move(*av);
+    auto ep = endpoint::create(r->dom, n.info);
+    if (!ep) return std::unexpected(ep.error());
+    r->ep = std::move(*ep);
+    if (auto x = r->ep.bind_cq(r->cq, cq_bind::transmit | cq_bind::recv); !x) return std::unexpected(x.error());
+    if (auto x = r->ep.bind_av(r->av); !x) return std::unexpected(x.error());
+    if (auto x = r->ep.enable(); !x) return std::unexpected(x.error());
+    auto self = r->ep.name();
+    if (!self) return std::unexpected(self.error());
+    r->self = std::move(*self);
+    mr_cache_limits limits{};
+    if (cfg.mr_cache_entries != 0) limits.max_entries = cfg.mr_cache_entries;
+    auto cache = r->dom.get_memory_region_mode().has(mr_mode_flags::endpoint) ? make_mr_cache(r->dom, r->ep, limits)
+                                                                              : make_mr_cache(r->dom, limits);
+    if (!cache) return std::unexpected(cache.error());
+    r->cache = std::make_unique<mr_cache>(std::move(*cache));
+    r->virt_addr = r->dom.get_memory_region_mode().has(mr_mode_flags::virt_addr);
+    const std::size_t max_msg = r->ep.max_msg_size() != 0 ? r->ep.max_msg_size() : (std::size_t{1} << 30);
+    r->max_write = std::min<std::size_t>(max_msg, std::size_t{1} << 30);
+    return r;
+}
+}  // namespace
+
+auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std::unique_ptr<engine>> {
+    if (nics.empty() || nics.size() > static_cast<std::size_t>(max_rails)) return make_unexpected(errc::invalid_argument);
+    const nic& n = nics.front();
     std::unique_ptr<engine> e(new engine());
     e->nic_ = n;
     e->cfg_ = cfg;
@@ -223,17 +267,39 @@ auto engine::open(const nic& n, const config& cfg) -> result<std::unique_ptr<eng
         if (!reg) return std::unexpected(reg.error());
         e->discard_reg_ = std::move(*reg);
     }
+    for (std::size_t i = 1; i < nics.size(); ++i) {
+        if (!nics[i].rma || !n.rma) return make_unexpected(errc::not_supported);  // striping needs RMA on every rail
+        auto r = open_rail(nics[i], cfg);
+        if (!r) return std::unexpected(r.error());
+        e->extra_.push_back(std::move(*r));
+    }
     e->host_id_ = this_host_id();
     e->deferred_.reserve(1024);
     e->active_.reserve(4096);
-    LOOM_INFO("engine on {} ({}): eager <= {} B, rendezvous {}, inject {} B", n.name, n.provider, e->eager_max_,
+    if (cfg.progress_thread) {
+        engine* self = e.get();
+        e->progress_thread_ = std::thread([self] {
+            while (!self->stop_.load(std::memory_order_relaxed)) {
+                {
+                    std::lock_guard lock(self->mu_);
+                    self->progress();
+                }
+                std::this_thread::sleep_for(std::chrono::microseconds(50));
+            }
+        });
+    }
+    LOOM_INFO("engine on {} ({}, {} rail{}): eager <= {} B, rendezvous {}, inject {} B", n.name, n.provider,
+              nics.size(), nics.size() == 1 ? "" : "s", e->eager_max_,
               n.rma ? "RMA write + immediate data" : "off (no RMA)", e->inject_size_);
     return e;
 }
 
 engine::~engine() {
+    stop_.store(true);
+    if (progress_thread_.joinable()) progress_thread_.join();
     // Channels still open at this point are the host's leak; their ops may still sit in the
     // provider, which closing the endpoint below discards.
+    extra_.clear();
     (void)ep_.close();
     discard_reg_.release();
     cache_.reset();
@@ -246,6 +312,84 @@ engine::~engine() {
 auto engine::new_channel_id() -> result<std::uint32_t> {
     if (next_id_ > max_channel_id) return make_unexpected(errc::no_space);
     return next_id_++;
+}
+
+auto engine::rail_ep(int k) noexcept -> endpoint& { return k == 0 ? ep_ : extra_[static_cast<std::size_t>(k - 1)]->ep; }
+auto engine::rail_cache(int k) noexcept -> mr_cache& {
+    return k == 0 ? *cache_ : *extra_[static_cast<std::size_t>(k - 1)]->cache;
+}
+auto engine::rail_writes(int i) const noexcept -> std::uint64_t {
+    if (i == 0) return writes0_;
+    if (i < 0 || i > static_cast<int>(extra_.size())) return 0;
+    return extra_[static_cast<std::size_t>(i - 1)]->writes;
+}
+
+auto engine::insert_rail_peer(int k, const address& a) -> result<fabric_addr> {
+    if (k == 0) return insert_peer(a);
+    auto& r = *extra_[static_cast<std::size_t>(k - 1)];
+    auto raw = to_raw(a);
+    if (auto it = r.peers.find(raw); it != r.peers.end()) return it->second;
+    auto fa = r.av.insert(a);
+    if (!fa) return std::unexpected(fa.error());
+    r.peers.emplace(std::move(raw), *fa);
+    return *fa;
+}
+
+// Rails 1.. of this engine on the wire: u8 count, then per rail u16 length, u32 format, bytes.
+auto engine::encode_rails(std::span<std::byte> out) const -> std::size_t {
+    std::size_t off = 0;
+    out[off++] = static_cast<std::byte>(extra_.size());
+    for (const auto& r : extra_) {
+        const auto raw = to_raw(r->self);
+        put<std::uint16_t>(out, off, static_cast<std::uint16_t>(raw.size()));
+        put<std::uint32_t>(out, off + 2, static_cast<std::uint32_t>(native_format(r->self)));
+        std::memcpy(out.data() + off + 6, raw.data(), raw.size());
+        off += 6 + raw.size();
+    }
+    return off;
+}
+
+auto engine::decode_rails(std::span<const std::byte> in, std::vector<address>& out) const -> bool {
+    out.clear();
+    if (in.empty()) return false;
+    const auto n = std::to_integer<std::size_t>(in[0]);
+    if (n >= static_cast<std::size_t>(max_rails)) return false;
+    std::size_t off = 1;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (off + 6 > in.size()) return false;
+        const auto len = get<std::uint16_t>(in, off);
+        const auto fmt = static_cast<address_format>(get<std::uint32_t>(in, off + 2));
+        if (len == 0 || len > handle_address_capacity || off + 6 + len > in.size()) return false;
+        auto a = address_from_raw(fmt, in.subspan(off + 6, len));
+        if (!a) return false;
+        out.push_back(std::move(*a));
+        off += 6 + len;
+    }
+    return true;
+}
+
+void engine::connect_rails(channel_base& c, const std::vector<address>& remote) noexcept {
+    c.rails = 1;
+    c.rail_peer[0] = c.peer;
+    const int common = std::min(rail_count(), 1 + static_cast<int>(remote.size()));
+    for (int k = 1; k < common; ++k) {
+        auto fa = insert_rail_peer(k, remote[static_cast<std::size_t>(k - 1)]);
+        if (!fa) {
+            LOOM_WARN("rail {} to {} unusable ({}); carrying on with {} rail(s)", k, c.peer_name, fa.error().message(), k);
+            return;
+        }
+        c.rail_peer[static_cast<std::size_t>(k)] = *fa;
+        c.rails = k + 1;
+    }
+}
+
+auto engine::register_rails(std::byte* p, std::size_t n, std::span<mr_handle> out) -> bool {
+    for (int k = 1; k < rail_count(); ++k) {
+        auto h = rail_cache(k).lookup(std::span<std::byte>{p, n}, full_access);
+        if (!h) return false;
+        out[static_cast<std::size_t>(k - 1)] = std::move(*h);
+    }
+    return true;
 }
 
 auto engine::insert_peer(const address& a) -> result<fabric_addr> {
@@ -284,10 +428,12 @@ auto engine::submit(op& o) noexcept -> int {
     }
     case op_kind::rma_write: {
         auto& r = *static_cast<send_request*>(o.owner);
-        if (r.src_mr == nullptr) return -FI_EINVAL;
-        const remote_memory remote{r.remote_addr + r.written, r.remote_key, r.chunk};
-        return code(rma::write_data_to(ep_, {r.data + r.written, r.chunk}, *r.src_mr, r.chan->peer, remote,
-                                       r.imm_base | r.chunk, &o));
+        const std::size_t k = o.slot;
+        if (r.src_mr[k] == nullptr) return -FI_EINVAL;
+        const std::size_t at = r.stripe_off[k] + r.stripe_done[k];
+        const remote_memory remote{r.remote_addr[k] + at, r.remote_key[k], r.chunk[k]};
+        return code(rma::write_data_to(rail_ep(static_cast<int>(k)), {r.data + at, r.chunk[k]}, *r.src_mr[k],
+                                       r.chan->rail_peer[k], remote, r.imm_base | r.chunk[k], &o));
     }
     case op_kind::recv_slot: {
         auto& r = *static_cast<recv_request*>(o.owner);
@@ -310,7 +456,7 @@ auto engine::submit(op& o) noexcept -> int {
     case op_kind::cts_send: {
         auto& r = *static_cast<recv_request*>(o.owner);
         auto& s = r.slots[o.slot];
-        return control(s.cts, make_tag(kind_cts, r.chan->remote_id, s.seq, s.user_tag), r.chan->peer);
+        return control({s.cts.data(), s.cts_len}, make_tag(kind_cts, r.chan->remote_id, s.seq, s.user_tag), r.chan->peer);
     }
     case op_kind::listen_recv: {
         auto& l = *static_cast<listener*>(o.owner);
@@ -319,8 +465,7 @@ auto engine::submit(op& o) noexcept -> int {
     }
     case op_kind::connect_send: {
         auto& s = *static_cast<sender*>(o.owner);
-        const std::size_t len = conn_header + get<std::uint16_t>(s.connect_msg, 6);
-        return control({s.connect_msg.data(), len}, make_tag(kind_ctrl, s.listen_id, 0, 0), s.peer);
+        return control({s.connect_msg.data(), s.connect_len}, make_tag(kind_ctrl, s.listen_id, 0, 0), s.peer);
     }
     case op_kind::accept_recv: {
         auto& s = *static_cast<sender*>(o.owner);
@@ -329,7 +474,7 @@ auto engine::submit(op& o) noexcept -> int {
     }
     case op_kind::accept_send: {
         auto& r = *static_cast<receiver*>(o.owner);
-        return control({r.accept_msg.data(), acpt_size}, make_tag(kind_ctrl, r.remote_id, 0, 0), r.peer);
+        return control({r.accept_msg.data(), r.accept_len}, make_tag(kind_ctrl, r.remote_id, 0, 0), r.peer);
     }
     case op_kind::flush_read: return -FI_EOPNOTSUPP;
     }
@@ -359,11 +504,14 @@ void engine::post(op& o, request_base* r) noexcept {
 // ---------------------------------------------------------------- progress
 void engine::progress() noexcept {
     std::array<completion_event, 16> evs;
-    for (int round = 0; round < 64; ++round) {
-        auto n = cq_.read(evs);
-        if (!n || *n == 0) break;
-        for (std::size_t i = 0; i < *n; ++i) dispatch(evs[i]);
-        if (*n < evs.size()) break;
+    for (int k = 0; k < rail_count(); ++k) {
+        auto& cq = k == 0 ? cq_ : extra_[static_cast<std::size_t>(k - 1)]->cq;
+        for (int round = 0; round < 64; ++round) {
+            auto n = cq.read(evs);
+            if (!n || *n == 0) break;
+            for (std::size_t i = 0; i < *n; ++i) dispatch(evs[i]);
+            if (*n < evs.size()) break;
+        }
     }
     if (!deferred_.empty()) {
         auto pending = std::move(deferred_);
@@ -460,34 +608,75 @@ void engine::on_send_op(send_request& r, op& o, const completion_event& ev) noex
     case op_kind::send_rts: break;
     case op_kind::cts_recv: {
         const std::span<const std::byte> b{r.cts};
-        if (ev.bytes_transferred != cts_size || get<std::uint32_t>(b, 0) != cts_magic) {
+        const auto keys = ev.bytes_transferred >= 16 ? get<std::uint32_t>(b, 4) : 0U;
+        if (ev.bytes_transferred < 16 || get<std::uint32_t>(b, 0) != cts_magic || keys < 1 ||
+            keys > static_cast<std::uint32_t>(r.chan->rails) || ev.bytes_transferred != 16 + 16 * std::size_t{keys}) {
             LOOM_WARN("malformed clear-to-send from {}", r.chan->peer_name);
             fail_request(r, status::system);
             return;
         }
-        r.remote_addr = get<std::uint64_t>(b, 8);
-        r.remote_key = get<std::uint64_t>(b, 16);
-        const std::uint64_t capacity = get<std::uint64_t>(b, 24) & imm_len_mask;
-        r.imm_base = get<std::uint64_t>(b, 24) & ~imm_len_mask;
+        const std::uint64_t capacity = get<std::uint64_t>(b, 8) & imm_len_mask;
+        r.imm_base = get<std::uint64_t>(b, 8) & ~imm_len_mask;
+        for (std::uint32_t k = 0; k < keys; ++k) {
+            r.remote_addr[k] = get<std::uint64_t>(b, 16 + 16 * k);
+            r.remote_key[k] = get<std::uint64_t>(b, 24 + 16 * k);
+        }
+        r.stripes = static_cast<int>(keys);
         r.to_write = std::min<std::uint64_t>(r.size, capacity);
         r.written = 0;
         if (r.to_write == 0) r.done = true;
-        else start_write(r);
+        else start_writes(r);
         break;
     }
-    case op_kind::rma_write:
-        r.written += r.chunk;
+    case op_kind::rma_write: {
+        const std::size_t k = o.slot;
+        r.stripe_done[k] += r.chunk[k];
+        r.written += r.chunk[k];
         if (r.written >= r.to_write) r.done = true;
-        else start_write(r);
+        else if (r.stripe_done[k] < r.stripe_len[k]) post_write(r, static_cast<int>(k));
         break;
+    }
     default: break;
     }
 }
 
-void engine::start_write(send_request& r) noexcept {
-    r.chunk = std::min(r.to_write - r.written, max_write_);
-    r.write_op.kind = op_kind::rma_write;
-    post(r.write_op, &r);
+void engine::start_writes(send_request& r) noexcept {
+    // Stripe over the rails both sides have when every rail gets a worthwhile share.
+    int n = std::min(r.stripes, r.chan->rails);
+    if (n > 1 && r.to_write < stripe_min * static_cast<std::size_t>(n)) n = 1;
+    const std::size_t page = 4096;
+    const std::size_t share = (r.to_write / static_cast<std::size_t>(n) + page - 1) / page * page;
+    std::size_t off = 0;
+    int used = 0;
+    for (int k = 0; k < n && off < r.to_write; ++k, ++used) {
+        const auto i = static_cast<std::size_t>(k);
+        r.stripe_off[i] = off;
+        r.stripe_len[i] = std::min(share, r.to_write - off);
+        r.stripe_done[i] = 0;
+        off += r.stripe_len[i];
+        if (r.src_mr[i] == nullptr) {  // the host registered on rail 0 only (or not at all)
+            auto h = rail_cache(k).lookup(std::span<std::byte>{const_cast<std::byte*>(r.data), r.size}, full_access);
+            if (!h) {
+                LOOM_WARN("registering a send buffer on rail {} failed: {}", k, h.error().message());
+                fail_request(r, status::system);
+                return;
+            }
+            r.src[i] = std::move(*h);
+            r.src_mr[i] = &r.src[i].region();
+        }
+    }
+    for (int k = 0; k < used; ++k) post_write(r, k);
+}
+
+void engine::post_write(send_request& r, int k) noexcept {
+    const auto i = static_cast<std::size_t>(k);
+    const std::size_t max = k == 0 ? max_write_ : extra_[i - 1]->max_write;
+    r.chunk[i] = std::min(r.stripe_len[i] - r.stripe_done[i], max);
+    r.write_ops[i].kind = op_kind::rma_write;
+    r.write_ops[i].slot = static_cast<std::uint8_t>(k);
+    if (k == 0) ++writes0_;
+    else ++extra_[i - 1]->writes;
+    post(r.write_ops[i], &r);
 }
 
 void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noexcept {
@@ -531,18 +720,22 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
     s.rendezvous = true;
     s.expected = std::min<std::uint64_t>(total, s.capacity);
     s.landed = 0;
-    if (s.expected != 0 && s.rkey == 0 && !s.has_key) {
-        LOOM_WARN("rendezvous receive without a registration");
-        fail_request(r, status::internal);
+    if (s.expected != 0 && !slot_keys(s, r.chan->rails)) {
+        LOOM_WARN("registering a {}-byte receive buffer for the rendezvous failed", s.capacity);
+        fail_request(r, status::system);
         return;
     }
     const auto idx = static_cast<std::uint32_t>(&r - static_cast<receiver*>(r.chan)->pool.data());
     std::span<std::byte> c{s.cts};
+    const auto keys = static_cast<std::uint32_t>(r.chan->rails);
     put<std::uint32_t>(c, 0, cts_magic);
-    put<std::uint32_t>(c, 4, 0);
-    put<std::uint64_t>(c, 8, s.raddr);
-    put<std::uint64_t>(c, 16, s.rkey);
-    put<std::uint64_t>(c, 24, make_imm_base(r.chan->id, idx, o.slot) | std::min<std::uint64_t>(s.capacity, imm_len_mask));
+    put<std::uint32_t>(c, 4, keys);
+    put<std::uint64_t>(c, 8, make_imm_base(r.chan->id, idx, o.slot) | std::min<std::uint64_t>(s.capacity, imm_len_mask));
+    for (std::uint32_t k = 0; k < keys; ++k) {
+        put<std::uint64_t>(c, 16 + 16 * k, s.raddr[k]);
+        put<std::uint64_t>(c, 24 + 16 * k, s.rkey[k]);
+    }
+    s.cts_len = 16 + 16 * std::size_t{keys};
     s.cts_op.kind = op_kind::cts_send;
     s.cts_op.slot = o.slot;
     post(s.cts_op, &r);
@@ -648,7 +841,7 @@ void engine::on_listen(listener& l, const completion_event& ev) noexcept {
              get<std::uint32_t>(b, 12) == l.id;
         if (ok) {
             auto a = address_from_raw(static_cast<address_format>(get<std::uint32_t>(b, 20)), b.subspan(conn_header, len));
-            ok = a.has_value();
+            ok = a.has_value() && decode_rails(b.subspan(conn_header + len), pc.rail_addresses);
             if (ok) pc.peer_address = std::move(*a);
         }
     }
@@ -706,7 +899,8 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     for (auto& r : s->pool) {
         r.chan = s;
         r.is_send = true;
-        r.main.owner = r.cts_op.owner = r.write_op.owner = &r;
+        r.main.owner = r.cts_op.owner = &r;
+        for (auto& w : r.write_ops) w.owner = &r;
     }
     std::span<std::byte> m{s->connect_msg};
     const auto self_raw = to_raw(self_);
@@ -719,6 +913,10 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     put<std::uint32_t>(m, 20, static_cast<std::uint32_t>(native_format(self_)));
     put<std::uint64_t>(m, 24, host_id_);
     std::memcpy(s->connect_msg.data() + conn_header, self_raw.data(), self_raw.size());
+    s->connect_len = conn_header + self_raw.size() +
+                     encode_rails(std::span<std::byte>{s->connect_msg}.subspan(conn_header + self_raw.size()));
+    s->rails = 1;
+    s->rail_peer[0] = s->peer;
     s->accept_op = {};
     s->accept_op.owner = s;
     s->accept_op.kind = op_kind::accept_recv;
@@ -741,8 +939,9 @@ void engine::on_accept_msg(sender& s, const completion_event& ev) noexcept {
         if (ev.error != make_error_code(errc::canceled)) s.state = chan_state::failed;
         return;
     }
-    const std::span<const std::byte> b{s.accept_msg};
-    if (ev.bytes_transferred != acpt_size || get<std::uint32_t>(b, 0) != acpt_magic ||
+    const std::span<const std::byte> b{s.accept_msg.data(), std::min(ev.bytes_transferred, s.accept_msg.size())};
+    std::vector<address> rails;
+    if (b.size() < acpt_size + 1 || !decode_rails(b.subspan(acpt_size), rails) || get<std::uint32_t>(b, 0) != acpt_magic ||
         get<std::uint16_t>(b, 4) != wire_version || get<std::uint32_t>(b, 12) != s.id) {
         LOOM_WARN("malformed accept message from {}", s.peer_name);
         s.state = chan_state::failed;
@@ -755,6 +954,7 @@ void engine::on_accept_msg(sender& s, const completion_event& ev) noexcept {
         s.state = chan_state::failed;
         return;
     }
+    connect_rails(s, rails);
     s.state = chan_state::ready;
 }
 
@@ -796,6 +996,8 @@ auto engine::accept(listener& l) -> result<receiver*> {
     put<std::uint32_t>(m, 16, static_cast<std::uint32_t>(::getpid()));
     put<std::uint32_t>(m, 20, 0);
     put<std::uint64_t>(m, 24, host_id_);
+    r->accept_len = acpt_size + encode_rails(m.subspan(acpt_size));
+    connect_rails(*r, pc.rail_addresses);
     r->accept_op = {};
     r->accept_op.owner = r;
     r->accept_op.kind = op_kind::accept_send;
@@ -811,6 +1013,11 @@ auto engine::register_memory(void* data, std::size_t size) -> result<memory_hand
     auto h = cache_->lookup(std::span<std::byte>{static_cast<std::byte*>(data), size}, full_access);
     if (!h) return std::unexpected(h.error());
     memory_handle* m = slab_of<memory_handle>().get();
+    if (!register_rails(static_cast<std::byte*>(data), size, m->extra)) {
+        for (auto& x : m->extra) x.release();
+        slab_of<memory_handle>().put(m);
+        return make_unexpected(errc::io_error);
+    }
     m->eng = this;
     m->reg = std::move(*h);
     m->base = static_cast<std::byte*>(data);
@@ -822,6 +1029,7 @@ auto engine::register_memory(void* data, std::size_t size) -> result<memory_hand
 void engine::deregister(memory_handle& m) noexcept {
     m.magic.store(magic_dead);
     m.reg.release();
+    for (auto& x : m.extra) x.release();
     m.eng = nullptr;
     slab_of<memory_handle>().put(&m);
 }
@@ -859,7 +1067,8 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
     r.rendezvous = nic_.rma && size > eager_max_;
     r.written = r.to_write = 0;
     r.src = {};
-    r.src_mr = nullptr;
+    r.src_mr = {};
+    r.stripes = 1;
     r.magic.store(magic_sreq, std::memory_order_relaxed);
     r.active = true;
     active_.push_back(&r);
@@ -876,18 +1085,12 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
         return &r;
     }
     ++stats_.rendezvous_sends;
-    // The RMA source needs a registration: the host's, or one from the cache.
+    // The RMA source needs a registration per rail: the host's, or from the caches (start_writes).
     if (mh != nullptr) {
-        r.src_mr = &mh->reg.region();
-    } else {
-        auto src = cache_->lookup(std::span<std::byte>{const_cast<std::byte*>(r.data), size}, full_access);
-        if (!src) {
-            LOOM_WARN("registering a {}-byte send buffer failed: {}", size, src.error().message());
-            fail_request(r, status::system);
-            return &r;
-        }
-        r.src = std::move(*src);
-        r.src_mr = &r.src.region();
+        r.src_mr[0] = &mh->reg.region();
+        for (int k = 1; k < rail_count(); ++k)
+            if (mh->extra[static_cast<std::size_t>(k - 1)].valid())
+                r.src_mr[static_cast<std::size_t>(k)] = &mh->extra[static_cast<std::size_t>(k - 1)].region();
     }
     std::span<std::byte> m{r.rts};
     put<std::uint32_t>(m, 0, rts_magic);
@@ -936,7 +1139,8 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
         s.done = s.rendezvous = false;
         s.received = s.expected = s.landed = 0;
         s.has_key = false;
-        s.rkey = s.raddr = 0;
+        s.rkey = {};
+        s.raddr = {};
         s.tmp = {};
         const auto seq = rc.seqs.next(s.user_tag);
         if (!seq) {
@@ -944,23 +1148,8 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
             return &r;
         }
         s.seq = *seq;
-        memory_handle* m = mh != nullptr ? mh[i] : nullptr;
-        const mr_handle* reg = m != nullptr ? &m->reg : nullptr;
-        if (reg == nullptr && nic_.rma && s.capacity > eager_max_) {
-            if (auto h = cache_->lookup(std::span<std::byte>{s.data, s.capacity}, full_access)) {
-                s.tmp = std::move(*h);
-                reg = &s.tmp;
-            }
-        }
-        s.desc = reg != nullptr ? reg->descriptor() : nullptr;
-        if (reg != nullptr && s.capacity != 0) {
-            if (auto k = reg->key()) {
-                s.rkey = *k;
-                s.has_key = true;
-                s.raddr = virt_addr_ ? reinterpret_cast<std::uintptr_t>(s.data)
-                                     : static_cast<std::uint64_t>(s.data - reg->address());
-            }
-        }
+        s.host_reg = mh != nullptr ? mh[i] : nullptr;
+        s.desc = s.host_reg != nullptr ? s.host_reg->reg.descriptor() : nullptr;
         s.recv_op.kind = op_kind::recv_slot;
         post(s.recv_op, &r);
     }
@@ -968,13 +1157,35 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
 }
 
 
+auto engine::slot_keys(recv_slot& s, int rails) -> bool {
+    for (int k = 0; k < rails; ++k) {
+        const auto i = static_cast<std::size_t>(k);
+        const mr_handle* reg = nullptr;
+        if (s.host_reg != nullptr && s.host_reg->magic.load(std::memory_order_relaxed) == magic_mr)
+            reg = k == 0 ? &s.host_reg->reg : &s.host_reg->extra[i - 1];
+        if (reg == nullptr || !reg->valid() || !reg->contains(s.data, s.capacity)) {
+            auto h = rail_cache(k).lookup(std::span<std::byte>{s.data, s.capacity}, full_access);
+            if (!h) return false;
+            s.tmp[i] = std::move(*h);
+            reg = &s.tmp[i];
+        }
+        auto key = reg->key();
+        if (!key) return false;
+        s.rkey[i] = *key;
+        const bool virt = k == 0 ? virt_addr_ : extra_[i - 1]->virt_addr;
+        s.raddr[i] = virt ? reinterpret_cast<std::uintptr_t>(s.data) : static_cast<std::uint64_t>(s.data - reg->address());
+    }
+    s.has_key = true;
+    return true;
+}
+
 template <class R>
 static auto ops_in_flight(const R& r) noexcept -> bool;
 
 template <>
 auto ops_in_flight(const send_request& r) noexcept -> bool {
-    return r.main.in_flight || r.cts_op.in_flight || r.write_op.in_flight || r.main.deferred || r.cts_op.deferred ||
-           r.write_op.deferred;
+    if (r.main.in_flight || r.cts_op.in_flight || r.main.deferred || r.cts_op.deferred) return true;
+    return std::ranges::any_of(r.write_ops, [](const op& o) { return o.in_flight || o.deferred; });
 }
 template <>
 auto ops_in_flight(const recv_request& r) noexcept -> bool {
@@ -991,13 +1202,14 @@ void engine::recycle(request_base& r) noexcept {
         auto* s = static_cast<sender*>(r.chan);
         auto& q = static_cast<send_request&>(r);
         if (ops_in_flight(q)) return;
-        q.src.release();
+        for (auto& h : q.src) h.release();
         s->free_list.push_back(static_cast<int>(&q - s->pool.data()));
     } else {
         auto* rc = static_cast<receiver*>(r.chan);
         auto& q = static_cast<recv_request&>(r);
         if (ops_in_flight(q)) return;
-        for (auto& s : q.slots) s.tmp.release();
+        for (auto& s : q.slots)
+            for (auto& h : s.tmp) h.release();
         rc->free_list.push_back(static_cast<int>(&q - rc->pool.data()));
     }
     r.released = false;
@@ -1016,7 +1228,8 @@ void engine::cancel_ops(request_base& r) noexcept {
         // Sends cannot be recalled: only the receive half (CTS) and deferred work are cancelled.
         cancel(q.cts_op);
         if (q.main.deferred) cancel(q.main);
-        if (q.write_op.deferred) cancel(q.write_op);
+        for (auto& w : q.write_ops)
+            if (w.deferred) cancel(w);
     } else {
         auto& q = static_cast<recv_request&>(r);
         for (int i = 0; i < q.n; ++i) {

@@ -340,7 +340,8 @@ void await_peer(int fd) {
 }
 
 /// Runs receiver and sender in two fresh processes; returns their exit codes.
-auto run_pair(const std::string& provider, const std::function<void(const pipes&)>& receiver,
+auto run_pair(const std::string& provider, const std::string& extra_env,
+              const std::function<void(const pipes&)>& receiver,
               const std::function<void(const pipes&, pid_t)>& sender, int* recv_status, int* send_status) -> void {
     pipes p;
     ASSERT_EQ(::pipe(p.to_sender), 0);
@@ -351,6 +352,8 @@ auto run_pair(const std::string& provider, const std::function<void(const pipes&
             ::setenv("LOOM_PROVIDER", provider.c_str(), 1);
             if (provider != "shm") ::setenv("LOOM_IFACE", "lo", 1);
             ::setenv("LOOM_PEER_TIMEOUT_MS", "1500", 1);
+            if (const auto eq = extra_env.find('='); eq != std::string::npos)
+                ::setenv(extra_env.substr(0, eq).c_str(), extra_env.substr(eq + 1).c_str(), 1);
             body();
             std::fflush(nullptr);
             ::_exit(0);
@@ -393,6 +396,7 @@ auto exited_ok(int st) -> bool { return WIFEXITED(st) && WEXITSTATUS(st) == 0; }
 struct param {
     std::string provider;
     int version;
+    std::string env{};  ///< one extra NAME=VALUE for both processes
 };
 
 class nccl_abi : public ::testing::TestWithParam<param> {
@@ -402,7 +406,7 @@ protected:
         const int version = GetParam().version;
         int rs = 0, ss = 0;
         run_pair(
-            GetParam().provider, [&](const pipes& p) { api a = load(version); receiver(a, p); },
+            GetParam().provider, GetParam().env, [&](const pipes& p) { api a = load(version); receiver(a, p); },
             [&](const pipes& p, pid_t rpid) { api a = load(version); sender(a, p, rpid); }, &rs, &ss);
         EXPECT_TRUE(exited_ok(rs)) << "receiver status " << rs;
         if (!sender_dies) {
@@ -677,7 +681,7 @@ TEST_P(nccl_abi, bad_input_gives_error_codes) {
     const int version = GetParam().version;
     int rs = 0, ss = 0;
     run_pair(
-        GetParam().provider,
+        GetParam().provider, GetParam().env,
         [&](const pipes&) {
             api a = load(version);
             CHECK(a.test(nullptr, nullptr, nullptr) != 0, "test before init");
@@ -783,11 +787,87 @@ TEST_P(nccl_abi, bad_input_gives_error_codes) {
     EXPECT_TRUE(exited_ok(rs)) << "status " << rs;
 }
 
+// makeVDevice: two NICs (lo and eth0) fused into one virtual device; transfers must arrive
+// byte-exact while rendezvous writes stripe over both (tests/integration/plugins checks the
+// per-rail counts at the runtime level).
+class nccl_rails : public nccl_abi {};
+TEST_P(nccl_rails, virtual_device_carries_every_size_byte_exact) {
+    static const std::vector<std::size_t> rail_sizes{8, 65537, std::size_t{1} << 20, big};
+    auto open_vdev = [](api& a) -> int {
+        CHECK(a.init() == 0, "init");
+        int n = 0;
+        CHECK(a.devices(&n) == 0 && n == 2, "expected the two NICs named in LOOM_IFACE, found %d", n);
+        int vd = -1;
+        const int devs[2] = {0, 1};
+        CHECK(a.make_vdevice && a.make_vdevice(&vd, 2, devs) == 0 && vd == 2, "makeVDevice -> %d", vd);
+        props p;
+        CHECK(a.get_props(vd, p) == 0 && p.name.find('+') != std::string::npos, "vdevice properties '%s'", p.name.c_str());
+        return vd;
+    };
+    pair(
+        [&](api& a, const pipes& p) {
+            const int vd = open_vdev(a);
+            std::array<char, handle_maxsize> handle{};
+            void* l = nullptr;
+            CHECK(a.listen(vd, handle.data(), &l) == 0, "listen on the virtual device");
+            write_all(p.to_sender[1], handle.data(), handle.size());
+            void* rc = nullptr;
+            const auto deadline = clk::now() + std::chrono::seconds(30);
+            while (rc == nullptr) {
+                CHECK(a.accept(l, &rc) == 0 && clk::now() < deadline, "accept");
+            }
+            std::vector<std::byte> buf(big);
+            void* mh = nullptr;
+            CHECK(a.reg_mr(rc, buf.data(), buf.size(), ptr_host, &mh) == 0, "regMr");
+            for (std::size_t n : rail_sizes) {
+                std::memset(buf.data(), 0, n);
+                void* d = buf.data();
+                std::size_t s = n;
+                int tag = 2;
+                int got = -1;
+                CHECK(wait(a, post_recv(a, rc, 1, &d, &s, &tag, &mh), &got) == 0 && static_cast<std::size_t>(got) == n,
+                      "recv %zu", n);
+                CHECK(first_bad(buf.data(), n, n + 1) < 0, "size %zu payload", n);
+            }
+            signal_peer(p.to_sender[1]);
+            CHECK(a.dereg_mr(rc, mh) == 0 && a.close_recv(rc) == 0 && a.close_listen(l) == 0, "close");
+        },
+        [&](api& a, const pipes& p, pid_t) {
+            const int vd = open_vdev(a);
+            std::array<char, handle_maxsize> handle{};
+            read_all(p.to_sender[0], handle.data(), handle.size());
+            void* sc = nullptr;
+            const auto deadline = clk::now() + std::chrono::seconds(30);
+            while (sc == nullptr) {
+                CHECK(a.connect(vd, handle.data(), &sc) == 0 && clk::now() < deadline, "connect");
+            }
+            std::vector<std::byte> buf(big);
+            for (std::size_t n : rail_sizes) {
+                fill(buf.data(), n, n + 1);
+                CHECK(wait(a, post_send(a, sc, buf.data(), n, 2, nullptr), nullptr) == 0, "send %zu", n);
+            }
+            await_peer(p.to_sender[0]);
+            CHECK(a.close_send(sc) == 0, "close");
+        });
+}
+INSTANTIATE_TEST_SUITE_P(rails, nccl_rails,
+                         ::testing::Values(param{"tcp", 12, "LOOM_IFACE=lo,eth0"},
+                                           param{"tcp;ofi_rxm", 12, "LOOM_IFACE=lo,eth0"},
+                                           param{"tcp", 9, "LOOM_IFACE=lo,eth0"}),
+                         [](const ::testing::TestParamInfo<param>& i) {
+                             std::string p = i.param.provider;
+                             for (auto& c : p)
+                                 if (c == ';') c = '_';
+                             return p + "_v" + std::to_string(i.param.version);
+                         });
+
 auto name_of(const ::testing::TestParamInfo<param>& i) -> std::string {
     std::string p = i.param.provider;
     for (auto& c : p)
         if (c == ';') c = '_';
-    return p + "_v" + std::to_string(i.param.version);
+    p += "_v" + std::to_string(i.param.version);
+    if (!i.param.env.empty()) p += "_" + i.param.env.substr(0, i.param.env.find('='));
+    return p;
 }
 
 INSTANTIATE_TEST_SUITE_P(providers, nccl_abi,
@@ -797,6 +877,12 @@ INSTANTIATE_TEST_SUITE_P(providers, nccl_abi,
 INSTANTIATE_TEST_SUITE_P(versions, nccl_abi,
                          ::testing::Values(param{"tcp", 6}, param{"tcp", 7}, param{"tcp", 8}, param{"tcp", 9},
                                            param{"tcp", 10}, param{"tcp", 11}),
+                         name_of);
+
+// The same with the runtime's background progress thread driving the engine.
+INSTANTIATE_TEST_SUITE_P(progress_thread, nccl_abi,
+                         ::testing::Values(param{"shm", 12, "LOOM_PROGRESS_THREAD=1"},
+                                           param{"tcp;ofi_rxm", 12, "LOOM_PROGRESS_THREAD=1"}),
                          name_of);
 
 }  // namespace

@@ -71,6 +71,9 @@ inline constexpr int send_pool_size = 32 * max_slots;
 inline constexpr std::size_t scratch_size = 64; ///< receives smaller than this land in scratch first
 inline constexpr int tag_table_size = 128;      ///< distinct user tags per channel
 inline constexpr std::uint32_t max_channel_id = (1U << 18) - 1;
+inline constexpr int max_rails = 8;              ///< NICs fused into one virtual device
+inline constexpr std::size_t stripe_min = 65536; ///< a rendezvous stripes only when every rail gets this much
+inline constexpr std::size_t control_capacity = 1024;
 
 enum class status : int { ok = 0, system = 2, internal = 3, invalid_argument = 4, invalid_usage = 5 };
 
@@ -122,7 +125,8 @@ inline constexpr std::uint32_t magic_dead = 0;
 struct memory_handle {
     std::atomic<std::uint32_t> magic{magic_dead};
     engine* eng{nullptr};
-    mr_handle reg{};
+    mr_handle reg{};                                  ///< rail 0 (the engine's own NIC)
+    std::array<mr_handle, max_rails - 1> extra{};     ///< rails 1.. of a virtual device
     std::byte* base{nullptr};
     std::size_t length{0};
 };
@@ -134,7 +138,9 @@ struct channel_base {
     engine* eng{nullptr};
     std::uint32_t id{0};
     std::uint32_t remote_id{0};
-    fabric_addr peer{fabric_addrs::unspecified};
+    fabric_addr peer{fabric_addrs::unspecified};     ///< on rail 0
+    int rails{1};                                     ///< rails both sides have
+    std::array<fabric_addr, max_rails> rail_peer{};   ///< the peer on each rail ([0] == peer)
     std::uint32_t peer_pid{0};
     std::uint64_t peer_host{0};
     chan_state state{chan_state::idle};
@@ -164,36 +170,39 @@ struct send_request : request_base {
     bool cts_seen{false};
     std::size_t to_write{0};
     std::size_t written{0};
-    std::size_t chunk{0};
-    std::uint64_t remote_addr{0};
-    std::uint64_t remote_key{0};
     std::uint64_t imm_base{0};
-    mr_handle src{};  ///< registration of the RMA source when the host gave none
-    const memory_region* src_mr{nullptr};
+    int stripes{1};
+    std::array<std::uint64_t, max_rails> remote_addr{};
+    std::array<std::uint64_t, max_rails> remote_key{};
+    std::array<std::size_t, max_rails> stripe_off{}, stripe_len{}, stripe_done{}, chunk{};
+    std::array<mr_handle, max_rails> src{};  ///< registrations of the RMA source when the host gave none
+    std::array<const memory_region*, max_rails> src_mr{};
     std::array<std::byte, 16> rts{};
-    std::array<std::byte, 32> cts{};
+    std::array<std::byte, 16 + 16 * max_rails> cts{};
     op main{};
     op cts_op{};
-    op write_op{};
+    std::array<op, max_rails> write_ops{};
 };
 
 struct recv_slot {
     std::byte* data{nullptr};
     std::size_t capacity{0};
     void* desc{nullptr};
-    std::uint64_t rkey{0};
-    std::uint64_t raddr{0};
+    std::array<std::uint64_t, max_rails> rkey{};
+    std::array<std::uint64_t, max_rails> raddr{};
     std::uint32_t user_tag{0};
     std::uint32_t seq{0};
     bool done{false};
     bool rendezvous{false};
     bool has_key{false};
-    mr_handle tmp{};  ///< registration looked up when the host gave none
+    std::array<mr_handle, max_rails> tmp{};  ///< registrations looked up when the host gave none
+    memory_handle* host_reg{nullptr};
     std::size_t received{0};
     std::size_t expected{0};
     std::size_t landed{0};
     std::array<std::byte, scratch_size> scratch{};
-    std::array<std::byte, 32> cts{};
+    std::array<std::byte, 16 + 16 * max_rails> cts{};
+    std::size_t cts_len{0};
     op recv_op{};
     op cts_op{};
 };
@@ -207,8 +216,9 @@ struct recv_request : request_base {
 struct listener;
 struct sender : channel_base {
     std::uint32_t listen_id{0};
-    std::array<std::byte, 128> connect_msg{};
-    std::array<std::byte, 128> accept_msg{};
+    std::size_t connect_len{0};
+    std::array<std::byte, control_capacity> connect_msg{};
+    std::array<std::byte, control_capacity> accept_msg{};
     op connect_op{};
     op accept_op{};
     clock::time_point deadline{};
@@ -218,7 +228,8 @@ struct sender : channel_base {
 };
 
 struct receiver : channel_base {
-    std::array<std::byte, 128> accept_msg{};
+    std::size_t accept_len{0};
+    std::array<std::byte, control_capacity> accept_msg{};
     op accept_op{};
     tag_sequences seqs{};
     std::array<recv_request, recv_pool_size> pool{};
@@ -231,10 +242,11 @@ struct pending_connect {
     std::uint32_t pid{0};
     std::uint64_t host{0};
     address peer_address{};
+    std::vector<address> rail_addresses{};  ///< the connector's rails 1..
 };
 
 struct listener : channel_base {
-    std::array<std::byte, 256> buffer{};
+    std::array<std::byte, control_capacity> buffer{};
     op recv_op{};
     std::deque<pending_connect> arrived{};
 };
@@ -245,10 +257,32 @@ struct engine_stats {
     std::uint64_t eagain_retries{0}, cq_errors{0}, peers_declared_dead{0};
 };
 
-/// One NIC's endpoint, completion queue, address vector and registration cache.
+/// An additional NIC of a virtual device: its own endpoint, queue, AV and cache.
+struct rail {
+    nic n;
+    fabric fab{};
+    domain dom{};
+    completion_queue cq{};
+    address_vector av{};
+    std::unique_ptr<mr_cache> cache{};
+    endpoint ep{};
+    address self{};
+    bool virt_addr{true};
+    std::size_t max_write{0};
+    std::map<std::vector<std::byte>, fabric_addr> peers{};
+    std::uint64_t writes{0};
+};
+
+/// One NIC's endpoint, completion queue, address vector and registration cache — or, for a
+/// virtual device, several NICs (rails): control and eager traffic on the first, rendezvous
+/// writes striped over all of them.
 class engine {
 public:
     [[nodiscard]] static auto open(const nic& n, const config& cfg) -> result<std::unique_ptr<engine>>;
+    [[nodiscard]] static auto open(const std::vector<nic>& rails, const config& cfg) -> result<std::unique_ptr<engine>>;
+    [[nodiscard]] auto rail_count() const noexcept -> int { return 1 + static_cast<int>(extra_.size()); }
+    /// RMA writes issued on rail i so far (exact; read under the engine lock).
+    [[nodiscard]] auto rail_writes(int i) const noexcept -> std::uint64_t;
     ~engine();
     engine(const engine&) = delete;
     auto operator=(const engine&) -> engine& = delete;
@@ -299,7 +333,16 @@ private:
     void on_recv_op(recv_request& r, op& o, const completion_event& ev) noexcept;
     void on_listen(listener& l, const completion_event& ev) noexcept;
     void on_accept_msg(sender& s, const completion_event& ev) noexcept;
-    void start_write(send_request& r) noexcept;
+    void start_writes(send_request& r) noexcept;
+    void post_write(send_request& r, int k) noexcept;
+    auto rail_ep(int k) noexcept -> endpoint&;
+    auto rail_cache(int k) noexcept -> mr_cache&;
+    auto insert_rail_peer(int k, const address& a) -> result<fabric_addr>;
+    auto encode_rails(std::span<std::byte> out) const -> std::size_t;
+    auto decode_rails(std::span<const std::byte> in, std::vector<address>& out) const -> bool;
+    void connect_rails(channel_base& c, const std::vector<address>& remote) noexcept;
+    auto register_rails(std::byte* p, std::size_t n, std::span<mr_handle> out) -> bool;
+    auto slot_keys(recv_slot& s, int rails) -> bool;
     void fail_request(request_base& r, status st) noexcept;
     void finish_slot(recv_request& r, recv_slot& s) noexcept;
     void check_peers() noexcept;
@@ -336,6 +379,10 @@ private:
     clock::time_point next_peer_check_{};
     engine_stats stats_{};
     std::uint64_t host_id_{0};
+    std::uint64_t writes0_{0};
+    std::vector<std::unique_ptr<rail>> extra_{};
+    std::atomic<bool> stop_{false};
+    std::thread progress_thread_{};  ///< LOOM_PROGRESS_THREAD=1: drives progress() in the background
 };
 
 /// Hash identifying this host (boot id + hostname); peers compare it to know they share a host.

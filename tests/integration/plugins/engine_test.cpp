@@ -1,0 +1,137 @@
+// The plugin runtime's engine driven directly (no host ABI), in one process connected to
+// itself: protocol choice by size, and a two-rail engine striping rendezvous writes.
+#include <loom/plugins/engine.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+namespace lp = loom::plugins;
+
+namespace {
+
+auto pattern(std::size_t i, std::size_t seed) -> std::byte { return static_cast<std::byte>((i * 131 + seed * 7 + (i >> 9)) & 0xff); }
+
+struct pair_on_one_engine {
+    std::unique_ptr<lp::engine> eng;
+    lp::listener* l{nullptr};
+    lp::sender* s{nullptr};
+    lp::receiver* r{nullptr};
+
+    explicit pair_on_one_engine(std::vector<lp::nic> nics) {
+        auto cfg = lp::config::from([](const char*) -> const char* { return nullptr; });
+        EXPECT_TRUE(cfg);
+        auto e = lp::engine::open(nics, *cfg);
+        EXPECT_TRUE(e) << e.error().message();
+        if (!e) return;
+        eng = std::move(*e);
+        std::lock_guard lock(eng->mutex());
+        lp::handle_bytes h{};
+        auto lis = eng->listen(h);
+        EXPECT_TRUE(lis);
+        l = *lis;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while ((s == nullptr || r == nullptr) && std::chrono::steady_clock::now() < deadline) {
+            if (s == nullptr) {
+                auto c = eng->connect(h, &h);
+                EXPECT_TRUE(c);
+                s = *c;
+            }
+            if (r == nullptr) {
+                auto a = eng->accept(*l);
+                EXPECT_TRUE(a);
+                r = *a;
+            }
+        }
+        EXPECT_TRUE(s != nullptr && r != nullptr);
+    }
+    ~pair_on_one_engine() {
+        if (!eng) return;
+        std::lock_guard lock(eng->mutex());
+        if (s != nullptr) eng->close(*s);
+        if (r != nullptr) eng->close(*r);
+        if (l != nullptr) eng->close(*l);
+    }
+
+    /// Moves `n` bytes from a send buffer into a receive buffer of `cap` bytes; returns the
+    /// size the receive reported.
+    auto transfer(std::size_t n, std::size_t cap, std::size_t seed) -> std::size_t {
+        std::vector<std::byte> src(n), dst(cap);
+        for (std::size_t i = 0; i < n; ++i) src[i] = pattern(i, seed);
+        std::lock_guard lock(eng->mutex());
+        void* d = dst.data();
+        int tag = 3;
+        auto rq = eng->irecv(*r, 1, &d, &cap, &tag, nullptr);
+        auto sq = eng->isend(*s, src.data(), n, 3, nullptr);
+        EXPECT_TRUE(rq && sq && *rq != nullptr && *sq != nullptr);
+        bool rdone = false, sdone = false;
+        std::size_t got = 0, sent = 0;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (!(rdone && sdone) && std::chrono::steady_clock::now() < deadline) {
+            if (!rdone) {
+                EXPECT_EQ(eng->test(**rq, rdone, &got, 1), lp::status::ok);
+            }
+            if (!sdone) {
+                EXPECT_EQ(eng->test(**sq, sdone, &sent, 1), lp::status::ok);
+            }
+        }
+        EXPECT_TRUE(rdone && sdone);
+        for (std::size_t i = 0; i < std::min(n, cap); ++i)
+            if (dst[i] != src[i]) {
+                ADD_FAILURE() << "byte " << i << " of " << n;
+                break;
+            }
+        return got;
+    }
+};
+
+auto nics_for(const char* provider, const char* ifaces) -> std::vector<lp::nic> {
+    lp::config cfg;
+    cfg.provider = provider;
+    cfg.iface = ifaces;
+    auto n = lp::discover_nics(cfg);
+    return n ? *n : std::vector<lp::nic>{};
+}
+
+TEST(PluginEngine, SizeChoosesEagerOrRendezvous) {
+    auto nics = nics_for("tcp", "lo");
+    ASSERT_EQ(nics.size(), 1U);
+    ASSERT_TRUE(nics[0].rma);
+    pair_on_one_engine p({nics[0]});
+    ASSERT_TRUE(p.eng && p.s && p.r);
+    const auto eager_max = p.eng->eager_max();
+    EXPECT_EQ(p.transfer(eager_max, eager_max, 1), eager_max);
+    EXPECT_EQ(p.eng->stats().rendezvous_sends, 0U);
+    EXPECT_EQ(p.transfer(eager_max + 1, eager_max + 1, 2), eager_max + 1);
+    EXPECT_EQ(p.eng->stats().rendezvous_sends, 1U);
+    EXPECT_EQ(p.eng->stats().eager_sends, 1U);
+    // Rendezvous into a shorter receive writes only what the receiver offered.
+    EXPECT_EQ(p.transfer(std::size_t{1} << 20, 100000, 3), 100000U);
+}
+
+TEST(PluginEngine, VirtualDeviceStripesLargeWritesOverEveryRail) {
+    auto nics = nics_for("tcp", "lo,eth0");
+    if (nics.size() < 2) GTEST_SKIP() << "needs two tcp interfaces (lo and eth0)";
+    pair_on_one_engine p(nics);
+    ASSERT_TRUE(p.eng && p.s && p.r);
+    ASSERT_EQ(p.eng->rail_count(), 2);
+    ASSERT_EQ(p.s->rails, 2);
+    ASSERT_EQ(p.r->rails, 2);
+    // Below the striping threshold one rail carries it.
+    const std::size_t small = std::max(p.eng->eager_max() + 1, lp::stripe_min);
+    EXPECT_EQ(p.transfer(small, small, 4), small);
+    EXPECT_EQ(p.eng->rail_writes(0), 1U);
+    EXPECT_EQ(p.eng->rail_writes(1), 0U);
+    // Large: one stripe per rail.
+    const std::size_t big = std::size_t{8} << 20;
+    EXPECT_EQ(p.transfer(big, big, 5), big);
+    EXPECT_EQ(p.eng->rail_writes(0), 2U);
+    EXPECT_EQ(p.eng->rail_writes(1), 1U);
+    // A receive shorter than the send: the stripes cover exactly what the receiver offered.
+    EXPECT_EQ(p.transfer(big, big / 2 + 12345, 6), big / 2 + 12345);
+    EXPECT_EQ(p.eng->rail_writes(1), 2U);
+}
+
+}  // namespace
