@@ -1,0 +1,82 @@
+// Runs loom-bench for real (two forked ranks over shm, two small sizes, every path) and checks
+// its JSON: every path present at every point, every payload verified, sane numbers.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+auto run(const std::string& cmd) -> int {
+    const int st = std::system(cmd.c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+auto slurp(const std::string& file) -> std::string {
+    std::ifstream f(file);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+auto count(const std::string& s, const std::string& what) -> std::size_t {
+    std::size_t n = 0;
+    for (std::size_t pos = s.find(what); pos != std::string::npos; pos = s.find(what, pos + 1)) ++n;
+    return n;
+}
+
+class BenchRun : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = "/tmp/loom-bench-test-" + std::to_string(::getpid());
+        ASSERT_EQ(run("mkdir -p " + dir_), 0);
+    }
+    void TearDown() override { (void)run("rm -rf " + dir_); }
+    std::string dir_;
+};
+
+TEST_F(BenchRun, ShmTwoSizesEveryPathVerified) {
+    const std::string json = dir_ + "/out.json", svg = dir_ + "/out.svg", csv = dir_ + "/out.csv";
+    const std::string cmd = std::string(LOOM_BENCH_PATH) + " --local 2 --provider shm --paths raw,loom,nccl" +
+                            " --sizes 8,64K --reps 2 --iters 20 --quiet --json " + json + " --csv " + csv +
+                            " --plot " + svg + " > " + dir_ + "/table.txt";
+    ASSERT_EQ(run(cmd), 0) << slurp(dir_ + "/table.txt");
+    const std::string j = slurp(json);
+    ASSERT_FALSE(j.empty());
+    EXPECT_NE(j.find("\"tool\": \"loom-bench\""), std::string::npos);
+    EXPECT_NE(j.find("\"provider\": \"shm\""), std::string::npos);
+    EXPECT_NE(j.find("\"paths\": [\"raw\", \"loom\", \"nccl\"]"), std::string::npos) << j;
+    EXPECT_NE(j.find("\"all_verified\": true"), std::string::npos) << j;
+    // 2 operations (ping-pong, stream) x 2 sizes, each with all three paths, verified and timed.
+    EXPECT_EQ(count(j, "\"op\": \"pingpong\", \"size\": 8,"), 1U);
+    EXPECT_EQ(count(j, "\"op\": \"pingpong\", \"size\": 65536,"), 1U);
+    EXPECT_EQ(count(j, "\"op\": \"stream\", \"size\": 8,"), 1U);
+    EXPECT_EQ(count(j, "\"op\": \"stream\", \"size\": 65536,"), 1U);
+    for (const char* p :
+         {"\"raw\": {\"verified\": true, \"time_us\"", "\"loom\": {\"verified\": true, \"time_us\"",
+          "\"nccl\": {\"verified\": true, \"time_us\""})
+        EXPECT_EQ(count(j, p), 4U) << p << "\n" << j;
+    EXPECT_EQ(count(j, "\"ratio_to_raw\": null"), 4U);  // raw's own entries only
+    EXPECT_EQ(count(j, "\"verified\": false"), 0U);
+    // The table, the CSV and the plot came out too.
+    const std::string table = slurp(dir_ + "/table.txt");
+    EXPECT_NE(table.find("loom-bench pingpong"), std::string::npos) << table;
+    EXPECT_NE(table.find("# plot: " + svg), std::string::npos) << table;
+    EXPECT_EQ(count(slurp(csv), "\n"), 1U + 4U * 3U);
+    const std::string s = slurp(svg);
+    EXPECT_EQ(count(s, "class=\"series\""), 6U);  // 3 paths x 2 panels
+}
+
+TEST_F(BenchRun, RejectsTheSocketsProviderAndUnknownOptions) {
+    EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --provider sockets 2>/dev/null"), 2);
+    EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --no-such-option 2>/dev/null"), 2);
+    EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --help >/dev/null"), 0);
+}
+
+}  // namespace

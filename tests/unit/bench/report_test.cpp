@@ -1,0 +1,335 @@
+// loom-bench's pure part: statistics, size/iteration schedule, table/JSON/CSV/SVG output.
+#include "report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace loom::bench;
+
+// ---------------------------------------------------------------- a strict little XML reader
+// Enough XML to reject what a broken writer produces: unbalanced or crossed tags, unquoted or
+// duplicate attributes, stray '<' or '&', unknown entities, text outside the root element.
+struct element {
+    std::string name;
+    std::map<std::string, std::string> attrs;
+    std::vector<element> children;
+};
+
+class xml_reader {
+public:
+    explicit xml_reader(std::string_view s) : s_(s) {}
+    auto parse() -> std::optional<element> {
+        skip_ws();
+        if (s_.substr(i_, 5) == "<?xml") {
+            const auto end = s_.find("?>", i_);
+            if (end == std::string_view::npos) return std::nullopt;
+            i_ = end + 2;
+        }
+        skip_ws();
+        element root;
+        if (!parse_element(root)) return std::nullopt;
+        skip_ws();
+        if (i_ != s_.size()) return std::nullopt;  // one root, nothing after it
+        return root;
+    }
+
+private:
+    void skip_ws() {
+        while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_])) != 0) ++i_;
+    }
+    auto parse_name(std::string& out) -> bool {
+        const std::size_t start = i_;
+        while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) != 0 || s_[i_] == '-' ||
+                                  s_[i_] == '_' || s_[i_] == ':' || s_[i_] == '.'))
+            ++i_;
+        out = std::string(s_.substr(start, i_ - start));
+        return !out.empty() && std::isalpha(static_cast<unsigned char>(out[0])) != 0;
+    }
+    auto check_text(std::string_view t) -> bool {
+        for (std::size_t k = 0; k < t.size(); ++k) {
+            if (t[k] == '<') return false;
+            if (t[k] == '&') {
+                const auto semi = t.find(';', k);
+                if (semi == std::string_view::npos) return false;
+                const auto ent = t.substr(k + 1, semi - k - 1);
+                static const std::set<std::string_view> known{"lt", "gt", "amp", "quot", "apos"};
+                if (!known.contains(ent) && !(ent.size() > 1 && ent[0] == '#')) return false;
+                k = semi;
+            }
+        }
+        return true;
+    }
+    auto parse_element(element& e) -> bool {
+        if (i_ >= s_.size() || s_[i_] != '<') return false;
+        ++i_;
+        if (!parse_name(e.name)) return false;
+        for (;;) {
+            skip_ws();
+            if (i_ >= s_.size()) return false;
+            if (s_.substr(i_, 2) == "/>") {
+                i_ += 2;
+                return true;
+            }
+            if (s_[i_] == '>') {
+                ++i_;
+                break;
+            }
+            std::string an;
+            if (!parse_name(an) || i_ >= s_.size() || s_[i_] != '=') return false;
+            ++i_;
+            if (i_ >= s_.size() || (s_[i_] != '"' && s_[i_] != '\'')) return false;
+            const char q = s_[i_++];
+            const auto end = s_.find(q, i_);
+            if (end == std::string_view::npos) return false;
+            const auto value = s_.substr(i_, end - i_);
+            if (!check_text(value) || e.attrs.contains(an)) return false;
+            e.attrs[an] = std::string(value);
+            i_ = end + 1;
+        }
+        for (;;) {
+            const auto lt = s_.find('<', i_);
+            if (lt == std::string_view::npos || !check_text(s_.substr(i_, lt - i_))) return false;
+            i_ = lt;
+            if (s_.substr(i_, 2) == "</") {
+                i_ += 2;
+                std::string closing;
+                if (!parse_name(closing) || closing != e.name) return false;
+                skip_ws();
+                if (i_ >= s_.size() || s_[i_] != '>') return false;
+                ++i_;
+                return true;
+            }
+            element child;
+            if (!parse_element(child)) return false;
+            e.children.push_back(std::move(child));
+        }
+    }
+    std::string_view s_;
+    std::size_t i_{0};
+};
+
+void collect(const element& e, const std::string& name, std::vector<const element*>& out) {
+    if (e.name == name) out.push_back(&e);
+    for (const auto& c : e.children) collect(c, name, out);
+}
+
+// ---------------------------------------------------------------- fixtures
+auto make_point(operation op, std::size_t size, std::map<std::string, std::vector<double>> secs) -> point {
+    point pt;
+    pt.op = op;
+    pt.size = size;
+    pt.iterations = 10;
+    for (auto& [name, v] : secs) {
+        auto& s = pt.paths[name];
+        s.seconds_per_message = v;
+        s.measured = true;
+    }
+    return pt;
+}
+
+auto three_paths() -> run_info {
+    run_info info;
+    info.provider = "tcp;ofi_rxm";
+    info.paths = {"raw", "loom", "nccl"};
+    info.repetitions = 3;
+    return info;
+}
+
+auto sample_points() -> std::vector<point> {
+    return {
+        make_point(
+            operation::pingpong, 8,
+            {{"raw", {1e-6, 1.1e-6, 0.9e-6}}, {"loom", {1e-6, 1.2e-6, 1e-6}}, {"nccl", {2e-6, 2e-6, 2e-6}}}),
+        make_point(operation::pingpong, 4096,
+                   {{"raw", {4e-6, 4e-6, 4e-6}}, {"loom", {4e-6, 4e-6, 4e-6}}, {"nccl", {5e-6, 5e-6, 5e-6}}}),
+        make_point(operation::stream, 8,
+                   {{"raw", {1e-7, 1e-7, 1e-7}}, {"loom", {1e-7, 1e-7, 1e-7}}, {"nccl", {2e-7, 2e-7, 2e-7}}}),
+        make_point(operation::stream, 1 << 20,
+                   {{"raw", {1e-4, 1e-4, 1e-4}},
+                    {"loom", {1e-4, 1e-4, 1e-4}},
+                    {"nccl", {1.25e-4, 1.25e-4, 1.25e-4}}})};
+}
+
+// ---------------------------------------------------------------- statistics
+TEST(BenchStats, MedianOfOddAndEvenCounts) {
+    const std::vector<double> odd{5, 1, 3}, even{4, 1, 3, 2}, one{7};
+    EXPECT_DOUBLE_EQ(median(odd), 3);
+    EXPECT_DOUBLE_EQ(median(even), 2.5);
+    EXPECT_DOUBLE_EQ(median(one), 7);
+    EXPECT_DOUBLE_EQ(median(std::vector<double>{}), 0);
+}
+
+TEST(BenchStats, SummaryHasMinMaxAndRobustSpread) {
+    const std::vector<double> v{10, 11, 9, 10, 1000};  // one outlier does not move median or MAD
+    const auto s = summarize(v);
+    EXPECT_DOUBLE_EQ(s.median, 10);
+    EXPECT_DOUBLE_EQ(s.min, 9);
+    EXPECT_DOUBLE_EQ(s.max, 1000);
+    EXPECT_EQ(s.samples, 5U);
+    EXPECT_DOUBLE_EQ(s.spread_pct, 10.0);  // MAD = median{0,1,1,0,990} = 1 → 10 %
+    EXPECT_DOUBLE_EQ(summarize(std::vector<double>{3, 3, 3}).spread_pct, 0);
+}
+
+TEST(BenchStats, PairedRatioIsTheMedianOfPerRepetitionRatios) {
+    // Noise hits both paths of a repetition alike: the paired ratio ignores it.
+    const std::vector<double> raw{1, 10, 1}, path{1.1, 11, 1.1};
+    EXPECT_NEAR(*paired_ratio(path, raw), 1.1, 1e-12);
+    EXPECT_FALSE(paired_ratio(path, std::vector<double>{1, 2}).has_value());
+    EXPECT_FALSE(paired_ratio(std::vector<double>{1}, std::vector<double>{0}).has_value());
+}
+
+TEST(BenchStats, RatioToRawIsTimeForLatencyAndBandwidthForStreams) {
+    const auto pts = sample_points();
+    const auto lat = stats_of(pts[0], "nccl");
+    ASSERT_TRUE(lat && lat->ratio);
+    EXPECT_NEAR(*lat->ratio, 2.0, 1e-12);  // twice the time
+    const auto bw = stats_of(pts[3], "nccl");
+    ASSERT_TRUE(bw && bw->ratio);
+    EXPECT_NEAR(*bw->ratio, 0.8, 1e-12);  // 80 % of raw's bandwidth
+    EXPECT_NEAR(bw->algbw_gbps, (1 << 20) / 1.25e-4 / 1e9, 1e-9);
+    EXPECT_FALSE(stats_of(pts[0], "raw")->ratio.has_value());
+    EXPECT_FALSE(stats_of(pts[0], "nixl").has_value());
+}
+
+// ---------------------------------------------------------------- sizes and schedule
+TEST(BenchSchedule, DefaultSizesArePowersOfTwoFrom8BTo64MiB) {
+    const auto s = default_sizes();
+    ASSERT_EQ(s.size(), 24U);
+    EXPECT_EQ(s.front(), 8U);
+    EXPECT_EQ(s.back(), std::size_t{64} << 20);
+    for (std::size_t i = 1; i < s.size(); ++i) EXPECT_EQ(s[i], 2 * s[i - 1]);
+}
+
+TEST(BenchSchedule, ParsesListsRangesAndSuffixes) {
+    EXPECT_EQ(*parse_sizes("8,4K,1M"), (std::vector<std::size_t>{8, 4096, 1 << 20}));
+    EXPECT_EQ(*parse_sizes("1M,8,8"), (std::vector<std::size_t>{8, 1 << 20}));  // sorted, unique
+    EXPECT_EQ(*parse_sizes("1K:8K"), (std::vector<std::size_t>{1024, 2048, 4096, 8192}));
+    EXPECT_EQ(*parse_size("64MiB"), std::size_t{64} << 20);
+    EXPECT_EQ(*parse_size("2G"), std::size_t{2} << 30);
+    EXPECT_FALSE(parse_sizes("").has_value());
+    EXPECT_FALSE(parse_sizes("8,,16").has_value());
+    EXPECT_FALSE(parse_sizes("0").has_value());
+    EXPECT_FALSE(parse_sizes("16:8").has_value());
+    EXPECT_FALSE(parse_sizes("4X").has_value());
+    EXPECT_FALSE(parse_size("99999999999999999999").has_value());
+    EXPECT_EQ(format_size(8), "8");
+    EXPECT_EQ(format_size(4096), "4K");
+    EXPECT_EQ(format_size(std::size_t{64} << 20), "64M");
+    EXPECT_EQ(format_size(1500), "1500");
+}
+
+TEST(BenchSchedule, IterationsShrinkWithSizeWithinBounds) {
+    schedule_params p;  // 16 MiB budget, 2..1000 ping-pong iterations, window 16
+    EXPECT_EQ(iterations_for(operation::pingpong, 8, p), 1000);
+    EXPECT_EQ(iterations_for(operation::pingpong, 1 << 20, p), 8);
+    EXPECT_EQ(iterations_for(operation::pingpong, std::size_t{64} << 20, p), 2);
+    EXPECT_EQ(iterations_for(operation::stream, 8, p), 250);
+    EXPECT_EQ(iterations_for(operation::stream, 1 << 16, p), 16);
+    EXPECT_EQ(iterations_for(operation::stream, std::size_t{64} << 20, p), 1);
+    int last = 1 << 30;
+    for (std::size_t s : default_sizes()) {
+        const int n = iterations_for(operation::pingpong, s, p);
+        EXPECT_LE(n, last);
+        last = n;
+    }
+    p.fixed_iterations = 7;
+    EXPECT_EQ(iterations_for(operation::stream, 1 << 20, p), 7);
+    EXPECT_EQ(warmup_for(1000), 100);
+    EXPECT_EQ(warmup_for(50), 5);
+    EXPECT_EQ(warmup_for(2), 1);
+    EXPECT_EQ(messages_per_iteration(operation::pingpong, p), 2);
+    EXPECT_EQ(messages_per_iteration(operation::stream, p), 16);
+}
+
+TEST(BenchSchedule, OperationNamesRoundTrip) {
+    for (auto op : {operation::pingpong, operation::pingpong_untagged, operation::stream})
+        EXPECT_EQ(parse_operation(name_of(op)), op);
+    EXPECT_EQ(parse_operation("bw"), operation::stream);
+    EXPECT_FALSE(parse_operation("rma").has_value());
+}
+
+// ---------------------------------------------------------------- renderings
+TEST(BenchOutput, TableHasOneRowPerPointAndRatioColumns) {
+    const auto pts = sample_points();
+    const auto t = render_table(three_paths(), pts);
+    EXPECT_NE(t.find("loom-bench pingpong"), std::string::npos);
+    EXPECT_NE(t.find("loom-bench stream"), std::string::npos);
+    EXPECT_NE(t.find("ratio"), std::string::npos);
+    EXPECT_NE(t.find("2.000"), std::string::npos);  // nccl / raw at 8 B
+    EXPECT_NE(t.find("0.800"), std::string::npos);  // nccl bw / raw bw at 1 MiB
+    std::size_t rows = 0, pos = 0;
+    while ((pos = t.find("   ok\n", pos)) != std::string::npos) ++rows, ++pos;
+    EXPECT_EQ(rows, pts.size());
+}
+
+TEST(BenchOutput, TableFlagsWrongBytes) {
+    auto pts = sample_points();
+    pts[1].paths["loom"].verified = false;
+    const auto t = render_table(three_paths(), pts);
+    EXPECT_NE(t.find("WRONG(loom)"), std::string::npos);
+    EXPECT_NE(render_json(three_paths(), pts).find("\"all_verified\": false"), std::string::npos);
+}
+
+TEST(BenchOutput, JsonAndCsvCarryEveryPathAndPoint) {
+    const auto pts = sample_points();
+    const auto j = render_json(three_paths(), pts);
+    EXPECT_NE(j.find("\"provider\": \"tcp;ofi_rxm\""), std::string::npos);
+    EXPECT_NE(j.find("\"all_verified\": true"), std::string::npos);
+    for (const char* p : {"\"raw\": {", "\"loom\": {", "\"nccl\": {"}) {
+        std::size_t n = 0, pos = 0;
+        while ((pos = j.find(p, pos)) != std::string::npos) ++n, ++pos;
+        EXPECT_EQ(n, pts.size()) << p;
+    }
+    const auto c = render_csv(three_paths(), pts);
+    std::size_t lines = 0;
+    for (char ch : c) lines += ch == '\n';
+    EXPECT_EQ(lines, 1 + pts.size() * 3);
+    EXPECT_EQ(c.rfind("provider,op,size,", 0), 0U);
+}
+
+TEST(BenchOutput, SvgParsesAsXmlWithOneSeriesPerPathInEachPanel) {
+    const auto info = three_paths();
+    const auto svg = render_svg(info, sample_points());
+    const auto root = xml_reader(svg).parse();
+    ASSERT_TRUE(root.has_value()) << svg;
+    EXPECT_EQ(root->name, "svg");
+    EXPECT_EQ(root->attrs.at("xmlns"), "http://www.w3.org/2000/svg");
+    std::vector<const element*> groups;
+    collect(*root, "g", groups);
+    ASSERT_EQ(groups.size(), 2U);  // latency and bandwidth panels
+    for (const element* g : groups) {
+        std::vector<const element*> lines;
+        collect(*g, "polyline", lines);
+        std::vector<std::string> series;
+        for (const element* l : lines)
+            if (l->attrs.contains("class") && l->attrs.at("class") == "series")
+                series.push_back(l->attrs.at("data-path"));
+        EXPECT_EQ(series, info.paths) << g->attrs.at("id");
+        for (const element* l : lines) {
+            // Two points per series here (two sizes per operation).
+            const auto& pts = l->attrs.at("points");
+            EXPECT_EQ(std::count(pts.begin(), pts.end(), ','), 2) << pts;
+        }
+    }
+    EXPECT_FALSE(xml_reader("<svg><g></svg></g>").parse().has_value());  // the reader is strict
+    EXPECT_FALSE(xml_reader("<svg a=\"1\" a=\"2\"/>").parse().has_value());
+    EXPECT_FALSE(xml_reader("<svg>a & b</svg>").parse().has_value());
+}
+
+TEST(BenchOutput, SvgEscapesNamesAndSurvivesMissingData) {
+    run_info info = three_paths();
+    info.provider = "tcp;ofi_rxm <&>";
+    const auto svg = render_svg(info, {});
+    ASSERT_TRUE(xml_reader(svg).parse().has_value()) << svg;
+    EXPECT_NE(svg.find("no data"), std::string::npos);
+}
+
+}  // namespace

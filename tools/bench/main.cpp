@@ -1,0 +1,483 @@
+// loom-bench: latency and bandwidth through the raw libfabric C API, the loom API and the NCCL
+// net plugin's ABI — same provider, same sizes, same buffers, repetitions interleaved across
+// the paths — in one table (nccl-tests style), JSON/CSV and an SVG plot. See --help.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "path.hpp"
+#include "report.hpp"
+
+#ifndef LOOM_BENCH_NCCL_PLUGIN
+#define LOOM_BENCH_NCCL_PLUGIN "libnccl-net-loom.so"
+#endif
+
+namespace loom::bench {
+
+// ---------------------------------------------------------------- channel
+auto channel::send(const void* p, std::size_t n) -> bool {
+    for (auto* c = static_cast<const char*>(p); n > 0;) {
+        const auto w = ::write(fd_, c, n);
+        if (w <= 0) return false;
+        c += w;
+        n -= static_cast<std::size_t>(w);
+    }
+    return true;
+}
+auto channel::recv(void* p, std::size_t n) -> bool {
+    for (auto* c = static_cast<char*>(p); n > 0;) {
+        const auto r = ::read(fd_, c, n);
+        if (r <= 0) return false;
+        c += r;
+        n -= static_cast<std::size_t>(r);
+    }
+    return true;
+}
+auto channel::send_blob(const std::vector<std::byte>& b) -> bool {
+    const auto n = static_cast<std::uint32_t>(b.size());
+    return send(&n, sizeof n) && send(b.data(), b.size());
+}
+auto channel::recv_blob(std::vector<std::byte>& b) -> bool {
+    std::uint32_t n = 0;
+    if (!recv(&n, sizeof n) || n > (1U << 20)) return false;
+    b.resize(n);
+    return recv(b.data(), n);
+}
+auto channel::barrier() -> bool {
+    char c = 'b';
+    return send(&c, 1) && recv(&c, 1) && c == 'b';
+}
+
+namespace {
+
+const char* const usage_text = R"(usage: loom-bench [options]
+
+Measures the same transfers through several paths over one libfabric provider, repetitions
+interleaved (raw, loom, nccl, raw, loom, nccl, ...), and reports median, spread (MAD %) and the
+ratio of every path to raw.
+
+  --paths LIST       comma list of raw, loom, nccl (default raw,loom,nccl)
+                       raw   plain libfabric C calls written for the benchmark (the floor)
+                       loom  the loom core API
+                       nccl  the built libnccl-net-loom.so driven through ncclNetPlugin_v12
+  --ops LIST         comma list of (default pingpong,stream):
+                       pingpong           tagged ping-pong, one-way latency (half round trip)
+                       pingpong_untagged  untagged ping-pong (raw and loom; NCCL's ABI has none)
+                       stream             streaming bandwidth, --window messages in flight,
+                                          then an acknowledgement
+  --provider P       libfabric provider: shm (default), tcp, "tcp;ofi_rxm", ... (sockets is
+                     refused: its progress threads starve on few cores)
+  --iface NAME       domain to use (default lo for network providers); also LOOM_IFACE for
+                     the plugin
+  --ep-type rdm      endpoint type (only rdm is implemented)
+  --sizes LIST       e.g. 8,4K,1M or a power-of-two range 8:64M (default 8:64M)
+  --reps N           interleaved repetitions per point (default 5)
+  --iters N          timed iterations per measurement at every size (default: scaled by size)
+  --budget BYTES     payload bytes one measurement aims to move when scaling (default 16M)
+  --window N         streaming window, 1..30 (default 16)
+  --local N          fork N ranks on this machine (default and only launcher; N must be 2)
+  --nccl-plugin PATH plugin to load (default: the one built with this tool)
+  --json FILE        write results as JSON ("-": stdout, the table then goes to stderr)
+  --csv FILE         write results as CSV ("-": stdout)
+  --plot FILE.svg    draw latency and bandwidth against size, one series per path, log axes
+  --quiet            no progress line on stderr
+  -h, --help         this text
+
+Every measurement runs warm-up iterations first. The last repetition of every path at every
+size clears the receive buffer first and checks every received byte afterwards, and every
+receive completion's length is checked: wrong bytes fail the run (exit status 3).
+Not implemented yet: RMA write/read bandwidth, atomic fetch-add rate, message rate, the
+nvshmem/nixl paths and launching under mpirun (the tool runs two local ranks only).
+)";
+
+struct options {
+    std::vector<std::string> paths{"raw", "loom", "nccl"};
+    std::vector<operation> ops{operation::pingpong, operation::stream};
+    std::string provider{"shm"};
+    std::string iface;
+    std::vector<std::size_t> sizes = default_sizes();
+    int reps{5};
+    schedule_params sched{};
+    int ranks{2};
+    std::string nccl_plugin{LOOM_BENCH_NCCL_PLUGIN};
+    std::string json, csv, plot;
+    bool quiet{false};
+};
+
+auto split(std::string_view s) -> std::vector<std::string> {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    for (;;) {
+        const auto comma = s.find(',', start);
+        out.emplace_back(
+            s.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
+auto parse_args(int argc, char** argv, options& o) -> int {
+    auto bad = [](const std::string& what) {
+        std::fprintf(stderr, "loom-bench: %s (see --help)\n", what.c_str());
+        return 2;
+    };
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+        auto int_value = [&](int lo, int hi, int& out) -> bool {
+            const char* v = value();
+            if (v == nullptr) return false;
+            char* end = nullptr;
+            const long n = std::strtol(v, &end, 10);
+            if (*end != '\0' || n < lo || n > hi) return false;
+            out = static_cast<int>(n);
+            return true;
+        };
+        if (a == "-h" || a == "--help") {
+            std::fputs(usage_text, stdout);
+            return 0;
+        }
+        if (a == "--paths") {
+            const char* v = value();
+            if (v == nullptr) return bad("--paths needs a list");
+            o.paths = split(v);
+            for (const auto& p : o.paths)
+                if (p != "raw" && p != "loom" && p != "nccl") {
+                    if (p == "nvshmem" || p == "nixl") return bad("path '" + p + "' is not implemented yet");
+                    return bad("unknown path '" + p + "'");
+                }
+        } else if (a == "--ops") {
+            const char* v = value();
+            if (v == nullptr) return bad("--ops needs a list");
+            o.ops.clear();
+            for (const auto& s : split(v)) {
+                const auto op = parse_operation(s);
+                if (!op) {
+                    if (s == "rma" || s == "atomic" || s == "msgrate")
+                        return bad("operation '" + s + "' is not implemented yet");
+                    return bad("unknown operation '" + s + "'");
+                }
+                o.ops.push_back(*op);
+            }
+        } else if (a == "--provider" || a == "-p") {
+            const char* v = value();
+            if (v == nullptr) return bad("--provider needs a name");
+            o.provider = v;
+        } else if (a == "--iface") {
+            const char* v = value();
+            if (v == nullptr) return bad("--iface needs a name");
+            o.iface = v;
+        } else if (a == "--ep-type") {
+            const char* v = value();
+            if (v == nullptr || std::string_view(v) != "rdm")
+                return bad("--ep-type: only rdm is implemented");
+        } else if (a == "--sizes") {
+            const char* v = value();
+            if (v == nullptr) return bad("--sizes needs a list");
+            auto s = parse_sizes(v);
+            if (!s) return bad(s.error());
+            o.sizes = *s;
+        } else if (a == "--reps") {
+            if (!int_value(1, 1000, o.reps)) return bad("--reps wants 1..1000");
+        } else if (a == "--iters") {
+            if (!int_value(1, 10000000, o.sched.fixed_iterations))
+                return bad("--iters wants a positive count");
+        } else if (a == "--budget") {
+            const char* v = value();
+            const auto b = v != nullptr ? parse_size(v) : std::nullopt;
+            if (!b || *b == 0) return bad("--budget wants a size");
+            o.sched.byte_budget = *b;
+        } else if (a == "--window") {
+            if (!int_value(1, max_window, o.sched.window))
+                return bad("--window wants 1.." + std::to_string(max_window));
+        } else if (a == "--local") {
+            if (!int_value(2, 2, o.ranks)) return bad("--local: only 2 ranks are supported");
+        } else if (a == "--nccl-plugin") {
+            const char* v = value();
+            if (v == nullptr) return bad("--nccl-plugin needs a path");
+            o.nccl_plugin = v;
+        } else if (a == "--json" || a == "--csv" || a == "--plot") {
+            const char* v = value();
+            if (v == nullptr) return bad(std::string(a) + " needs a file");
+            (a == "--json" ? o.json : a == "--csv" ? o.csv : o.plot) = v;
+        } else if (a == "--quiet" || a == "-q") {
+            o.quiet = true;
+        } else {
+            return bad("unknown option '" + std::string(a) + "'");
+        }
+    }
+    if (o.provider == "sockets" || o.provider.find("sockets") != std::string::npos)
+        return bad("the sockets provider is for functional tests only, never benchmarks");
+    if (o.paths.empty()) return bad("no paths");
+    // raw first: ratios are to raw and interleaving starts with the floor.
+    std::stable_sort(o.paths.begin(), o.paths.end(), [](const std::string& a, const std::string& b) {
+        auto rank = [](const std::string& p) { return p == "raw" ? 0 : p == "loom" ? 1 : 2; };
+        return rank(a) < rank(b);
+    });
+    o.paths.erase(std::unique(o.paths.begin(), o.paths.end()), o.paths.end());
+    return -1;
+}
+
+// ---------------------------------------------------------------- payload pattern
+auto pattern(std::size_t size, std::size_t i) -> std::byte {
+    return static_cast<std::byte>((i * 131U + size * 7U + (i >> 8) + (i >> 16)) & 0xffU);
+}
+void fill(std::byte* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) p[i] = pattern(n, i);
+}
+auto first_bad(const std::byte* p, std::size_t n) -> long {
+    for (std::size_t i = 0; i < n; ++i)
+        if (p[i] != pattern(n, i)) return static_cast<long>(i);
+    return -1;
+}
+
+/// What a rank reports after each measurement.
+struct status {
+    std::uint8_t ok{1};
+    std::uint8_t verified{1};
+    std::uint16_t error_len{0};
+};
+
+auto exchange_status(channel& ch, int rank, status mine, const std::string& my_error, status& peer,
+                     std::string& peer_error) -> bool {
+    mine.error_len = static_cast<std::uint16_t>(std::min<std::size_t>(my_error.size(), 1000));
+    if (!ch.send(&mine, sizeof mine) || !ch.send(my_error.data(), mine.error_len)) return false;
+    if (!ch.recv(&peer, sizeof peer)) return false;
+    peer_error.resize(peer.error_len);
+    (void)rank;
+    return ch.recv(peer_error.data(), peer.error_len);
+}
+
+struct progress_line {
+    bool enabled;
+    bool tty;
+    void show(const std::string& s) const {
+        if (!enabled) return;
+        if (tty)
+            std::fprintf(stderr, "\r\033[K%s", s.c_str());
+        else
+            std::fprintf(stderr, "%s\n", s.c_str());
+        std::fflush(stderr);
+    }
+    void clear() const {
+        if (enabled && tty) std::fprintf(stderr, "\r\033[K");
+    }
+};
+
+auto write_file(const std::string& file, const std::string& text) -> bool {
+    if (file == "-") {
+        std::fputs(text.c_str(), stdout);
+        return true;
+    }
+    std::ofstream f(file, std::ios::binary);
+    f << text;
+    return static_cast<bool>(f);
+}
+
+auto run_rank(const options& o, int rank, int fd) -> int {
+    channel ch(fd);
+    const std::size_t capacity = std::max<std::size_t>(8, *std::max_element(o.sizes.begin(), o.sizes.end()));
+    buffers buf;
+    buf.capacity = capacity;
+    const std::size_t alloc = (buf.registered_size() + 4095) / 4096 * 4096;
+    auto* tx = static_cast<std::byte*>(std::aligned_alloc(4096, alloc));
+    auto* rx = static_cast<std::byte*>(std::aligned_alloc(4096, alloc));
+    if (tx == nullptr || rx == nullptr) {
+        std::fprintf(stderr, "loom-bench: rank %d: cannot allocate %zu bytes\n", rank, 2 * alloc);
+        return 1;
+    }
+    std::memset(tx, 0, alloc);
+    std::memset(rx, 0, alloc);
+    buf.tx = tx;
+    buf.rx = rx;
+
+    path_config cfg;
+    cfg.provider = o.provider;
+    cfg.domain = o.iface;
+    cfg.nccl_plugin = o.nccl_plugin;
+    cfg.window = o.sched.window;
+
+    std::vector<std::unique_ptr<path>> paths;
+    for (const auto& name : o.paths) {
+        auto p = name == "raw" ? make_raw_path() : name == "loom" ? make_loom_path() : make_nccl_path();
+        if (auto e = p->open(cfg, buf, ch, rank); !e.empty()) {
+            std::fprintf(stderr, "loom-bench: rank %d: path %s over %s: %s\n", rank, name.c_str(),
+                         o.provider.c_str(), e.c_str());
+            return 1;
+        }
+        if (!ch.barrier()) {
+            std::fprintf(stderr, "loom-bench: rank %d: peer gone while opening %s\n", rank, name.c_str());
+            return 1;
+        }
+        paths.push_back(std::move(p));
+    }
+
+    run_info info;
+    info.provider = o.provider;
+    info.domain = paths.front()->domain_name();
+    info.ranks = o.ranks;
+    info.window = o.sched.window;
+    info.repetitions = o.reps;
+    info.paths = o.paths;
+    const progress_line prog{rank == 0 && !o.quiet, ::isatty(2) != 0};
+
+    std::vector<point> points;
+    bool failed = false, wrong = false;
+    const std::size_t total = o.ops.size() * o.sizes.size();
+    std::size_t done_points = 0;
+    for (operation op : o.ops) {
+        for (std::size_t size : o.sizes) {
+            if (failed) break;
+            point pt;
+            pt.op = op;
+            pt.size = size;
+            pt.iterations = iterations_for(op, size, o.sched);
+            const int warmup = warmup_for(pt.iterations);
+            const double messages = static_cast<double>(pt.iterations) * messages_per_iteration(op, o.sched);
+            fill(buf.tx, size);
+            const bool receives_data = op != operation::stream || rank == 1;
+            for (int rep = 0; rep < o.reps && !failed; ++rep) {
+                for (std::size_t k = 0; k < paths.size() && !failed; ++k) {
+                    auto& p = *paths[k];
+                    auto& samples = pt.paths[o.paths[k]];
+                    if (!p.supports(op)) {
+                        samples.error = "not supported by this path";
+                        continue;
+                    }
+                    if (prog.tty || (rep == 0 && k == 0))
+                        prog.show("[loom-bench] " + o.provider + " " + std::string(name_of(op)) + " " +
+                                  format_size(size) + "  rep " + std::to_string(rep + 1) + "/" +
+                                  std::to_string(o.reps) + "  " + o.paths[k] + "  (" +
+                                  std::to_string(done_points + 1) + "/" + std::to_string(total) + ")");
+                    const bool verify = rep == o.reps - 1;
+                    if (verify) std::memset(buf.rx, 0, size);
+                    if (!ch.barrier()) {
+                        std::fprintf(stderr, "loom-bench: rank %d: peer gone\n", rank);
+                        return 1;
+                    }
+                    std::string err = p.run(op, rank, size, warmup);
+                    double secs = 0;
+                    if (err.empty()) {
+                        const auto t0 = std::chrono::steady_clock::now();
+                        err = p.run(op, rank, size, pt.iterations);
+                        secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                    }
+                    status mine;
+                    mine.ok = err.empty() ? 1 : 0;
+                    if (verify && err.empty() && receives_data) {
+                        const long bad = first_bad(buf.rx, size);
+                        if (bad >= 0) {
+                            mine.verified = 0;
+                            err = "byte " + std::to_string(bad) + " of " + std::to_string(size) + " is wrong";
+                        }
+                    }
+                    status peer;
+                    std::string peer_err;
+                    if (!exchange_status(ch, rank, mine, err, peer, peer_err)) {
+                        std::fprintf(stderr, "loom-bench: rank %d: peer gone\n", rank);
+                        return 1;
+                    }
+                    if (mine.ok == 0 || peer.ok == 0) {
+                        samples.error = !err.empty() ? err : "peer: " + peer_err;
+                        if (rank == 0)
+                            std::fprintf(stderr, "\nloom-bench: %s %s %s: %s\n", o.paths[k].c_str(),
+                                         std::string(name_of(op)).c_str(), format_size(size).c_str(),
+                                         samples.error.c_str());
+                        failed = true;  // requests may be in flight: stop measuring
+                        break;
+                    }
+                    if (mine.verified == 0 || peer.verified == 0) {
+                        samples.verified = false;
+                        samples.error = !err.empty() ? err : "peer: " + peer_err;
+                        wrong = true;
+                        if (rank == 0)
+                            std::fprintf(stderr, "\nloom-bench: WRONG BYTES: %s %s %s: %s\n",
+                                         o.paths[k].c_str(), std::string(name_of(op)).c_str(),
+                                         format_size(size).c_str(), samples.error.c_str());
+                    }
+                    samples.measured = true;
+                    samples.seconds_per_message.push_back(secs / messages);
+                }
+            }
+            ++done_points;
+            points.push_back(std::move(pt));
+        }
+    }
+    prog.clear();
+    if (!ch.barrier()) failed = true;
+    paths.clear();
+    std::free(tx);
+    std::free(rx);
+    if (rank != 0) return failed ? 1 : (wrong ? 3 : 0);
+
+    const bool json_stdout = o.json == "-";
+    const std::string table = render_table(info, points);
+    std::fputs(table.c_str(), json_stdout || o.csv == "-" ? stderr : stdout);
+    if (!o.json.empty() && !write_file(o.json, render_json(info, points)))
+        std::fprintf(stderr, "loom-bench: cannot write %s\n", o.json.c_str());
+    if (!o.csv.empty() && !write_file(o.csv, render_csv(info, points)))
+        std::fprintf(stderr, "loom-bench: cannot write %s\n", o.csv.c_str());
+    if (!o.plot.empty()) {
+        if (write_file(o.plot, render_svg(info, points)))
+            std::fprintf(json_stdout ? stderr : stdout, "# plot: %s\n", o.plot.c_str());
+        else
+            std::fprintf(stderr, "loom-bench: cannot write %s\n", o.plot.c_str());
+    }
+    std::fflush(stdout);
+    if (failed) return 1;
+    return wrong ? 3 : 0;
+}
+
+}  // namespace
+}  // namespace loom::bench
+
+int main(int argc, char** argv) {
+    using namespace loom::bench;
+    options o;
+    if (const int rc = parse_args(argc, argv, o); rc >= 0) return rc;
+    // The plugin reads its provider from the environment: make it the one benchmarked.
+    ::setenv("LOOM_PROVIDER", o.provider.c_str(), 1);
+    const bool network = o.provider.find("shm") == std::string::npos;
+    if (network && o.iface.empty()) o.iface = "lo";
+    if (!o.iface.empty()) ::setenv("LOOM_IFACE", o.iface.c_str(), 1);
+    ::signal(SIGPIPE, SIG_IGN);
+
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+        std::perror("loom-bench: socketpair");
+        return 1;
+    }
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    if (child < 0) {
+        std::perror("loom-bench: fork");
+        return 1;
+    }
+    if (child == 0) {
+        ::close(sv[0]);
+        const int rc = run_rank(o, 1, sv[1]);
+        std::fflush(nullptr);
+        ::_exit(rc);
+    }
+    ::close(sv[1]);
+    const int rc = run_rank(o, 0, sv[0]);
+    ::close(sv[0]);
+    int st = 0;
+    ::waitpid(child, &st, 0);
+    const int child_rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    if (child_rc != 0 && rc == 0)
+        std::fprintf(stderr, "loom-bench: rank 1 exited with status %d\n", child_rc);
+    return rc != 0 ? rc : child_rc;
+}

@@ -1,0 +1,130 @@
+// tools/bench/path.hpp — what every benchmarked path (raw libfabric, loom, an ABI plugin)
+// provides, the out-of-band channel between the two ranks and the measurement loops the paths
+// share. The loops are templates over a path's inline post/wait functions, so the hot loop of
+// each path is direct calls into that path's API and nothing else.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "report.hpp"
+
+namespace loom::bench {
+
+/// Out-of-band byte stream to the other rank (a socketpair under --local).
+class channel {
+public:
+    explicit channel(int fd) : fd_(fd) {}
+    [[nodiscard]] auto send(const void* p, std::size_t n) -> bool;
+    [[nodiscard]] auto recv(void* p, std::size_t n) -> bool;
+    [[nodiscard]] auto send_blob(const std::vector<std::byte>& b) -> bool;
+    [[nodiscard]] auto recv_blob(std::vector<std::byte>& b) -> bool;
+    /// Both ranks arrive before either leaves.
+    [[nodiscard]] auto barrier() -> bool;
+
+private:
+    int fd_;
+};
+
+/// Buffers shared by all paths of one rank: `capacity` payload bytes plus a small control area
+/// after it (acknowledgements), registered whole by every path.
+struct buffers {
+    std::byte* tx{nullptr};
+    std::byte* rx{nullptr};
+    std::size_t capacity{0};
+    static constexpr std::size_t control_bytes = 64;
+    [[nodiscard]] auto registered_size() const -> std::size_t { return capacity + control_bytes; }
+};
+
+struct path_config {
+    std::string provider{"shm"};
+    std::string domain;  ///< preferred domain (e.g. "lo"); empty: shm's own or the first
+    std::string nccl_plugin;
+    int window{16};
+};
+
+class path {
+public:
+    virtual ~path() = default;
+    [[nodiscard]] virtual auto name() const -> std::string = 0;
+    [[nodiscard]] virtual auto supports(operation op) const -> bool = 0;
+    /// Opens the path and connects it to the peer over `ch`; empty string on success.
+    [[nodiscard]] virtual auto open(const path_config& cfg, const buffers& buf, channel& ch, int rank)
+        -> std::string = 0;
+    /// Runs `iterations` of `op` with messages of `size` bytes; rank 0 initiates ping-pongs and
+    /// sends streams. Empty string on success, else what went wrong (including a receive
+    /// completing with the wrong length).
+    [[nodiscard]] virtual auto run(operation op, int rank, std::size_t size, int iterations)
+        -> std::string = 0;
+    /// The domain the path picked (for the report).
+    [[nodiscard]] virtual auto domain_name() const -> std::string { return {}; }
+};
+
+[[nodiscard]] auto make_raw_path() -> std::unique_ptr<path>;
+[[nodiscard]] auto make_loom_path() -> std::unique_ptr<path>;
+[[nodiscard]] auto make_nccl_path() -> std::unique_ptr<path>;
+
+// ---------------------------------------------------------------- shared loops
+/// Slots: sends 0..W-1, receives W..2W-1, acknowledgement send 2W, acknowledgement receive 2W+1.
+inline constexpr int max_window = 30;
+inline constexpr int slot_count = 2 * max_window + 2;
+inline constexpr std::uint64_t tag_data = 0x10;
+inline constexpr std::uint64_t tag_ack = 0x20;
+inline constexpr std::size_t ack_bytes = 8;
+
+/// A path's primitive operations, as used by the loops below:
+///   bool post_send(int slot, std::size_t n, bool tagged, bool control)
+///   bool post_recv(int slot, std::size_t n, bool tagged, bool control)
+///   bool wait(int slot)  // drives progress until `slot` completed; checks receive lengths
+/// `control` selects the acknowledgement area after the payload buffers.
+template <class P>
+auto pingpong_loop(P& p, bool initiator, std::size_t n, int iterations, bool tagged) -> bool {
+    const int s = 0, r = p.window();
+    for (int i = 0; i < iterations; ++i) {
+        if (initiator) {
+            if (!p.post_recv(r, n, tagged, false) || !p.post_send(s, n, tagged, false)) return false;
+            if (!p.wait(s) || !p.wait(r)) return false;
+        } else {
+            if (!p.post_recv(r, n, tagged, false) || !p.wait(r)) return false;
+            if (!p.post_send(s, n, tagged, false) || !p.wait(s)) return false;
+        }
+    }
+    return true;
+}
+
+template <class P>
+auto stream_loop(P& p, bool sender, std::size_t n, int iterations) -> bool {
+    const int w = p.window(), ack_s = 2 * max_window, ack_r = 2 * max_window + 1;
+    if (sender) {
+        for (int i = 0; i < iterations; ++i) {
+            if (!p.post_recv(ack_r, ack_bytes, true, true)) return false;
+            for (int k = 0; k < w; ++k)
+                if (!p.post_send(k, n, true, false)) return false;
+            for (int k = 0; k < w; ++k)
+                if (!p.wait(k)) return false;
+            if (!p.wait(ack_r)) return false;
+        }
+        return true;
+    }
+    for (int k = 0; k < w; ++k)
+        if (!p.post_recv(w + k, n, true, false)) return false;
+    for (int i = 0; i < iterations; ++i) {
+        for (int k = 0; k < w; ++k)
+            if (!p.wait(w + k)) return false;
+        if (i + 1 < iterations) {
+            for (int k = 0; k < w; ++k)
+                if (!p.post_recv(w + k, n, true, false)) return false;
+        }
+        if (!p.post_send(ack_s, ack_bytes, true, true) || !p.wait(ack_s)) return false;
+    }
+    return true;
+}
+
+/// Gives up on a wait after this long without the awaited completion (a hung peer).
+inline constexpr auto wait_limit = std::chrono::seconds(60);
+
+}  // namespace loom::bench

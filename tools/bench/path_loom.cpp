@@ -1,0 +1,200 @@
+// The loom core API: query_all → fabric → domain → completion_queue / address_vector →
+// endpoint, registered buffers, tagged_send / tagged_recv and batched completion reads. Same
+// hints, objects and loops as the raw path.
+#include <array>
+#include <cstring>
+#include <loom/loom.hpp>
+
+#include "path.hpp"
+
+namespace loom::bench {
+namespace {
+
+auto err(const char* what, const std::error_code& ec) -> std::string {
+    return std::string(what) + ": " + ec.message();
+}
+
+class loom_path final : public path {
+public:
+    auto name() const -> std::string override { return "loom"; }
+    auto supports(operation) const -> bool override { return true; }
+    auto domain_name() const -> std::string override { return std::string(info_.domain_name()); }
+
+    auto open(const path_config& cfg, const buffers& buf, channel& ch, int) -> std::string override {
+        buf_ = buf;
+        window_ = cfg.window;
+        auto all = loom::query_all({.capabilities = loom::capability::msg | loom::capability::tagged,
+                                    .ep_type = loom::endpoint_types::rdm,
+                                    .provider = cfg.provider});
+        if (!all) return err("query_all", all.error());
+        info_ = *all->begin();
+        for (const auto& i : *all) {
+            if ((!cfg.domain.empty() && i.domain_name() == cfg.domain) ||
+                (cfg.domain.empty() && (i.domain_name() == "lo" || i.provider_name() == "shm"))) {
+                info_ = i;
+                break;
+            }
+        }
+        auto f = loom::fabric::create(info_);
+        if (!f) return err("fabric", f.error());
+        fabric_ = std::move(*f);
+        auto d = loom::domain::create(fabric_, info_);
+        if (!d) return err("domain", d.error());
+        domain_ = std::move(*d);
+        auto c = loom::completion_queue::create(domain_, {.size = 128});
+        if (!c) return err("completion_queue", c.error());
+        cq_ = std::move(*c);
+        auto a = loom::address_vector::create(domain_);
+        if (!a) return err("address_vector", a.error());
+        av_ = std::move(*a);
+        auto e = loom::endpoint::create(domain_, info_);
+        if (!e) return err("endpoint", e.error());
+        ep_ = std::move(*e);
+        if (auto r = ep_.bind_cq(cq_, loom::cq_bind::transmit | loom::cq_bind::recv); !r)
+            return err("bind_cq", r.error());
+        if (auto r = ep_.bind_av(av_); !r) return err("bind_av", r.error());
+        if (auto r = ep_.enable(); !r) return err("enable", r.error());
+        auto t = loom::memory_region::register_memory(domain_, std::span{buf.tx, buf.registered_size()},
+                                                      loom::mr_access_flags::send);
+        if (!t) return err("register tx", t.error());
+        tx_mr_ = std::move(*t);
+        auto r = loom::memory_region::register_memory(domain_, std::span{buf.rx, buf.registered_size()},
+                                                      loom::mr_access_flags::recv);
+        if (!r) return err("register rx", r.error());
+        rx_mr_ = std::move(*r);
+        tx_desc_ = tx_mr_.descriptor();
+        rx_desc_ = rx_mr_.descriptor();
+        auto me = ep_.name();
+        if (!me) return err("name", me.error());
+        const auto raw = loom::to_raw(*me);
+        std::vector<std::byte> mine(4 + raw.size());
+        const auto fmt = static_cast<std::uint32_t>(loom::native_format(*me));
+        std::memcpy(mine.data(), &fmt, 4);
+        std::memcpy(mine.data() + 4, raw.data(), raw.size());
+        std::vector<std::byte> theirs;
+        if (!ch.send_blob(mine) || !ch.recv_blob(theirs) || theirs.size() < 4)
+            return "address exchange failed";
+        std::uint32_t peer_fmt = 0;
+        std::memcpy(&peer_fmt, theirs.data(), 4);
+        auto peer = loom::address_from_raw(static_cast<loom::address_format>(peer_fmt),
+                                           std::span<const std::byte>{theirs}.subspan(4));
+        if (!peer) return err("peer address", peer.error());
+        auto h = av_.insert(*peer);
+        if (!h) return err("av insert", h.error());
+        peer_ = *h;
+        return {};
+    }
+
+    auto run(operation op, int rank, std::size_t n, int iterations) -> std::string override {
+        error_.clear();
+        bool ok = false;
+        switch (op) {
+            case operation::pingpong:
+                ok = pingpong_loop(*this, rank == 0, n, iterations, true);
+                break;
+            case operation::pingpong_untagged:
+                ok = pingpong_loop(*this, rank == 0, n, iterations, false);
+                break;
+            case operation::stream:
+                ok = stream_loop(*this, rank == 0, n, iterations);
+                break;
+        }
+        return ok ? std::string{} : (error_.empty() ? std::string("failed") : error_);
+    }
+
+    // ------------------------------------------------------------ primitives (see path.hpp)
+    [[nodiscard]] auto window() const -> int { return window_; }
+
+    auto post_send(int slot, std::size_t n, bool tagged, bool control) -> bool {
+        const std::span<const std::byte> data{control ? buf_.tx + buf_.capacity : buf_.tx, n};
+        for (;;) {
+            auto r = tagged
+                         ? ep_.tagged_send(data, control ? tag_ack : tag_data, peer_, tx_desc_, &ctx_[slot])
+                         : ep_.send(data, peer_, tx_desc_, &ctx_[slot]);
+            if (r) [[likely]]
+                return true;
+            if (!loom::is_again(r.error())) return fail("send", r.error());
+            if (!progress()) return false;
+        }
+    }
+    auto post_recv(int slot, std::size_t n, bool tagged, bool control) -> bool {
+        const std::span<std::byte> data{control ? buf_.rx + buf_.capacity : buf_.rx, n};
+        expect_[slot] = n;
+        for (;;) {
+            auto r = tagged ? ep_.tagged_recv(data, control ? tag_ack : tag_data, 0,
+                                              loom::fabric_addrs::unspecified, rx_desc_, &ctx_[slot])
+                            : ep_.recv(data, loom::fabric_addrs::unspecified, rx_desc_, &ctx_[slot]);
+            if (r) [[likely]]
+                return true;
+            if (!loom::is_again(r.error())) return fail("recv", r.error());
+            if (!progress()) return false;
+        }
+    }
+    auto wait(int slot) -> bool {
+        unsigned spins = 0;
+        auto deadline = std::chrono::steady_clock::time_point::max();
+        while (!done_[slot]) {
+            if (!progress()) return false;
+            if ((++spins & 0xfffU) == 0) {
+                const auto now = std::chrono::steady_clock::now();
+                if (deadline == std::chrono::steady_clock::time_point::max()) deadline = now + wait_limit;
+                if (now > deadline) return fail("wait", make_error_code(loom::errc::timed_out));
+            }
+        }
+        done_[slot] = false;
+        if (slot >= window_ && slot != 2 * max_window && len_[slot] != expect_[slot]) {
+            error_ = "receive of " + std::to_string(expect_[slot]) + " bytes completed with " +
+                     std::to_string(len_[slot]);
+            return false;
+        }
+        return true;
+    }
+
+private:
+    auto progress() -> bool {
+        auto n = cq_.read(events_);
+        if (!n) return fail("cq read", n.error());
+        for (std::size_t i = 0; i < *n; ++i) {
+            const auto& ev = events_[i];
+            if (ev.has_error()) {
+                error_ = "completion error: " + ev.error.message() + " (" + ev.error_text + ")";
+                return false;
+            }
+            const auto slot =
+                static_cast<std::size_t>(static_cast<loom::request_context*>(ev.context) - ctx_.data());
+            done_[slot] = true;
+            len_[slot] = ev.bytes_transferred;
+        }
+        return true;
+    }
+    auto fail(const char* what, const std::error_code& ec) -> bool {
+        error_ = err(what, ec);
+        return false;
+    }
+
+    // Members are destroyed in reverse order: endpoint and registrations before the domain.
+    buffers buf_{};
+    int window_{16};
+    loom::fabric_info info_;
+    loom::fabric fabric_;
+    loom::domain domain_;
+    loom::completion_queue cq_;
+    loom::address_vector av_;
+    loom::memory_region tx_mr_, rx_mr_;
+    loom::endpoint ep_;
+    void* tx_desc_{nullptr};
+    void* rx_desc_{nullptr};
+    loom::fabric_addr peer_{loom::fabric_addrs::unspecified};
+    std::array<loom::request_context, slot_count> ctx_{};
+    std::array<bool, slot_count> done_{};
+    std::array<std::size_t, slot_count> len_{};
+    std::array<std::size_t, slot_count> expect_{};
+    std::array<loom::completion_event, 8> events_{};
+    std::string error_;
+};
+
+}  // namespace
+
+auto make_loom_path() -> std::unique_ptr<path> { return std::make_unique<loom_path>(); }
+
+}  // namespace loom::bench

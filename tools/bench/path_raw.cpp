@@ -1,0 +1,232 @@
+// The floor: plain libfabric C calls, written for the benchmark, with the same hints, objects,
+// registrations and loops as the loom path.
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <array>
+#include <cstring>
+#include <string_view>
+
+#include "path.hpp"
+
+namespace loom::bench {
+namespace {
+
+auto fi_err(const char* what, long rc) -> std::string {
+    return std::string(what) + ": " + ::fi_strerror(static_cast<int>(-rc)) + " (" + std::to_string(rc) + ")";
+}
+
+class raw_path final : public path {
+public:
+    ~raw_path() override { close_all(); }
+    auto name() const -> std::string override { return "raw"; }
+    auto supports(operation) const -> bool override { return true; }
+    auto domain_name() const -> std::string override { return domain_; }
+
+    auto open(const path_config& cfg, const buffers& buf, channel& ch, int) -> std::string override {
+        buf_ = buf;
+        window_ = cfg.window;
+        ::fi_info* hints = ::fi_allocinfo();
+        if (hints == nullptr) return "fi_allocinfo failed";
+        hints->caps = FI_MSG | FI_TAGGED;
+        hints->mode = FI_CONTEXT | FI_CONTEXT2;
+        hints->ep_attr->type = FI_EP_RDM;
+        hints->fabric_attr->prov_name = ::strdup(cfg.provider.c_str());
+        hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+        const int grc =
+            ::fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints, &list_);
+        ::fi_freeinfo(hints);
+        if (grc != 0) return fi_err("fi_getinfo", grc);
+        info_ = list_;
+        for (::fi_info* i = list_; i != nullptr; i = i->next) {
+            const std::string_view dom = i->domain_attr->name != nullptr ? i->domain_attr->name : "";
+            const std::string_view prov =
+                i->fabric_attr->prov_name != nullptr ? i->fabric_attr->prov_name : "";
+            if ((!cfg.domain.empty() && dom == cfg.domain) ||
+                (cfg.domain.empty() && (dom == "lo" || prov == "shm"))) {
+                info_ = i;
+                break;
+            }
+        }
+        domain_ = info_->domain_attr->name != nullptr ? info_->domain_attr->name : "";
+        if (int rc = ::fi_fabric(info_->fabric_attr, &fabric_, nullptr); rc != 0)
+            return fi_err("fi_fabric", rc);
+        if (int rc = ::fi_domain(fabric_, info_, &domain_h_, nullptr); rc != 0)
+            return fi_err("fi_domain", rc);
+        ::fi_cq_attr cq_attr{};
+        cq_attr.size = 128;
+        cq_attr.format = FI_CQ_FORMAT_TAGGED;
+        cq_attr.wait_obj = FI_WAIT_NONE;
+        if (int rc = ::fi_cq_open(domain_h_, &cq_attr, &cq_, nullptr); rc != 0)
+            return fi_err("fi_cq_open", rc);
+        ::fi_av_attr av_attr{};
+        if (int rc = ::fi_av_open(domain_h_, &av_attr, &av_, nullptr); rc != 0)
+            return fi_err("fi_av_open", rc);
+        if (int rc = ::fi_endpoint(domain_h_, info_, &ep_, nullptr); rc != 0)
+            return fi_err("fi_endpoint", rc);
+        if (int rc = ::fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV); rc != 0)
+            return fi_err("fi_ep_bind cq", rc);
+        if (int rc = ::fi_ep_bind(ep_, &av_->fid, 0); rc != 0) return fi_err("fi_ep_bind av", rc);
+        if (int rc = ::fi_enable(ep_); rc != 0) return fi_err("fi_enable", rc);
+        // Without FI_MR_PROV_KEY the application picks the keys: two distinct ones.
+        const bool prov_key = (info_->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
+        if (int rc = ::fi_mr_reg(domain_h_, buf.tx, buf.registered_size(), FI_SEND, 0, prov_key ? 0 : 1, 0,
+                                 &tx_mr_, nullptr);
+            rc != 0)
+            return fi_err("fi_mr_reg tx", rc);
+        if (int rc = ::fi_mr_reg(domain_h_, buf.rx, buf.registered_size(), FI_RECV, 0, prov_key ? 0 : 2, 0,
+                                 &rx_mr_, nullptr);
+            rc != 0)
+            return fi_err("fi_mr_reg rx", rc);
+        tx_desc_ = ::fi_mr_desc(tx_mr_);
+        rx_desc_ = ::fi_mr_desc(rx_mr_);
+        std::vector<std::byte> name(256);
+        std::size_t len = name.size();
+        if (int rc = ::fi_getname(&ep_->fid, name.data(), &len); rc != 0) return fi_err("fi_getname", rc);
+        name.resize(len);
+        std::vector<std::byte> peer;
+        if (!ch.send_blob(name) || !ch.recv_blob(peer)) return "address exchange failed";
+        if (int rc = ::fi_av_insert(av_, peer.data(), 1, &peer_, 0, nullptr); rc != 1)
+            return fi_err("fi_av_insert", rc);
+        return {};
+    }
+
+    auto run(operation op, int rank, std::size_t n, int iterations) -> std::string override {
+        error_.clear();
+        bool ok = false;
+        switch (op) {
+            case operation::pingpong:
+                ok = pingpong_loop(*this, rank == 0, n, iterations, true);
+                break;
+            case operation::pingpong_untagged:
+                ok = pingpong_loop(*this, rank == 0, n, iterations, false);
+                break;
+            case operation::stream:
+                ok = stream_loop(*this, rank == 0, n, iterations);
+                break;
+        }
+        return ok ? std::string{} : (error_.empty() ? std::string("failed") : error_);
+    }
+
+    // ------------------------------------------------------------ primitives (see path.hpp)
+    [[nodiscard]] auto window() const -> int { return window_; }
+
+    auto post_send(int slot, std::size_t n, bool tagged, bool control) -> bool {
+        std::byte* p = control ? buf_.tx + buf_.capacity : buf_.tx;
+        const std::uint64_t tag = control ? tag_ack : tag_data;
+        for (;;) {
+            const ssize_t rc = tagged ? ::fi_tsend(ep_, p, n, tx_desc_, peer_, tag, &ctx_[slot])
+                                      : ::fi_send(ep_, p, n, tx_desc_, peer_, &ctx_[slot]);
+            if (rc == 0) [[likely]]
+                return true;
+            if (rc != -FI_EAGAIN) return fail("fi_tsend", rc);
+            if (!progress()) return false;
+        }
+    }
+    auto post_recv(int slot, std::size_t n, bool tagged, bool control) -> bool {
+        std::byte* p = control ? buf_.rx + buf_.capacity : buf_.rx;
+        const std::uint64_t tag = control ? tag_ack : tag_data;
+        expect_[slot] = n;
+        for (;;) {
+            const ssize_t rc = tagged ? ::fi_trecv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, tag, 0, &ctx_[slot])
+                                      : ::fi_recv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, &ctx_[slot]);
+            if (rc == 0) [[likely]]
+                return true;
+            if (rc != -FI_EAGAIN) return fail("fi_trecv", rc);
+            if (!progress()) return false;
+        }
+    }
+    auto wait(int slot) -> bool {
+        unsigned spins = 0;
+        auto deadline = std::chrono::steady_clock::time_point::max();
+        while (!done_[slot]) {
+            if (!progress()) return false;
+            if ((++spins & 0xfffU) == 0) {
+                const auto now = std::chrono::steady_clock::now();
+                if (deadline == std::chrono::steady_clock::time_point::max()) deadline = now + wait_limit;
+                if (now > deadline) return fail("completion never arrived", -FI_ETIMEDOUT);
+            }
+        }
+        done_[slot] = false;
+        if (slot >= window_ && slot != 2 * max_window && len_[slot] != expect_[slot]) {
+            error_ = "receive of " + std::to_string(expect_[slot]) + " bytes completed with " +
+                     std::to_string(len_[slot]);
+            return false;
+        }
+        return true;
+    }
+
+private:
+    auto progress() -> bool {
+        std::array<::fi_cq_tagged_entry, 8> ev;
+        const ssize_t n = ::fi_cq_read(cq_, ev.data(), ev.size());
+        if (n > 0) {
+            for (ssize_t i = 0; i < n; ++i) {
+                const auto slot =
+                    static_cast<::fi_context2*>(ev[static_cast<std::size_t>(i)].op_context) - ctx_.data();
+                done_[static_cast<std::size_t>(slot)] = true;
+                len_[static_cast<std::size_t>(slot)] = ev[static_cast<std::size_t>(i)].len;
+            }
+            return true;
+        }
+        if (n == -FI_EAGAIN) return true;
+        if (n == -FI_EAVAIL) {
+            ::fi_cq_err_entry err{};
+            ::fi_cq_readerr(cq_, &err, 0);
+            error_ = std::string("completion error: ") + ::fi_strerror(err.err) + " (" +
+                     ::fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0) + ")";
+            return false;
+        }
+        return fail("fi_cq_read", n);
+    }
+    auto fail(const char* what, long rc) -> bool {
+        error_ = fi_err(what, rc);
+        return false;
+    }
+    void close_all() {
+        auto close = [](auto*& f) {
+            if (f != nullptr) ::fi_close(&f->fid);
+            f = nullptr;
+        };
+        close(ep_);
+        close(tx_mr_);
+        close(rx_mr_);
+        close(av_);
+        close(cq_);
+        close(domain_h_);
+        close(fabric_);
+        if (list_ != nullptr) ::fi_freeinfo(list_);
+        list_ = nullptr;
+    }
+
+    buffers buf_{};
+    int window_{16};
+    ::fi_info* list_{nullptr};
+    ::fi_info* info_{nullptr};
+    ::fid_fabric* fabric_{nullptr};
+    ::fid_domain* domain_h_{nullptr};
+    ::fid_cq* cq_{nullptr};
+    ::fid_av* av_{nullptr};
+    ::fid_ep* ep_{nullptr};
+    ::fid_mr* tx_mr_{nullptr};
+    ::fid_mr* rx_mr_{nullptr};
+    void* tx_desc_{nullptr};
+    void* rx_desc_{nullptr};
+    ::fi_addr_t peer_{FI_ADDR_UNSPEC};
+    std::array<::fi_context2, slot_count> ctx_{};
+    std::array<bool, slot_count> done_{};
+    std::array<std::size_t, slot_count> len_{};
+    std::array<std::size_t, slot_count> expect_{};
+    std::string error_;
+    std::string domain_;
+};
+
+}  // namespace
+
+auto make_raw_path() -> std::unique_ptr<path> { return std::make_unique<raw_path>(); }
+
+}  // namespace loom::bench

@@ -1,0 +1,103 @@
+// tools/bench/report.hpp — the pure part of loom-bench: statistics, the size/iteration
+// schedule, the result model and its renderings (nccl-tests-style table, JSON, CSV, SVG plot).
+// No libfabric, no processes: unit tests link this library alone.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace loom::bench {
+
+// ---------------------------------------------------------------- statistics
+struct summary {
+    double median{0};
+    double min{0};
+    double max{0};
+    /// Median absolute deviation relative to the median, in percent (robust spread).
+    double spread_pct{0};
+    std::size_t samples{0};
+};
+
+[[nodiscard]] auto median(std::span<const double> values) -> double;
+[[nodiscard]] auto summarize(std::span<const double> values) -> summary;
+/// Paired ratio of two interleaved series: the median of path[i] / base[i]. Pairs whose base is
+/// not positive are skipped; nullopt when no pair is left or the lengths differ.
+[[nodiscard]] auto paired_ratio(std::span<const double> path, std::span<const double> base)
+    -> std::optional<double>;
+
+// ---------------------------------------------------------------- operations and schedule
+enum class operation { pingpong, pingpong_untagged, stream };
+[[nodiscard]] auto name_of(operation op) -> std::string_view;
+[[nodiscard]] auto parse_operation(std::string_view s) -> std::optional<operation>;
+/// Latency operations report time per one-way message (half a round trip).
+[[nodiscard]] auto is_latency(operation op) -> bool;
+
+/// "8,64,4K,1M" (a list) or "8:64M" (powers of two from..to); K/M/G are binary multiples.
+[[nodiscard]] auto parse_size(std::string_view s) -> std::optional<std::size_t>;
+[[nodiscard]] auto parse_sizes(std::string_view s) -> std::expected<std::vector<std::size_t>, std::string>;
+/// 8 B to 64 MiB, powers of two.
+[[nodiscard]] auto default_sizes() -> std::vector<std::size_t>;
+[[nodiscard]] auto format_size(std::size_t bytes) -> std::string;
+
+struct schedule_params {
+    std::size_t byte_budget{std::size_t{16} << 20};  ///< payload bytes one measurement aims to move
+    int max_iterations{1000};
+    int min_iterations{2};
+    int fixed_iterations{0};  ///< --iters: the same count at every size (0: scaled)
+    int window{16};           ///< messages in flight per streaming iteration
+};
+/// Timed iterations for one measurement: budget / bytes-per-iteration, clamped.
+[[nodiscard]] auto iterations_for(operation op, std::size_t size, const schedule_params& p) -> int;
+/// Untimed warm-up iterations before each measurement.
+[[nodiscard]] auto warmup_for(int iterations) -> int;
+/// Messages per iteration (ping-pong: 2 one-way messages; stream: the window).
+[[nodiscard]] auto messages_per_iteration(operation op, const schedule_params& p) -> int;
+
+// ---------------------------------------------------------------- results
+/// One path at one point: per-repetition seconds per message (one-way), in run order.
+struct path_samples {
+    std::vector<double> seconds_per_message;
+    bool verified{true};
+    bool measured{false};
+    std::string error;
+};
+
+struct point {
+    operation op{operation::pingpong};
+    std::size_t size{0};
+    int iterations{0};
+    std::map<std::string, path_samples> paths;  // by path name
+};
+
+struct run_info {
+    std::string provider;
+    std::string domain;
+    std::string launcher{"local"};
+    int ranks{2};
+    int window{16};
+    int repetitions{5};
+    std::vector<std::string> paths;  // in display order; "raw" first when present
+};
+
+/// Derived numbers for one path at one point.
+struct path_stats {
+    summary time_us;              ///< microseconds per one-way message
+    double algbw_gbps{0};         ///< size / median time, GB/s (1e9 bytes)
+    std::optional<double> ratio;  ///< latency: time/raw; bandwidth: bw/raw (paired); nullopt for raw
+};
+[[nodiscard]] auto stats_of(const point& pt, const std::string& path) -> std::optional<path_stats>;
+
+[[nodiscard]] auto render_table(const run_info& info, std::span<const point> points) -> std::string;
+[[nodiscard]] auto render_json(const run_info& info, std::span<const point> points) -> std::string;
+[[nodiscard]] auto render_csv(const run_info& info, std::span<const point> points) -> std::string;
+/// Two log-log panels: latency (ping-pong) and bandwidth (stream) against size, one series per path.
+[[nodiscard]] auto render_svg(const run_info& info, std::span<const point> points) -> std::string;
+
+}  // namespace loom::bench
