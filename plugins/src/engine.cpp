@@ -876,7 +876,6 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     auto info = decode_handle(handle);
     if (!info) return std::unexpected(info.error());
     if (info->channel_id == 0 || info->channel_id > max_channel_id) return make_unexpected(errc::invalid_argument);
-    const auto raw = to_raw(info->endpoint_address);
     if (native_format(info->endpoint_address) != nic_.info.addr_format() &&
         !(nic_.info.addr_format() == address_format::unspecified))
         return make_unexpected(errc::invalid_argument);
@@ -926,7 +925,6 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     s->magic.store(magic_send);
     post(s->accept_op, nullptr);
     post(s->connect_op, nullptr);
-    (void)raw;
     handle_bytes copy{};
     std::ranges::copy(handle.first(handle_size), copy.begin());
     connecting_[key] = {copy, s};
