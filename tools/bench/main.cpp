@@ -288,7 +288,9 @@ auto write_file(const std::string& file, const std::string& text) -> bool {
 
 auto run_rank(const options& o, int rank, int fd) -> int {
     channel ch(fd);
-    const std::size_t capacity = std::max<std::size_t>(8, *std::max_element(o.sizes.begin(), o.sizes.end()));
+    const bool streams = std::find(o.ops.begin(), o.ops.end(), operation::stream) != o.ops.end();
+    const std::size_t capacity = std::max<std::size_t>(
+        {8, *std::max_element(o.sizes.begin(), o.sizes.end()), streams ? buffer_bytes(o.sizes, o.sched) : 0});
     buffers buf;
     buf.capacity = capacity;
     const std::size_t alloc = (buf.registered_size() + 4095) / 4096 * 4096;
@@ -344,9 +346,12 @@ auto run_rank(const options& o, int rank, int fd) -> int {
             pt.op = op;
             pt.size = size;
             pt.iterations = iterations_for(op, size, o.sched);
+            pt.window = op == operation::stream ? window_for(size, o.sched) : 1;
             const int warmup = warmup_for(pt.iterations);
-            const double messages = static_cast<double>(pt.iterations) * messages_per_iteration(op, o.sched);
-            fill(buf.tx, size);
+            const double messages =
+                static_cast<double>(pt.iterations) * messages_per_iteration(op, size, o.sched);
+            // Every message of a window has its own buffer range, each filled with the pattern.
+            for (int k = 0; k < pt.window; ++k) fill(buf.tx + static_cast<std::size_t>(k) * size, size);
             const bool receives_data = op != operation::stream || rank == 1;
             for (int rep = 0; rep < o.reps && !failed; ++rep) {
                 for (std::size_t k = 0; k < paths.size() && !failed; ++k) {
@@ -362,25 +367,29 @@ auto run_rank(const options& o, int rank, int fd) -> int {
                                   std::to_string(o.reps) + "  " + o.paths[k] + "  (" +
                                   std::to_string(done_points + 1) + "/" + std::to_string(total) + ")");
                     const bool verify = rep == o.reps - 1;
-                    if (verify) std::memset(buf.rx, 0, size);
+                    const std::size_t span = size * static_cast<std::size_t>(pt.window);
+                    if (verify) std::memset(buf.rx, 0, span);
                     if (!ch.barrier()) {
                         std::fprintf(stderr, "loom-bench: rank %d: peer gone\n", rank);
                         return 1;
                     }
-                    std::string err = p.run(op, rank, size, warmup);
+                    std::string err = p.run(op, rank, size, warmup, pt.window);
                     double secs = 0;
                     if (err.empty()) {
                         const auto t0 = std::chrono::steady_clock::now();
-                        err = p.run(op, rank, size, pt.iterations);
+                        err = p.run(op, rank, size, pt.iterations, pt.window);
                         secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                     }
                     status mine;
                     mine.ok = err.empty() ? 1 : 0;
                     if (verify && err.empty() && receives_data) {
-                        const long bad = first_bad(buf.rx, size);
-                        if (bad >= 0) {
-                            mine.verified = 0;
-                            err = "byte " + std::to_string(bad) + " of " + std::to_string(size) + " is wrong";
+                        for (int w = 0; w < pt.window && mine.verified != 0; ++w) {
+                            const long bad = first_bad(buf.rx + static_cast<std::size_t>(w) * size, size);
+                            if (bad >= 0) {
+                                mine.verified = 0;
+                                err = "message " + std::to_string(w) + " of the window: byte " +
+                                      std::to_string(bad) + " of " + std::to_string(size) + " is wrong";
+                            }
                         }
                     }
                     status peer;

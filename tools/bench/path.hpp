@@ -58,7 +58,7 @@ public:
     /// Runs `iterations` of `op` with messages of `size` bytes; rank 0 initiates ping-pongs and
     /// sends streams. Empty string on success, else what went wrong (including a receive
     /// completing with the wrong length).
-    [[nodiscard]] virtual auto run(operation op, int rank, std::size_t size, int iterations)
+    [[nodiscard]] virtual auto run(operation op, int rank, std::size_t size, int iterations, int window)
         -> std::string = 0;
     /// The domain the path picked (for the report).
     [[nodiscard]] virtual auto domain_name() const -> std::string { return {}; }
@@ -69,41 +69,48 @@ public:
 [[nodiscard]] auto make_nccl_path() -> std::unique_ptr<path>;
 
 // ---------------------------------------------------------------- shared loops
-/// Slots: sends 0..W-1, receives W..2W-1, acknowledgement send 2W, acknowledgement receive 2W+1.
+/// Slots: sends 0..W-1, receives max_window..max_window+W-1, acknowledgement send 2·max_window,
+/// acknowledgement receive 2·max_window+1. Message k of a window uses bytes [k·n, (k+1)·n) of the
+/// payload buffers: requests in flight never share memory (NCCL never posts overlapping
+/// buffers, and a plugin may use a receive buffer as landing zone for its own control data).
 inline constexpr int max_window = 30;
 inline constexpr int slot_count = 2 * max_window + 2;
 inline constexpr std::uint64_t tag_data = 0x10;
 inline constexpr std::uint64_t tag_ack = 0x20;
 inline constexpr std::size_t ack_bytes = 8;
+[[nodiscard]] constexpr auto is_receive_slot(int slot) -> bool {
+    return slot >= max_window && slot != 2 * max_window;
+}
 
 /// A path's primitive operations, as used by the loops below:
-///   bool post_send(int slot, std::size_t n, bool tagged, bool control)
-///   bool post_recv(int slot, std::size_t n, bool tagged, bool control)
+///   bool post_send(int slot, std::size_t offset, std::size_t n, bool tagged, bool control)
+///   bool post_recv(int slot, std::size_t offset, std::size_t n, bool tagged, bool control)
 ///   bool wait(int slot)  // drives progress until `slot` completed; checks receive lengths
-/// `control` selects the acknowledgement area after the payload buffers.
+/// `offset` is into the payload buffers; `control` selects the acknowledgement area after them.
 template <class P>
 auto pingpong_loop(P& p, bool initiator, std::size_t n, int iterations, bool tagged) -> bool {
-    const int s = 0, r = p.window();
+    const int s = 0, r = max_window;
     for (int i = 0; i < iterations; ++i) {
         if (initiator) {
-            if (!p.post_recv(r, n, tagged, false) || !p.post_send(s, n, tagged, false)) return false;
+            if (!p.post_recv(r, 0, n, tagged, false) || !p.post_send(s, 0, n, tagged, false)) return false;
             if (!p.wait(s) || !p.wait(r)) return false;
         } else {
-            if (!p.post_recv(r, n, tagged, false) || !p.wait(r)) return false;
-            if (!p.post_send(s, n, tagged, false) || !p.wait(s)) return false;
+            if (!p.post_recv(r, 0, n, tagged, false) || !p.wait(r)) return false;
+            if (!p.post_send(s, 0, n, tagged, false) || !p.wait(s)) return false;
         }
     }
     return true;
 }
 
 template <class P>
-auto stream_loop(P& p, bool sender, std::size_t n, int iterations) -> bool {
-    const int w = p.window(), ack_s = 2 * max_window, ack_r = 2 * max_window + 1;
+auto stream_loop(P& p, bool sender, std::size_t n, int iterations, int w) -> bool {
+    const int ack_s = 2 * max_window, ack_r = 2 * max_window + 1;
+    const auto off = [n](int k) { return static_cast<std::size_t>(k) * n; };
     if (sender) {
         for (int i = 0; i < iterations; ++i) {
-            if (!p.post_recv(ack_r, ack_bytes, true, true)) return false;
+            if (!p.post_recv(ack_r, 0, ack_bytes, true, true)) return false;
             for (int k = 0; k < w; ++k)
-                if (!p.post_send(k, n, true, false)) return false;
+                if (!p.post_send(k, off(k), n, true, false)) return false;
             for (int k = 0; k < w; ++k)
                 if (!p.wait(k)) return false;
             if (!p.wait(ack_r)) return false;
@@ -111,15 +118,15 @@ auto stream_loop(P& p, bool sender, std::size_t n, int iterations) -> bool {
         return true;
     }
     for (int k = 0; k < w; ++k)
-        if (!p.post_recv(w + k, n, true, false)) return false;
+        if (!p.post_recv(max_window + k, off(k), n, true, false)) return false;
     for (int i = 0; i < iterations; ++i) {
         for (int k = 0; k < w; ++k)
-            if (!p.wait(w + k)) return false;
+            if (!p.wait(max_window + k)) return false;
         if (i + 1 < iterations) {
             for (int k = 0; k < w; ++k)
-                if (!p.post_recv(w + k, n, true, false)) return false;
+                if (!p.post_recv(max_window + k, off(k), n, true, false)) return false;
         }
-        if (!p.post_send(ack_s, ack_bytes, true, true) || !p.wait(ack_s)) return false;
+        if (!p.post_send(ack_s, 0, ack_bytes, true, true) || !p.wait(ack_s)) return false;
     }
     return true;
 }

@@ -22,7 +22,6 @@ public:
 
     auto open(const path_config& cfg, const buffers& buf, channel& ch, int) -> std::string override {
         buf_ = buf;
-        window_ = cfg.window;
         auto all = loom::query_all({.capabilities = loom::capability::msg | loom::capability::tagged,
                                     .ep_type = loom::endpoint_types::rdm,
                                     .provider = cfg.provider});
@@ -85,7 +84,7 @@ public:
         return {};
     }
 
-    auto run(operation op, int rank, std::size_t n, int iterations) -> std::string override {
+    auto run(operation op, int rank, std::size_t n, int iterations, int window) -> std::string override {
         error_.clear();
         bool ok = false;
         switch (op) {
@@ -96,17 +95,16 @@ public:
                 ok = pingpong_loop(*this, rank == 0, n, iterations, false);
                 break;
             case operation::stream:
-                ok = stream_loop(*this, rank == 0, n, iterations);
+                ok = stream_loop(*this, rank == 0, n, iterations, window);
                 break;
         }
         return ok ? std::string{} : (error_.empty() ? std::string("failed") : error_);
     }
 
     // ------------------------------------------------------------ primitives (see path.hpp)
-    [[nodiscard]] auto window() const -> int { return window_; }
 
-    auto post_send(int slot, std::size_t n, bool tagged, bool control) -> bool {
-        const std::span<const std::byte> data{control ? buf_.tx + buf_.capacity : buf_.tx, n};
+    auto post_send(int slot, std::size_t offset, std::size_t n, bool tagged, bool control) -> bool {
+        const std::span<const std::byte> data{control ? buf_.tx + buf_.capacity : buf_.tx + offset, n};
         for (;;) {
             auto r = tagged
                          ? ep_.tagged_send(data, control ? tag_ack : tag_data, peer_, tx_desc_, &ctx_[slot])
@@ -117,8 +115,8 @@ public:
             if (!progress()) return false;
         }
     }
-    auto post_recv(int slot, std::size_t n, bool tagged, bool control) -> bool {
-        const std::span<std::byte> data{control ? buf_.rx + buf_.capacity : buf_.rx, n};
+    auto post_recv(int slot, std::size_t offset, std::size_t n, bool tagged, bool control) -> bool {
+        const std::span<std::byte> data{control ? buf_.rx + buf_.capacity : buf_.rx + offset, n};
         expect_[slot] = n;
         for (;;) {
             auto r = tagged ? ep_.tagged_recv(data, control ? tag_ack : tag_data, 0,
@@ -142,7 +140,7 @@ public:
             }
         }
         done_[slot] = false;
-        if (slot >= window_ && slot != 2 * max_window && len_[slot] != expect_[slot]) {
+        if (is_receive_slot(slot) && len_[slot] != expect_[slot]) {
             error_ = "receive of " + std::to_string(expect_[slot]) + " bytes completed with " +
                      std::to_string(len_[slot]);
             return false;
@@ -174,7 +172,6 @@ private:
 
     // Members are destroyed in reverse order: endpoint and registrations before the domain.
     buffers buf_{};
-    int window_{16};
     loom::fabric_info info_;
     loom::fabric fabric_;
     loom::domain domain_;

@@ -46,7 +46,6 @@ public:
 
     auto open(const path_config& cfg, const buffers& buf, channel& ch, int) -> std::string override {
         buf_ = buf;
-        window_ = cfg.window;
         lib_ = ::dlopen(cfg.nccl_plugin.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (lib_ == nullptr) return std::string("dlopen: ") + ::dlerror();
         net_ = static_cast<const net_v12*>(::dlsym(lib_, "ncclNetPlugin_v12"));
@@ -85,7 +84,7 @@ public:
         return {};
     }
 
-    auto run(operation op, int rank, std::size_t n, int iterations) -> std::string override {
+    auto run(operation op, int rank, std::size_t n, int iterations, int window) -> std::string override {
         if (max_bytes_ != 0 && n > max_bytes_) return "size above the plugin's maxP2pBytes";
         error_.clear();
         bool ok = false;
@@ -94,7 +93,7 @@ public:
                 ok = pingpong_loop(*this, rank == 0, n, iterations, true);
                 break;
             case operation::stream:
-                ok = stream_loop(*this, rank == 0, n, iterations);
+                ok = stream_loop(*this, rank == 0, n, iterations, window);
                 break;
             case operation::pingpong_untagged:
                 error_ = "not supported by the NCCL net ABI";
@@ -104,10 +103,9 @@ public:
     }
 
     // ------------------------------------------------------------ primitives (see path.hpp)
-    [[nodiscard]] auto window() const -> int { return window_; }
 
-    auto post_send(int slot, std::size_t n, bool, bool control) -> bool {
-        void* p = control ? buf_.tx + buf_.capacity : buf_.tx;
+    auto post_send(int slot, std::size_t offset, std::size_t n, bool, bool control) -> bool {
+        void* p = control ? buf_.tx + buf_.capacity : buf_.tx + offset;
         const int tag = static_cast<int>(control ? tag_ack : tag_data);
         req_[slot] = nullptr;
         unsigned spins = 0;
@@ -118,8 +116,8 @@ public:
         }
         return true;
     }
-    auto post_recv(int slot, std::size_t n, bool, bool control) -> bool {
-        void* p = control ? buf_.rx + buf_.capacity : buf_.rx;
+    auto post_recv(int slot, std::size_t offset, std::size_t n, bool, bool control) -> bool {
+        void* p = control ? buf_.rx + buf_.capacity : buf_.rx + offset;
         int tag = static_cast<int>(control ? tag_ack : tag_data);
         std::size_t size = n;
         expect_[slot] = n;
@@ -141,7 +139,7 @@ public:
             if (done != 0) break;
             if (!spin_guard(spins)) return false;
         }
-        const bool is_recv = slot >= window_ && slot != 2 * max_window;
+        const bool is_recv = is_receive_slot(slot);
         if (is_recv && static_cast<std::size_t>(size) != expect_[slot]) {
             error_ = "receive of " + std::to_string(expect_[slot]) + " bytes completed with " +
                      std::to_string(size);
@@ -167,7 +165,6 @@ private:
     }
 
     buffers buf_{};
-    int window_{16};
     void* lib_{nullptr};
     const net_v12* net_{nullptr};
     void* ctx_{nullptr};

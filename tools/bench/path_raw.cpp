@@ -29,7 +29,6 @@ public:
 
     auto open(const path_config& cfg, const buffers& buf, channel& ch, int) -> std::string override {
         buf_ = buf;
-        window_ = cfg.window;
         ::fi_info* hints = ::fi_allocinfo();
         if (hints == nullptr) return "fi_allocinfo failed";
         hints->caps = FI_MSG | FI_TAGGED;
@@ -95,7 +94,7 @@ public:
         return {};
     }
 
-    auto run(operation op, int rank, std::size_t n, int iterations) -> std::string override {
+    auto run(operation op, int rank, std::size_t n, int iterations, int window) -> std::string override {
         error_.clear();
         bool ok = false;
         switch (op) {
@@ -106,17 +105,16 @@ public:
                 ok = pingpong_loop(*this, rank == 0, n, iterations, false);
                 break;
             case operation::stream:
-                ok = stream_loop(*this, rank == 0, n, iterations);
+                ok = stream_loop(*this, rank == 0, n, iterations, window);
                 break;
         }
         return ok ? std::string{} : (error_.empty() ? std::string("failed") : error_);
     }
 
     // ------------------------------------------------------------ primitives (see path.hpp)
-    [[nodiscard]] auto window() const -> int { return window_; }
 
-    auto post_send(int slot, std::size_t n, bool tagged, bool control) -> bool {
-        std::byte* p = control ? buf_.tx + buf_.capacity : buf_.tx;
+    auto post_send(int slot, std::size_t offset, std::size_t n, bool tagged, bool control) -> bool {
+        std::byte* p = control ? buf_.tx + buf_.capacity : buf_.tx + offset;
         const std::uint64_t tag = control ? tag_ack : tag_data;
         for (;;) {
             const ssize_t rc = tagged ? ::fi_tsend(ep_, p, n, tx_desc_, peer_, tag, &ctx_[slot])
@@ -127,8 +125,8 @@ public:
             if (!progress()) return false;
         }
     }
-    auto post_recv(int slot, std::size_t n, bool tagged, bool control) -> bool {
-        std::byte* p = control ? buf_.rx + buf_.capacity : buf_.rx;
+    auto post_recv(int slot, std::size_t offset, std::size_t n, bool tagged, bool control) -> bool {
+        std::byte* p = control ? buf_.rx + buf_.capacity : buf_.rx + offset;
         const std::uint64_t tag = control ? tag_ack : tag_data;
         expect_[slot] = n;
         for (;;) {
@@ -152,7 +150,7 @@ public:
             }
         }
         done_[slot] = false;
-        if (slot >= window_ && slot != 2 * max_window && len_[slot] != expect_[slot]) {
+        if (is_receive_slot(slot) && len_[slot] != expect_[slot]) {
             error_ = "receive of " + std::to_string(expect_[slot]) + " bytes completed with " +
                      std::to_string(len_[slot]);
             return false;
@@ -204,7 +202,6 @@ private:
     }
 
     buffers buf_{};
-    int window_{16};
     ::fi_info* list_{nullptr};
     ::fi_info* info_{nullptr};
     ::fid_fabric* fabric_{nullptr};

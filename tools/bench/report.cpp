@@ -215,14 +215,26 @@ auto format_size(std::size_t b) -> std::string {
     return buf;
 }
 
-auto messages_per_iteration(operation op, const schedule_params& p) -> int {
-    return op == operation::stream ? std::max(1, p.window) : 2;
+auto window_for(std::size_t size, const schedule_params& p) -> int {
+    const std::size_t fits = p.window_bytes / std::max<std::size_t>(1, size);
+    return static_cast<int>(
+        std::clamp<std::size_t>(fits, 1, static_cast<std::size_t>(std::max(1, p.window))));
+}
+
+auto buffer_bytes(std::span<const std::size_t> sizes, const schedule_params& p) -> std::size_t {
+    std::size_t need = 0;
+    for (std::size_t s : sizes) need = std::max(need, s * static_cast<std::size_t>(window_for(s, p)));
+    return need;
+}
+
+auto messages_per_iteration(operation op, std::size_t size, const schedule_params& p) -> int {
+    return op == operation::stream ? window_for(size, p) : 2;
 }
 
 auto iterations_for(operation op, std::size_t size, const schedule_params& p) -> int {
     if (p.fixed_iterations > 0) return p.fixed_iterations;
     const std::size_t per_iter =
-        std::max<std::size_t>(1, size) * static_cast<std::size_t>(messages_per_iteration(op, p));
+        std::max<std::size_t>(1, size) * static_cast<std::size_t>(messages_per_iteration(op, size, p));
     const std::size_t n = p.byte_budget / per_iter;
     const int max_it = op == operation::stream ? std::max(1, p.max_iterations / 4) : p.max_iterations;
     const int min_it = op == operation::stream ? std::max(1, p.min_iterations / 2) : p.min_iterations;
@@ -263,12 +275,14 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
         if (std::find(ops.begin(), ops.end(), pt.op) == ops.end()) ops.push_back(pt.op);
     for (operation op : ops) {
         char line[512];
-        std::snprintf(line, sizeof line,
-                      "#\n# loom-bench %s: provider %s%s%s, %d ranks (%s), %d repetitions interleaved%s\n",
-                      std::string(name_of(op)).c_str(), info.provider.c_str(),
-                      info.domain.empty() ? "" : " domain ", info.domain.c_str(), info.ranks,
-                      info.launcher.c_str(), info.repetitions,
-                      op == operation::stream ? (", window " + std::to_string(info.window)).c_str() : "");
+        std::snprintf(
+            line, sizeof line,
+            "#\n# loom-bench %s: provider %s%s%s, %d ranks (%s), %d repetitions interleaved%s\n",
+            std::string(name_of(op)).c_str(), info.provider.c_str(), info.domain.empty() ? "" : " domain ",
+            info.domain.c_str(), info.ranks, info.launcher.c_str(), info.repetitions,
+            op == operation::stream
+                ? (", window " + std::to_string(info.window) + " (fewer when a window exceeds 64M)").c_str()
+                : "");
         out += line;
         out += op == operation::stream
                    ? "# time: us per message (median), algbw: GB/s, +-: spread (MAD %), ratio: bw / raw bw\n"
@@ -341,7 +355,8 @@ auto render_json(const run_info& info, std::span<const point> points) -> std::st
         const auto& pt = points[k];
         o += k ? ",\n    {" : "\n    {";
         o += "\"op\": \"" + std::string(name_of(pt.op)) + "\", \"size\": " + std::to_string(pt.size) +
-             ", \"iterations\": " + std::to_string(pt.iterations) + ", \"paths\": {";
+             ", \"iterations\": " + std::to_string(pt.iterations) +
+             ", \"window\": " + std::to_string(pt.window) + ", \"paths\": {";
         bool first = true;
         for (const auto& p : info.paths) {
             const auto it = pt.paths.find(p);

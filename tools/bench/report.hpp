@@ -52,13 +52,20 @@ struct schedule_params {
     int min_iterations{2};
     int fixed_iterations{0};  ///< --iters: the same count at every size (0: scaled)
     int window{16};           ///< messages in flight per streaming iteration
+    /// A streaming window's messages use disjoint buffer ranges: above window_bytes / window
+    /// bytes per message the window shrinks so that it fits (at least 1 message).
+    std::size_t window_bytes{std::size_t{64} << 20};
 };
+/// Messages in flight per streaming iteration at this size.
+[[nodiscard]] auto window_for(std::size_t size, const schedule_params& p) -> int;
+/// Payload buffer bytes one rank needs for these sizes (the largest message or window).
+[[nodiscard]] auto buffer_bytes(std::span<const std::size_t> sizes, const schedule_params& p) -> std::size_t;
 /// Timed iterations for one measurement: budget / bytes-per-iteration, clamped.
 [[nodiscard]] auto iterations_for(operation op, std::size_t size, const schedule_params& p) -> int;
 /// Untimed warm-up iterations before each measurement.
 [[nodiscard]] auto warmup_for(int iterations) -> int;
-/// Messages per iteration (ping-pong: 2 one-way messages; stream: the window).
-[[nodiscard]] auto messages_per_iteration(operation op, const schedule_params& p) -> int;
+/// Messages per iteration (ping-pong: 2 one-way messages; stream: the window at this size).
+[[nodiscard]] auto messages_per_iteration(operation op, std::size_t size, const schedule_params& p) -> int;
 
 // ---------------------------------------------------------------- results
 /// One path at one point: per-repetition seconds per message (one-way), in run order.
@@ -73,6 +80,7 @@ struct point {
     operation op{operation::pingpong};
     std::size_t size{0};
     int iterations{0};
+    int window{1};                              ///< messages in flight (stream), 1 for ping-pong
     std::map<std::string, path_samples> paths;  // by path name
 };
 

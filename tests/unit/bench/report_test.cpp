@@ -245,8 +245,22 @@ TEST(BenchSchedule, IterationsShrinkWithSizeWithinBounds) {
     EXPECT_EQ(warmup_for(1000), 100);
     EXPECT_EQ(warmup_for(50), 5);
     EXPECT_EQ(warmup_for(2), 1);
-    EXPECT_EQ(messages_per_iteration(operation::pingpong, p), 2);
-    EXPECT_EQ(messages_per_iteration(operation::stream, p), 16);
+    EXPECT_EQ(messages_per_iteration(operation::pingpong, 1 << 20, p), 2);
+    EXPECT_EQ(messages_per_iteration(operation::stream, 1 << 20, p), 16);
+    EXPECT_EQ(messages_per_iteration(operation::stream, std::size_t{16} << 20, p), 4);
+}
+
+TEST(BenchSchedule, StreamingWindowShrinksToFitItsBuffer) {
+    schedule_params p;  // window 16, 64 MiB of window buffer
+    EXPECT_EQ(window_for(8, p), 16);
+    EXPECT_EQ(window_for(std::size_t{4} << 20, p), 16);
+    EXPECT_EQ(window_for(std::size_t{8} << 20, p), 8);
+    EXPECT_EQ(window_for(std::size_t{64} << 20, p), 1);
+    EXPECT_EQ(window_for(std::size_t{256} << 20, p), 1);
+    const auto sizes = default_sizes();
+    EXPECT_EQ(buffer_bytes(sizes, p), std::size_t{64} << 20);
+    const std::vector<std::size_t> small{8, 4096};
+    EXPECT_EQ(buffer_bytes(small, p), 16U * 4096U);
 }
 
 TEST(BenchSchedule, OperationNamesRoundTrip) {
