@@ -127,7 +127,20 @@ auto completion_queue::read(std::span<completion_event> out) -> result<std::size
     const std::size_t stride = entry_size(attr_.format);
     for (std::size_t i = 0; i < static_cast<std::size_t>(rc); ++i) {
         auto& ev = out[i];
-        ev = completion_event{};
+        // Reset in place (no temporary event: its string and error_code cost more than the
+        // read itself on fast providers); error fields only when a previous use set them.
+        ev.flags = op_flag{};
+        ev.bytes_transferred = 0;
+        ev.buffer = nullptr;
+        ev.data = 0;
+        ev.tag = 0;
+        ev.source = fabric_addrs::unspecified;
+        if (ev.error || ev.provider_errno != 0 || ev.overflow_length != 0 || !ev.error_text.empty()) [[unlikely]] {
+            ev.error = std::error_code{};
+            ev.provider_errno = 0;
+            ev.overflow_length = 0;
+            ev.error_text.clear();
+        }
         fill_from_native(ev, attr_.format, raw.data() + i * stride);
         if (attr_.want_source) ev.source = fabric_addr{src[i]};
     }

@@ -50,11 +50,9 @@ const mr_access_flags full_access = mr_access_flags::send | mr_access_flags::rec
                                     mr_access_flags::write | mr_access_flags::remote_read |
                                     mr_access_flags::remote_write;
 
-constexpr std::uint32_t rts_magic = 0x31535452;   // "RTS1"
 constexpr std::uint32_t cts_magic = 0x31535443;   // "CTS1"
 constexpr std::uint32_t conn_magic = 0x4e4e4f43;  // "CONN"
 constexpr std::uint32_t acpt_magic = 0x54504341;  // "ACPT"
-constexpr std::size_t rts_size = 16;
 constexpr std::size_t cts_size = 32;
 // CONNECT: magic u32, version u16, addr len u16, sender id u32, listen id u32, pid u32,
 //          addr format u32, host u64, address bytes
@@ -100,12 +98,11 @@ auto provider_ranking() -> const std::vector<std::string>& {
 }
 
 auto default_eager_max(std::string_view provider) noexcept -> std::size_t {
-    // Measured with the ABI harness's size sweep (docs/plugins.md): below these sizes one
-    // copy through the provider's eager protocol beats the CTS round trip.
-    // shm: a message larger than its inject size that meets a smaller receive never completes
-    // (libfabric 2.1), so everything above one inline packet takes the rendezvous path, which
-    // truncates by writing only what the receiver offered.
-    if (provider == "shm") return 4096;
+    // Measured with loom-bench --paths nccl over loopback, LOOM_EAGER_MAX swept 0 … 16m
+    // (docs/plugins.md): the RMA-write rendezvous wins from 16 KiB up on shm and on
+    // tcp;ofi_rxm (whose own protocol switches to a rendezvous there too), from 64 KiB on tcp.
+    // Truncation is safe at any limit: short receives are padded to it (engine::submit).
+    if (provider == "shm" || provider == "tcp;ofi_rxm") return 16384;
     return 65536;
 }
 
@@ -149,7 +146,9 @@ auto discover_nics(const config& cfg) -> result<std::vector<nic>> {
             n.info = info;
             n.name = name;
             n.provider = std::string(info.provider_name());
-            n.rma = rma;
+            // The rendezvous needs 8 bytes of immediate data (sizes and completion ids).
+            const auto dom = info.get_domain_attr();
+            n.rma = rma && dom && dom->cq_data_size >= 8;
             n.topo = describe_nic(name);
             if (auto ep = info.get_endpoint_attr()) n.max_msg_size = ep->max_msg_size;
             n.eager_max = cfg.eager_max.value_or(default_eager_max(n.provider));
@@ -261,7 +260,8 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
     const std::size_t max_msg = e->ep_.max_msg_size() != 0 ? e->ep_.max_msg_size() : (std::size_t{1} << 30);
     e->max_write_ = std::min<std::size_t>(max_msg, std::size_t{1} << 30);
     e->eager_max_ = n.rma ? std::min(n.eager_max, max_msg) : max_msg;
-    if (n.rma && e->ep_.iov_limits().rx >= 2) {
+    // shm (2.1) even overruns a short receive with an inline message, so every provider gets it.
+    if (n.rma && e->eager_max_ > 0 && e->ep_.iov_limits().rx >= 2) {
         e->discard_.resize(e->eager_max_);
         auto reg = e->cache_->lookup(std::span<std::byte>{e->discard_}, full_access);
         if (!reg) return std::unexpected(reg.error());
@@ -327,7 +327,8 @@ auto engine::rail_writes(int i) const noexcept -> std::uint64_t {
 auto engine::insert_rail_peer(int k, const address& a) -> result<fabric_addr> {
     if (k == 0) return insert_peer(a);
     auto& r = *extra_[static_cast<std::size_t>(k - 1)];
-    auto raw = to_raw(a);
+    const auto bytes = to_raw(a);
+    std::string raw(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     if (auto it = r.peers.find(raw); it != r.peers.end()) return it->second;
     auto fa = r.av.insert(a);
     if (!fa) return std::unexpected(fa.error());
@@ -393,7 +394,8 @@ auto engine::register_rails(std::byte* p, std::size_t n, std::span<mr_handle> ou
 }
 
 auto engine::insert_peer(const address& a) -> result<fabric_addr> {
-    auto raw = to_raw(a);
+    const auto bytes = to_raw(a);
+    std::string raw(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     if (auto it = peers_.find(raw); it != peers_.end()) return it->second;
     auto fa = av_.insert(a);
     if (!fa) return std::unexpected(fa.error());
@@ -418,8 +420,11 @@ auto engine::submit(op& o) noexcept -> int {
                                     r.chan->peer, r.desc, &o));
     }
     case op_kind::send_rts: {
+        // No payload: the size travels as immediate data, so nothing lands in the user's buffer.
         auto& r = *static_cast<send_request*>(o.owner);
-        return control(r.rts, make_tag(kind_rts, r.chan->remote_id, r.seq, r.user_tag), r.chan->peer);
+        const int rc = code(ep_.tagged_injectdata({}, make_tag(kind_rts, r.chan->remote_id, r.seq, r.user_tag), r.size,
+                                                  r.chan->peer));
+        return rc == 0 ? 1 : rc;
     }
     case op_kind::cts_recv: {
         auto& r = *static_cast<send_request*>(o.owner);
@@ -503,7 +508,7 @@ void engine::post(op& o, request_base* r) noexcept {
 
 // ---------------------------------------------------------------- progress
 void engine::progress() noexcept {
-    std::array<completion_event, 16> evs;
+    auto& evs = events_;  // a member: events are built once, not on every call
     for (int k = 0; k < rail_count(); ++k) {
         auto& cq = k == 0 ? cq_ : extra_[static_cast<std::size_t>(k - 1)]->cq;
         for (int round = 0; round < 64; ++round) {
@@ -543,9 +548,12 @@ void engine::progress() noexcept {
             }
         }
     }
-    if (const auto now = clock::now(); now >= next_peer_check_) {
-        next_peer_check_ = now + std::chrono::milliseconds(100);
-        check_peers();
+    // Peer checks at most every 100 ms; the clock is read every 64th call only.
+    if ((++progress_calls_ & 63U) == 0 || active_.empty()) {
+        if (const auto now = clock::now(); now >= next_peer_check_) {
+            next_peer_check_ = now + std::chrono::milliseconds(100);
+            check_peers();
+        }
     }
 }
 
@@ -701,7 +709,6 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
         fail_request(r, status::system);
         return;
     }
-    const std::byte* landed = small ? s.scratch.data() : s.data;
     if (tag_kind(ev.tag) == kind_data) {
         ++stats_.recvs;
         s.received = std::min(ev.bytes_transferred, s.capacity);
@@ -709,14 +716,14 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
         finish_slot(r, s);
         return;
     }
-    // Rendezvous request: answer with where the data goes.
-    const std::span<const std::byte> b{landed, rts_size};
-    if (ev.bytes_transferred != rts_size || get<std::uint32_t>(b, 0) != rts_magic) {
+    // Rendezvous request (no payload, the size in the immediate data): answer with where the
+    // data goes.
+    if (ev.bytes_transferred != 0 || !ev.flags.has(op_flag::remote_cq_data)) {
         LOOM_WARN("malformed rendezvous request from {}", r.chan->peer_name);
         fail_request(r, status::system);
         return;
     }
-    const std::uint64_t total = get<std::uint64_t>(b, 8);
+    const std::uint64_t total = ev.data;
     s.rendezvous = true;
     s.expected = std::min<std::uint64_t>(total, s.capacity);
     s.landed = 0;
@@ -1064,8 +1071,6 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
     r.desc = mh != nullptr ? mh->reg.descriptor() : nullptr;
     r.rendezvous = nic_.rma && size > eager_max_;
     r.written = r.to_write = 0;
-    r.src = {};
-    r.src_mr = {};
     r.stripes = 1;
     r.magic.store(magic_sreq, std::memory_order_relaxed);
     r.active = true;
@@ -1083,6 +1088,7 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
         return &r;
     }
     ++stats_.rendezvous_sends;
+    r.src_mr = {};
     // The RMA source needs a registration per rail: the host's, or from the caches (start_writes).
     if (mh != nullptr) {
         r.src_mr[0] = &mh->reg.region();
@@ -1090,10 +1096,6 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
             if (mh->extra[static_cast<std::size_t>(k - 1)].valid())
                 r.src_mr[static_cast<std::size_t>(k)] = &mh->extra[static_cast<std::size_t>(k - 1)].region();
     }
-    std::span<std::byte> m{r.rts};
-    put<std::uint32_t>(m, 0, rts_magic);
-    put<std::uint32_t>(m, 4, 0);
-    put<std::uint64_t>(m, 8, size);
     r.cts_op.kind = op_kind::cts_recv;
     post(r.cts_op, &r);
     r.main.kind = op_kind::send_rts;
@@ -1137,9 +1139,6 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
         s.done = s.rendezvous = false;
         s.received = s.expected = s.landed = 0;
         s.has_key = false;
-        s.rkey = {};
-        s.raddr = {};
-        s.tmp = {};
         const auto seq = rc.seqs.next(s.user_tag);
         if (!seq) {
             fail_request(r, status::invalid_usage);
@@ -1200,14 +1199,18 @@ void engine::recycle(request_base& r) noexcept {
         auto* s = static_cast<sender*>(r.chan);
         auto& q = static_cast<send_request&>(r);
         if (ops_in_flight(q)) return;
-        for (auto& h : q.src) h.release();
+        if (q.rendezvous)
+            for (auto& h : q.src) h.release();
         s->free_list.push_back(static_cast<int>(&q - s->pool.data()));
     } else {
         auto* rc = static_cast<receiver*>(r.chan);
         auto& q = static_cast<recv_request&>(r);
         if (ops_in_flight(q)) return;
-        for (auto& s : q.slots)
-            for (auto& h : s.tmp) h.release();
+        for (int i = 0; i < q.n; ++i) {
+            auto& s = q.slots[static_cast<std::size_t>(i)];
+            if (s.has_key)
+                for (auto& h : s.tmp) h.release();
+        }
         rc->free_list.push_back(static_cast<int>(&q - rc->pool.data()));
     }
     r.released = false;

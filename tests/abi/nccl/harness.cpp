@@ -180,7 +180,8 @@ auto make_api(int version) -> api {
             return static_cast<int>(t->irecv(c, n, d, sizes, tags, m, r));
         } else {
             std::array<int, 8> s{};
-            for (int i = 0; i < n && i < 8; ++i) s[static_cast<std::size_t>(i)] = static_cast<int>(sizes[i]);
+            for (int i = 0; sizes != nullptr && i < n && i < 8; ++i)
+                s[static_cast<std::size_t>(i)] = static_cast<int>(sizes[i]);
             return static_cast<int>(t->irecv(c, n, d, sizes == nullptr ? nullptr : s.data(), tags, m, r));
         }
     };

@@ -7,7 +7,8 @@
 //   61..44 channel id assigned by the side that receives the message (18 bits)
 //   43..32 per-(channel, user tag) sequence number (12 bits, wraps)
 //   31..0  the user's tag
-// Rendezvous: the sender's RTS lands in the receive slot; the receiver answers CTS {address,
+// Rendezvous: the sender's RTS (no payload; size as immediate data) matches the receive slot;
+// the receiver answers CTS {address,
 // key, length, completion id}; the sender RMA-writes with immediate data {receiver channel,
 // request, slot, chunk length}; the receiver completes when every byte it expects has landed.
 #pragma once
@@ -177,7 +178,6 @@ struct send_request : request_base {
     std::array<std::size_t, max_rails> stripe_off{}, stripe_len{}, stripe_done{}, chunk{};
     std::array<mr_handle, max_rails> src{};  ///< registrations of the RMA source when the host gave none
     std::array<const memory_region*, max_rails> src_mr{};
-    std::array<std::byte, 16> rts{};
     std::array<std::byte, 16 + 16 * max_rails> cts{};
     op main{};
     op cts_op{};
@@ -269,7 +269,7 @@ struct rail {
     address self{};
     bool virt_addr{true};
     std::size_t max_write{0};
-    std::map<std::vector<std::byte>, fabric_addr> peers{};
+    std::map<std::string, fabric_addr, std::less<>> peers{};  ///< raw address bytes → AV handle
     std::uint64_t writes{0};
 };
 
@@ -372,11 +372,13 @@ private:
     std::mutex mu_{};
     std::uint32_t next_id_{1};
     std::unordered_map<std::uint32_t, receiver*> receivers_{};
-    std::map<std::vector<std::byte>, fabric_addr> peers_{};
+    std::map<std::string, fabric_addr, std::less<>> peers_{};  ///< raw address bytes → AV handle
     std::unordered_map<const void*, std::pair<handle_bytes, sender*>> connecting_{};
     std::vector<op*> deferred_{};
     std::vector<request_base*> active_{};
     clock::time_point next_peer_check_{};
+    std::uint64_t progress_calls_{0};
+    std::array<completion_event, 16> events_{};
     engine_stats stats_{};
     std::uint64_t host_id_{0};
     std::uint64_t writes0_{0};
