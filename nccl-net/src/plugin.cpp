@@ -275,32 +275,20 @@ auto accept(void* listen_comm, void** recv_comm, device_handle_v7** dev_comm) ->
     return success;
 }
 
-auto close_listen(void* listen_comm) -> result_t {
-    auto* l = as<lp::listener>(listen_comm, lp::magic_listen);
-    if (l == nullptr) return internal_error;
-    std::lock_guard lock(l->eng->mutex());
-    l->eng->close(*l);
+/// closeListen / closeSend / closeRecv: completes or cancels what is outstanding, then retires
+/// the comm (a second close, or a comm of the wrong kind, is an error).
+template <class C, std::uint32_t Magic>
+auto close_comm(void* comm) -> result_t {
+    auto* c = as<C>(comm, Magic);
+    if (c == nullptr) return internal_error;
+    std::lock_guard lock(c->eng->mutex());
+    c->eng->close(*c);
     --state().open_comms;
     return success;
 }
-
-auto close_send(void* send_comm) -> result_t {
-    auto* s = as<lp::sender>(send_comm, lp::magic_send);
-    if (s == nullptr) return internal_error;
-    std::lock_guard lock(s->eng->mutex());
-    s->eng->close(*s);
-    --state().open_comms;
-    return success;
-}
-
-auto close_recv(void* recv_comm) -> result_t {
-    auto* r = as<lp::receiver>(recv_comm, lp::magic_recv);
-    if (r == nullptr) return internal_error;
-    std::lock_guard lock(r->eng->mutex());
-    r->eng->close(*r);
-    --state().open_comms;
-    return success;
-}
+auto close_listen(void* c) -> result_t { return close_comm<lp::listener, lp::magic_listen>(c); }
+auto close_send(void* c) -> result_t { return close_comm<lp::sender, lp::magic_send>(c); }
+auto close_recv(void* c) -> result_t { return close_comm<lp::receiver, lp::magic_recv>(c); }
 
 // ---------------------------------------------------------------- registration
 auto reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type, std::uint64_t offset, int fd,

@@ -225,40 +225,13 @@ auto open_rail(const nic& n, const config& cfg) -> result<std::unique_ptr<rail>>
 auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std::unique_ptr<engine>> {
     if (nics.empty() || nics.size() > static_cast<std::size_t>(max_rails)) return make_unexpected(errc::invalid_argument);
     const nic& n = nics.front();
-    std::unique_ptr<engine> e(new engine());
+    auto main = open_rail(n, cfg);
+    if (!main) return std::unexpected(main.error());
+    std::unique_ptr<engine> e(new engine(std::move(*main)));
     e->nic_ = n;
     e->cfg_ = cfg;
-    auto fab = fabric::create(n.info);
-    if (!fab) return std::unexpected(fab.error());
-    e->fabric_ = std::move(*fab);
-    auto dom = domain::create(e->fabric_, n.info);
-    if (!dom) return std::unexpected(dom.error());
-    e->domain_ = std::move(*dom);
-    auto cq = completion_queue::create(e->domain_, {.size = 4096, .format = cq_format::tagged});
-    if (!cq) return std::unexpected(cq.error());
-    e->cq_ = std::move(*cq);
-    auto av = address_vector::create(e->domain_);
-    if (!av) return std::unexpected(av.error());
-    e->av_ = std::move(*av);
-    auto ep = endpoint::create(e->domain_, n.info);
-    if (!ep) return std::unexpected(ep.error());
-    e->ep_ = std::move(*ep);
-    if (auto r = e->ep_.bind_cq(e->cq_, cq_bind::transmit | cq_bind::recv); !r) return std::unexpected(r.error());
-    if (auto r = e->ep_.bind_av(e->av_); !r) return std::unexpected(r.error());
-    if (auto r = e->ep_.enable(); !r) return std::unexpected(r.error());
-    auto self = e->ep_.name();
-    if (!self) return std::unexpected(self.error());
-    e->self_ = std::move(*self);
-    const bool ep_bound = e->domain_.get_memory_region_mode().has(mr_mode_flags::endpoint);
-    mr_cache_limits limits{};
-    if (cfg.mr_cache_entries != 0) limits.max_entries = cfg.mr_cache_entries;
-    auto cache = ep_bound ? make_mr_cache(e->domain_, e->ep_, limits) : make_mr_cache(e->domain_, limits);
-    if (!cache) return std::unexpected(cache.error());
-    e->cache_ = std::make_unique<mr_cache>(std::move(*cache));
-    e->virt_addr_ = e->domain_.get_memory_region_mode().has(mr_mode_flags::virt_addr);
     e->inject_size_ = e->ep_.inject_size();
     const std::size_t max_msg = e->ep_.max_msg_size() != 0 ? e->ep_.max_msg_size() : (std::size_t{1} << 30);
-    e->max_write_ = std::min<std::size_t>(max_msg, std::size_t{1} << 30);
     e->eager_max_ = n.rma ? std::min(n.eager_max, max_msg) : max_msg;
     // shm (2.1) even overruns a short receive with an inline message, so every provider gets it.
     if (n.rma && e->eager_max_ > 0 && e->ep_.iov_limits().rx >= 2) {
@@ -302,11 +275,7 @@ engine::~engine() {
     extra_.clear();
     (void)ep_.close();
     discard_reg_.release();
-    cache_.reset();
-    (void)av_.close();
-    (void)cq_.close();
-    (void)domain_.close();
-    (void)fabric_.close();
+    main_.reset();  // cache, AV, CQ, domain, fabric in that order (rail's member order)
 }
 
 auto engine::new_channel_id() -> result<std::uint32_t> {
@@ -314,19 +283,15 @@ auto engine::new_channel_id() -> result<std::uint32_t> {
     return next_id_++;
 }
 
-auto engine::rail_ep(int k) noexcept -> endpoint& { return k == 0 ? ep_ : extra_[static_cast<std::size_t>(k - 1)]->ep; }
-auto engine::rail_cache(int k) noexcept -> mr_cache& {
-    return k == 0 ? *cache_ : *extra_[static_cast<std::size_t>(k - 1)]->cache;
-}
+auto engine::rail_ep(int k) noexcept -> endpoint& { return rail_at(k).ep; }
+auto engine::rail_cache(int k) noexcept -> mr_cache& { return *rail_at(k).cache; }
 auto engine::rail_writes(int i) const noexcept -> std::uint64_t {
-    if (i == 0) return writes0_;
     if (i < 0 || i > static_cast<int>(extra_.size())) return 0;
-    return extra_[static_cast<std::size_t>(i - 1)]->writes;
+    return i == 0 ? main_->writes : extra_[static_cast<std::size_t>(i - 1)]->writes;
 }
 
 auto engine::insert_rail_peer(int k, const address& a) -> result<fabric_addr> {
-    if (k == 0) return insert_peer(a);
-    auto& r = *extra_[static_cast<std::size_t>(k - 1)];
+    auto& r = rail_at(k);
     const auto bytes = to_raw(a);
     std::string raw(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     if (auto it = r.peers.find(raw); it != r.peers.end()) return it->second;
@@ -391,16 +356,6 @@ auto engine::register_rails(std::byte* p, std::size_t n, std::span<mr_handle> ou
         out[static_cast<std::size_t>(k - 1)] = std::move(*h);
     }
     return true;
-}
-
-auto engine::insert_peer(const address& a) -> result<fabric_addr> {
-    const auto bytes = to_raw(a);
-    std::string raw(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    if (auto it = peers_.find(raw); it != peers_.end()) return it->second;
-    auto fa = av_.insert(a);
-    if (!fa) return std::unexpected(fa.error());
-    peers_.emplace(std::move(raw), *fa);
-    return *fa;
 }
 
 // ---------------------------------------------------------------- submission
@@ -510,7 +465,7 @@ void engine::post(op& o, request_base* r) noexcept {
 void engine::progress() noexcept {
     auto& evs = events_;  // a member: events are built once, not on every call
     for (int k = 0; k < rail_count(); ++k) {
-        auto& cq = k == 0 ? cq_ : extra_[static_cast<std::size_t>(k - 1)]->cq;
+        auto& cq = rail_at(k).cq;
         for (int round = 0; round < 64; ++round) {
             auto n = cq.read(evs);
             if (!n || *n == 0) break;
@@ -678,12 +633,11 @@ void engine::start_writes(send_request& r) noexcept {
 
 void engine::post_write(send_request& r, int k) noexcept {
     const auto i = static_cast<std::size_t>(k);
-    const std::size_t max = k == 0 ? max_write_ : extra_[i - 1]->max_write;
+    const std::size_t max = rail_at(k).max_write;
     r.chunk[i] = std::min(r.stripe_len[i] - r.stripe_done[i], max);
     r.write_ops[i].kind = op_kind::rma_write;
     r.write_ops[i].slot = static_cast<std::uint8_t>(k);
-    if (k == 0) ++writes0_;
-    else ++extra_[i - 1]->writes;
+    ++rail_at(k).writes;
     post(r.write_ops[i], &r);
 }
 
@@ -886,7 +840,7 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     if (native_format(info->endpoint_address) != nic_.info.addr_format() &&
         !(nic_.info.addr_format() == address_format::unspecified))
         return make_unexpected(errc::invalid_argument);
-    auto peer = insert_peer(info->endpoint_address);
+    auto peer = insert_rail_peer(0, info->endpoint_address);
     if (!peer) return std::unexpected(peer.error());
     auto id = new_channel_id();
     if (!id) return std::unexpected(id.error());
@@ -968,7 +922,7 @@ auto engine::accept(listener& l) -> result<receiver*> {
     if (l.arrived.empty()) return nullptr;
     pending_connect pc = std::move(l.arrived.front());
     l.arrived.pop_front();
-    auto peer = insert_peer(pc.peer_address);
+    auto peer = insert_rail_peer(0, pc.peer_address);
     if (!peer) return std::unexpected(peer.error());
     auto id = new_channel_id();
     if (!id) return std::unexpected(id.error());
@@ -1169,7 +1123,7 @@ auto engine::slot_keys(recv_slot& s, int rails) -> bool {
         auto key = reg->key();
         if (!key) return false;
         s.rkey[i] = *key;
-        const bool virt = k == 0 ? virt_addr_ : extra_[i - 1]->virt_addr;
+        const bool virt = rail_at(k).virt_addr;
         s.raddr[i] = virt ? reinterpret_cast<std::uintptr_t>(s.data) : static_cast<std::uint64_t>(s.data - reg->address());
     }
     s.has_key = true;

@@ -219,15 +219,17 @@ struct net_v6 {
     result_t (*closeListen)(void* listenComm);
 };
 
-struct net_v7 {
+/// v7 and v8 differ only in regMr's size type (int, then size_t).
+template <class Props, class RegSize>
+struct net_v7_layout {
     const char* name;
     result_t (*init)(logger_t logFunction);
     result_t (*devices)(int* ndev);
-    result_t (*getProperties)(int dev, properties_v7* props);
+    result_t (*getProperties)(int dev, Props* props);
     result_t (*listen)(int dev, void* handle, void** listenComm);
     result_t (*connect)(int dev, void* handle, void** sendComm, device_handle_v7** sendDevComm);
     result_t (*accept)(void* listenComm, void** recvComm, device_handle_v7** recvDevComm);
-    result_t (*regMr)(void* comm, void* data, int size, int type, void** mhandle);
+    result_t (*regMr)(void* comm, void* data, RegSize size, int type, void** mhandle);
     result_t (*regMrDmaBuf)(void* comm, void* data, std::size_t size, int type, std::uint64_t offset, int fd,
                             void** mhandle);
     result_t (*deregMr)(void* comm, void* mhandle);
@@ -241,29 +243,8 @@ struct net_v7 {
     result_t (*getDeviceMr)(void* comm, void* mhandle, void** dptr_mhandle);
     result_t (*irecvConsumed)(void* recvComm, int n, void* request);
 };
-
-struct net_v8 {
-    const char* name;
-    result_t (*init)(logger_t logFunction);
-    result_t (*devices)(int* ndev);
-    result_t (*getProperties)(int dev, properties_v8* props);
-    result_t (*listen)(int dev, void* handle, void** listenComm);
-    result_t (*connect)(int dev, void* handle, void** sendComm, device_handle_v8** sendDevComm);
-    result_t (*accept)(void* listenComm, void** recvComm, device_handle_v8** recvDevComm);
-    result_t (*regMr)(void* comm, void* data, std::size_t size, int type, void** mhandle);
-    result_t (*regMrDmaBuf)(void* comm, void* data, std::size_t size, int type, std::uint64_t offset, int fd,
-                            void** mhandle);
-    result_t (*deregMr)(void* comm, void* mhandle);
-    result_t (*isend)(void* sendComm, void* data, int size, int tag, void* mhandle, void** request);
-    result_t (*irecv)(void* recvComm, int n, void** data, int* sizes, int* tags, void** mhandles, void** request);
-    result_t (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request);
-    result_t (*test)(void* request, int* done, int* sizes);
-    result_t (*closeSend)(void* sendComm);
-    result_t (*closeRecv)(void* recvComm);
-    result_t (*closeListen)(void* listenComm);
-    result_t (*getDeviceMr)(void* comm, void* mhandle, void** dptr_mhandle);
-    result_t (*irecvConsumed)(void* recvComm, int n, void* request);
-};
+using net_v7 = net_v7_layout<properties_v7, int>;
+using net_v8 = net_v7_layout<properties_v8, std::size_t>;
 
 struct net_v9 {
     const char* name;
@@ -317,12 +298,14 @@ struct net_v10 {
     result_t (*makeVDevice)(int* d, vdevice_props_v10* props);
 };
 
-struct net_v11 {
+/// v11 and v12 differ only in their property and virtual-device structs.
+template <class Props, class VProps, class Config, class Attr>
+struct net_v11_layout {
     const char* name;
-    result_t (*init)(void** ctx, std::uint64_t commId, comm_config_v11* config, logger_t logFunction,
+    result_t (*init)(void** ctx, std::uint64_t commId, Config* config, logger_t logFunction,
                      profiler_callback_t profFunction);
     result_t (*devices)(int* ndev);
-    result_t (*getProperties)(int dev, properties_v11* props);
+    result_t (*getProperties)(int dev, Props* props);
     result_t (*listen)(void* ctx, int dev, void* handle, void** listenComm);
     result_t (*connect)(void* ctx, int dev, void* handle, void** sendComm, device_handle_v11** sendDevComm);
     result_t (*accept)(void* listenComm, void** recvComm, device_handle_v11** recvDevComm);
@@ -341,39 +324,12 @@ struct net_v11 {
     result_t (*closeListen)(void* listenComm);
     result_t (*getDeviceMr)(void* comm, void* mhandle, void** dptr_mhandle);
     result_t (*irecvConsumed)(void* recvComm, int n, void* request);
-    result_t (*makeVDevice)(int* d, vdevice_props_v11* props);
+    result_t (*makeVDevice)(int* d, VProps* props);
     result_t (*finalize)(void* ctx);
-    result_t (*setNetAttr)(void* ctx, net_attr_v11* netAttr);
+    result_t (*setNetAttr)(void* ctx, Attr* netAttr);
 };
-
-struct net_v12 {
-    const char* name;
-    result_t (*init)(void** ctx, std::uint64_t commId, comm_config_v12* config, logger_t logFunction,
-                     profiler_callback_t profFunction);
-    result_t (*devices)(int* ndev);
-    result_t (*getProperties)(int dev, properties_v12* props);
-    result_t (*listen)(void* ctx, int dev, void* handle, void** listenComm);
-    result_t (*connect)(void* ctx, int dev, void* handle, void** sendComm, device_handle_v12** sendDevComm);
-    result_t (*accept)(void* listenComm, void** recvComm, device_handle_v12** recvDevComm);
-    result_t (*regMr)(void* comm, void* data, std::size_t size, int type, void** mhandle);
-    result_t (*regMrDmaBuf)(void* comm, void* data, std::size_t size, int type, std::uint64_t offset, int fd,
-                            void** mhandle);
-    result_t (*deregMr)(void* comm, void* mhandle);
-    result_t (*isend)(void* sendComm, void* data, std::size_t size, int tag, void* mhandle, void* phandle,
-                      void** request);
-    result_t (*irecv)(void* recvComm, int n, void** data, std::size_t* sizes, int* tags, void** mhandles,
-                      void** phandles, void** request);
-    result_t (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request);
-    result_t (*test)(void* request, int* done, int* sizes);
-    result_t (*closeSend)(void* sendComm);
-    result_t (*closeRecv)(void* recvComm);
-    result_t (*closeListen)(void* listenComm);
-    result_t (*getDeviceMr)(void* comm, void* mhandle, void** dptr_mhandle);
-    result_t (*irecvConsumed)(void* recvComm, int n, void* request);
-    result_t (*makeVDevice)(int* d, vdevice_props_v12* props);
-    result_t (*finalize)(void* ctx);
-    result_t (*setNetAttr)(void* ctx, net_attr_v12* netAttr);
-};
+using net_v11 = net_v11_layout<properties_v11, vdevice_props_v11, comm_config_v11, net_attr_v11>;
+using net_v12 = net_v11_layout<properties_v12, vdevice_props_v12, comm_config_v12, net_attr_v12>;
 
 }  // namespace loom::nccl_abi
 

@@ -324,7 +324,9 @@ public:
     [[nodiscard]] auto is_live(const memory_handle* m) const noexcept -> bool;
 
 private:
-    engine() = default;
+    explicit engine(std::unique_ptr<rail> main)
+        : main_(std::move(main)), cq_(main_->cq), ep_(main_->ep), cache_(main_->cache.get()), self_(main_->self) {}
+    auto rail_at(int k) noexcept -> rail& { return k == 0 ? *main_ : *extra_[static_cast<std::size_t>(k - 1)]; }
     auto submit(op& o) noexcept -> int;              // 0, -FI_EAGAIN or another -FI_E*
     void post(op& o, request_base* r) noexcept;      // submit, defer on EAGAIN, fail otherwise
     void dispatch(const completion_event& ev) noexcept;
@@ -347,32 +349,27 @@ private:
     void finish_slot(recv_request& r, recv_slot& s) noexcept;
     void check_peers() noexcept;
     auto peer_alive(const channel_base& c) const noexcept -> bool;
-    auto insert_peer(const address& a) -> result<fabric_addr>;
     auto new_channel_id() -> result<std::uint32_t>;
     void drain(channel_base& c, const std::function<bool()>& pending) noexcept;
     void recycle(request_base& r) noexcept;
     void cancel_ops(request_base& r) noexcept;
     void release(request_base& r) noexcept;
 
+    std::unique_ptr<rail> main_;  ///< rail 0: control, eager and (part of) every rendezvous
+    completion_queue& cq_;        // shorthands for rail 0's objects
+    endpoint& ep_;
+    mr_cache* cache_;
+    const address& self_;
+    std::vector<std::unique_ptr<rail>> extra_{};  ///< rails 1.. of a virtual device
     nic nic_{};
     config cfg_{};
-    fabric fabric_{};
-    domain domain_{};
-    completion_queue cq_{};
-    address_vector av_{};
-    endpoint ep_{};
-    std::unique_ptr<mr_cache> cache_{};
     std::vector<std::byte> discard_{};  ///< where eager bytes beyond a short receive land
     mr_handle discard_reg_{};
-    address self_{};
     std::size_t eager_max_{0};
     std::size_t inject_size_{0};
-    std::size_t max_write_{0};
-    bool virt_addr_{true};
     std::mutex mu_{};
     std::uint32_t next_id_{1};
     std::unordered_map<std::uint32_t, receiver*> receivers_{};
-    std::map<std::string, fabric_addr, std::less<>> peers_{};  ///< raw address bytes → AV handle
     std::unordered_map<const void*, std::pair<handle_bytes, sender*>> connecting_{};
     std::vector<op*> deferred_{};
     std::vector<request_base*> active_{};
@@ -381,8 +378,7 @@ private:
     std::array<completion_event, 16> events_{};
     engine_stats stats_{};
     std::uint64_t host_id_{0};
-    std::uint64_t writes0_{0};
-    std::vector<std::unique_ptr<rail>> extra_{};
+
     std::atomic<bool> stop_{false};
     std::thread progress_thread_{};  ///< LOOM_PROGRESS_THREAD=1: drives progress() in the background
 };
