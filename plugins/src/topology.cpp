@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <string>
 
 namespace loom::plugins {
@@ -16,6 +17,29 @@ auto read_int(const std::string& path) -> int {
     long v = 0;
     if (!(f >> v) || v < INT_MIN || v > INT_MAX) return -1;
     return static_cast<int>(v);
+}
+
+/// The machine's topology, loaded once (loading costs tens of milliseconds) and kept for the
+/// life of the process: destroying it unloads hwloc's PCI component, which leaks libpciaccess
+/// state on every load/unload cycle.
+auto machine_topology() -> hwloc_topology_t {
+    static std::mutex mu;
+    static hwloc_topology_t topo = nullptr;
+    static bool tried = false;
+    std::lock_guard lock(mu);
+    if (!tried) {
+        tried = true;
+        if (hwloc_topology_init(&topo) == 0) {
+            hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+            if (hwloc_topology_load(topo) != 0) {
+                hwloc_topology_destroy(topo);
+                topo = nullptr;
+            }
+        } else {
+            topo = nullptr;
+        }
+    }
+    return topo;
 }
 
 }  // namespace
@@ -30,10 +54,7 @@ auto describe_nic(std::string_view iface) -> nic_topology {
     }
     if (const int s = read_int(base + "/speed"); s > 0) t.speed_mbps = s;
 
-    hwloc_topology_t topo = nullptr;
-    if (hwloc_topology_init(&topo) != 0) return t;
-    hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    if (hwloc_topology_load(topo) == 0) {
+    if (hwloc_topology_t topo = machine_topology(); topo != nullptr) {
         hwloc_obj_t nic = nullptr;
         for (hwloc_obj_t o = hwloc_get_next_osdev(topo, nullptr); o != nullptr; o = hwloc_get_next_osdev(topo, o)) {
             if (o->name != nullptr && iface == o->name) {
@@ -55,7 +76,6 @@ auto describe_nic(std::string_view iface) -> nic_topology {
             }
         }
     }
-    hwloc_topology_destroy(topo);
     if (t.numa_node < 0 && !t.pci_path.empty()) t.numa_node = read_int(t.pci_path + "/numa_node");
     return t;
 }

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <ostream>
 #include <memory>
 #include <tuple>
 #include <type_traits>
@@ -399,6 +400,9 @@ struct param {
     int version;
     std::string env{};  ///< one extra NAME=VALUE for both processes
 };
+void PrintTo(const param& p, std::ostream* os) {
+    *os << p.provider << " v" << p.version << (p.env.empty() ? "" : " ") << p.env;
+}
 
 class nccl_abi : public ::testing::TestWithParam<param> {
 protected:
