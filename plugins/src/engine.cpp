@@ -53,7 +53,6 @@ const mr_access_flags full_access = mr_access_flags::send | mr_access_flags::rec
 constexpr std::uint32_t cts_magic = 0x31535443;   // "CTS1"
 constexpr std::uint32_t conn_magic = 0x4e4e4f43;  // "CONN"
 constexpr std::uint32_t acpt_magic = 0x54504341;  // "ACPT"
-constexpr std::size_t cts_size = 32;
 // CONNECT: magic u32, version u16, addr len u16, sender id u32, listen id u32, pid u32,
 //          addr format u32, host u64, address bytes
 constexpr std::size_t conn_header = 32;

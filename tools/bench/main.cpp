@@ -222,9 +222,11 @@ auto parse_args(int argc, char** argv, options& o) -> int {
         return bad("the sockets provider is for functional tests only, never benchmarks");
     if (o.paths.empty()) return bad("no paths");
     // raw first: ratios are to raw and interleaving starts with the floor.
-    std::stable_sort(o.paths.begin(), o.paths.end(), [](const std::string& a, const std::string& b) {
+    // (std::sort on (rank, name): stable_sort trips clang's deprecation of libstdc++ 12's
+    // get_temporary_buffer.)
+    std::sort(o.paths.begin(), o.paths.end(), [](const std::string& a, const std::string& b) {
         auto rank = [](const std::string& p) { return p == "raw" ? 0 : p == "loom" ? 1 : 2; };
-        return rank(a) < rank(b);
+        return std::pair{rank(a), std::string_view{a}} < std::pair{rank(b), std::string_view{b}};
     });
     o.paths.erase(std::unique(o.paths.begin(), o.paths.end()), o.paths.end());
     return -1;
