@@ -76,6 +76,16 @@ ratio of every path to raw.
                        pingpong_untagged  untagged ping-pong (raw and loom; NCCL's ABI has none)
                        stream             streaming bandwidth, --window messages in flight,
                                           then an acknowledgement
+                       rma_write          RMA write bandwidth: --window fi_write into the peer's
+                                          registered buffer in flight (raw and loom)
+                       rma_read           RMA read bandwidth, the same with fi_read (raw, loom)
+                       atomic_fadd        uint64 fetch-add rate at the peer, --window in flight
+                                          (raw and loom; one point, size 8; skipped where the
+                                          provider has no atomics, e.g. tcp)
+                       msgrate            small-message rate: --window tagged sends then an
+                                          acknowledgement, sizes up to 4K only (all paths)
+                     FI_RMA / FI_ATOMIC are asked of the provider only when an RMA / atomic
+                     operation is listed; the NCCL ABI has neither (nccl is skipped there).
   --provider P       libfabric provider: shm (default), tcp, "tcp;ofi_rxm", ... (sockets is
                      refused: its progress threads starve on few cores)
   --iface NAME       domain to use (default lo for network providers); also LOOM_IFACE for
@@ -85,7 +95,7 @@ ratio of every path to raw.
   --reps N           interleaved repetitions per point (default 5)
   --iters N          timed iterations per measurement at every size (default: scaled by size)
   --budget BYTES     payload bytes one measurement aims to move when scaling (default 16M)
-  --window N         streaming window, 1..30 (default 16)
+  --window N         requests in flight for stream, rma_*, atomic_fadd, msgrate: 1..30 (default 16)
   --local N          fork N ranks on this machine (default and only launcher; N must be 2)
   --nccl-plugin PATH plugin to load (default: the one built with this tool)
   --json FILE        write results as JSON ("-": stdout, the table then goes to stderr)
@@ -95,10 +105,12 @@ ratio of every path to raw.
   -h, --help         this text
 
 Every measurement runs warm-up iterations first. The last repetition of every path at every
-size clears the receive buffer first and checks every received byte afterwards, and every
-receive completion's length is checked: wrong bytes fail the run (exit status 3).
-Not implemented yet: RMA write/read bandwidth, atomic fetch-add rate, message rate, the
-nvshmem/nixl paths and launching under mpirun (the tool runs two local ranks only).
+size clears the receive buffer first and checks every received byte afterwards (RMA write: the
+target's buffer; RMA read: what the initiator read; fetch-add: the target's counter equals the
+number of adds and the last window fetched the values before it), and every receive
+completion's length is checked: wrong bytes fail the run (exit status 3).
+Not implemented yet: the nvshmem/nixl paths and launching under mpirun (the tool runs two
+local ranks only).
 )";
 
 struct options {
@@ -165,8 +177,8 @@ auto parse_args(int argc, char** argv, options& o) -> int {
             for (const auto& s : split(v)) {
                 const auto op = parse_operation(s);
                 if (!op) {
-                    if (s == "rma" || s == "atomic" || s == "msgrate")
-                        return bad("operation '" + s + "' is not implemented yet");
+                    if (s == "rma") return bad("operation 'rma': say rma_write or rma_read");
+                    if (s == "atomic") return bad("operation 'atomic': say atomic_fadd");
                     return bad("unknown operation '" + s + "'");
                 }
                 o.ops.push_back(*op);
@@ -245,6 +257,26 @@ auto first_bad(const std::byte* p, std::size_t n) -> long {
     return -1;
 }
 
+/// After `adds` fetch-adds of 1 in windows of `w`: the target's counter equals `adds`; the
+/// initiator's last window fetched exactly the values adds-w .. adds-1 (in any order).
+auto check_fetch_add(const buffers& buf, int rank, std::uint64_t adds, int w) -> std::string {
+    if (rank == 1) {
+        const std::uint64_t got = *buf.counter();
+        if (got != adds)
+            return "counter is " + std::to_string(got) + " after " + std::to_string(adds) + " fetch-adds";
+        return {};
+    }
+    std::vector<std::uint64_t> fetched(buf.fetch_results(), buf.fetch_results() + w);
+    std::sort(fetched.begin(), fetched.end());
+    for (int k = 0; k < w; ++k) {
+        const std::uint64_t want = adds - static_cast<std::uint64_t>(w) + static_cast<std::uint64_t>(k);
+        if (fetched[static_cast<std::size_t>(k)] != want)
+            return "the last window fetched " + std::to_string(fetched[static_cast<std::size_t>(k)]) +
+                   " where " + std::to_string(want) + " was due";
+    }
+    return {};
+}
+
 /// What a rank reports after each measurement.
 struct status {
     std::uint8_t ok{1};
@@ -290,9 +322,14 @@ auto write_file(const std::string& file, const std::string& text) -> bool {
 
 auto run_rank(const options& o, int rank, int fd) -> int {
     channel ch(fd);
-    const bool streams = std::find(o.ops.begin(), o.ops.end(), operation::stream) != o.ops.end();
-    const std::size_t capacity = std::max<std::size_t>(
-        {8, *std::max_element(o.sizes.begin(), o.sizes.end()), streams ? buffer_bytes(o.sizes, o.sched) : 0});
+    const auto wants = [&](auto pred) { return std::any_of(o.ops.begin(), o.ops.end(), pred); };
+    std::size_t capacity = std::max<std::size_t>(8, *std::max_element(o.sizes.begin(), o.sizes.end()));
+    for (operation op : o.ops)
+        if (is_windowed(op)) capacity = std::max(capacity, buffer_bytes(sizes_for(op, o.sizes), o.sched));
+    // Fetch-add results: one uint64 per request of a window, at the start of rx.
+    if (wants(is_atomic)) capacity = std::max<std::size_t>(capacity, max_window * sizeof(std::uint64_t));
+    // The control area after the payload starts 64-byte aligned (the atomic counter in it).
+    capacity = (capacity + 63) / 64 * 64;
     buffers buf;
     buf.capacity = capacity;
     const std::size_t alloc = (buf.registered_size() + 4095) / 4096 * 4096;
@@ -306,12 +343,15 @@ auto run_rank(const options& o, int rank, int fd) -> int {
     std::memset(rx, 0, alloc);
     buf.tx = tx;
     buf.rx = rx;
+    *buf.operand() = 1;  // what every fetch-add adds
 
     path_config cfg;
     cfg.provider = o.provider;
     cfg.domain = o.iface;
     cfg.nccl_plugin = o.nccl_plugin;
     cfg.window = o.sched.window;
+    cfg.rma = wants(is_rma);
+    cfg.atomic = wants(is_atomic);
 
     std::vector<std::unique_ptr<path>> paths;
     for (const auto& name : o.paths) {
@@ -339,28 +379,51 @@ auto run_rank(const options& o, int rank, int fd) -> int {
 
     std::vector<point> points;
     bool failed = false, wrong = false;
-    const std::size_t total = o.ops.size() * o.sizes.size();
+    std::size_t total = 0;
+    for (operation op : o.ops) total += sizes_for(op, o.sizes).size();
     std::size_t done_points = 0;
     for (operation op : o.ops) {
-        for (std::size_t size : o.sizes) {
+        const auto op_sizes = sizes_for(op, o.sizes);
+        if (op_sizes.empty() && rank == 0)
+            std::fprintf(stderr, "loom-bench: %s: no size up to %s in --sizes, skipped\n",
+                         std::string(name_of(op)).c_str(), format_size(msgrate_max_size).c_str());
+        for (std::size_t size : op_sizes) {
             if (failed) break;
             point pt;
             pt.op = op;
             pt.size = size;
             pt.iterations = iterations_for(op, size, o.sched);
-            pt.window = op == operation::stream ? window_for(size, o.sched) : 1;
+            pt.window = is_windowed(op) ? window_for(size, o.sched) : 1;
             const int warmup = warmup_for(pt.iterations);
             const double messages =
                 static_cast<double>(pt.iterations) * messages_per_iteration(op, size, o.sched);
             // Every message of a window has its own buffer range, each filled with the pattern.
             for (int k = 0; k < pt.window; ++k) fill(buf.tx + static_cast<std::size_t>(k) * size, size);
-            const bool receives_data = op != operation::stream || rank == 1;
+            // Who checks payload bytes: both ranks after a ping-pong, the receiver of a stream or
+            // of message-rate traffic, the target of RMA writes, the initiator (rank 0) of reads.
+            // Fetch-adds are checked separately (counter and fetched values).
+            bool receives_data = true;
+            switch (op) {
+                case operation::stream:
+                case operation::msgrate:
+                case operation::rma_write:
+                    receives_data = rank == 1;
+                    break;
+                case operation::rma_read:
+                    receives_data = rank == 0;
+                    break;
+                case operation::atomic_fadd:
+                    receives_data = false;
+                    break;
+                default:
+                    break;
+            }
             for (int rep = 0; rep < o.reps && !failed; ++rep) {
                 for (std::size_t k = 0; k < paths.size() && !failed; ++k) {
                     auto& p = *paths[k];
                     auto& samples = pt.paths[o.paths[k]];
-                    if (!p.supports(op)) {
-                        samples.error = "not supported by this path";
+                    if (auto why = p.unsupported(op); !why.empty()) {
+                        samples.skipped = why;
                         continue;
                     }
                     if (prog.tty || (rep == 0 && k == 0))
@@ -371,6 +434,7 @@ auto run_rank(const options& o, int rank, int fd) -> int {
                     const bool verify = rep == o.reps - 1;
                     const std::size_t span = size * static_cast<std::size_t>(pt.window);
                     if (verify) std::memset(buf.rx, 0, span);
+                    if (op == operation::atomic_fadd) *buf.counter() = 0;  // the peer adds to it
                     if (!ch.barrier()) {
                         std::fprintf(stderr, "loom-bench: rank %d: peer gone\n", rank);
                         return 1;
@@ -392,6 +456,14 @@ auto run_rank(const options& o, int rank, int fd) -> int {
                                 err = "message " + std::to_string(w) + " of the window: byte " +
                                       std::to_string(bad) + " of " + std::to_string(size) + " is wrong";
                             }
+                        }
+                    }
+                    if (verify && err.empty() && op == operation::atomic_fadd) {
+                        const auto adds = static_cast<std::uint64_t>(warmup + pt.iterations) *
+                                          static_cast<std::uint64_t>(pt.window);
+                        if (auto why = check_fetch_add(buf, rank, adds, pt.window); !why.empty()) {
+                            mine.verified = 0;
+                            err = why;
                         }
                     }
                     status peer;

@@ -30,13 +30,25 @@ private:
     int fd_;
 };
 
-/// Buffers shared by all paths of one rank: `capacity` payload bytes plus a small control area
-/// after it (acknowledgements), registered whole by every path.
+/// Buffers shared by all paths of one rank: `capacity` payload bytes (a multiple of 64) plus a
+/// small control area after it, registered whole by every path. Control area: bytes [0, 8) the
+/// acknowledgements; [8, 16) of rx the uint64 counter the peer's fetch-adds target, of tx the
+/// operand (1) this rank's fetch-adds add. Fetch-add results land in rx payload slot k·8.
 struct buffers {
     std::byte* tx{nullptr};
     std::byte* rx{nullptr};
     std::size_t capacity{0};
     static constexpr std::size_t control_bytes = 64;
+    static constexpr std::size_t atomic_offset = 8;  ///< into the control area
+    [[nodiscard]] auto counter() const -> std::uint64_t* {
+        return reinterpret_cast<std::uint64_t*>(rx + capacity + atomic_offset);
+    }
+    [[nodiscard]] auto operand() const -> std::uint64_t* {
+        return reinterpret_cast<std::uint64_t*>(tx + capacity + atomic_offset);
+    }
+    [[nodiscard]] auto fetch_results() const -> std::uint64_t* {
+        return reinterpret_cast<std::uint64_t*>(rx);
+    }
     [[nodiscard]] auto registered_size() const -> std::size_t { return capacity + control_bytes; }
 };
 
@@ -45,13 +57,26 @@ struct path_config {
     std::string domain;  ///< preferred domain (e.g. "lo"); empty: shm's own or the first
     std::string nccl_plugin;
     int window{16};
+    /// Ask for FI_RMA / FI_ATOMIC (and remotely accessible registrations) only when an RMA or
+    /// atomic operation is requested: the other operations keep their exact setup.
+    bool rma{false};
+    bool atomic{false};
+};
+
+/// The peer's registrations as RMA targets: address (virtual or offset, per the domain's
+/// mr_mode), key and length of its tx and rx buffers. Exchanged at open when RMA or atomics
+/// are on.
+struct remote_regions {
+    std::uint64_t tx_addr{0}, tx_key{0}, rx_addr{0}, rx_key{0}, length{0};
 };
 
 class path {
 public:
     virtual ~path() = default;
     [[nodiscard]] virtual auto name() const -> std::string = 0;
-    [[nodiscard]] virtual auto supports(operation op) const -> bool = 0;
+    /// Empty when the path runs `op`, else why not (shown as "skipped" with this note). Known
+    /// after open (a provider without FI_ATOMIC, ...); both ranks reach the same answer.
+    [[nodiscard]] virtual auto unsupported(operation op) const -> std::string = 0;
     /// Opens the path and connects it to the peer over `ch`; empty string on success.
     [[nodiscard]] virtual auto open(const path_config& cfg, const buffers& buf, channel& ch, int rank)
         -> std::string = 0;
@@ -129,6 +154,23 @@ auto stream_loop(P& p, bool sender, std::size_t n, int iterations, int w) -> boo
         if (!p.post_send(ack_s, 0, ack_bytes, true, true) || !p.wait(ack_s)) return false;
     }
     return true;
+}
+
+/// One-sided operations (RMA write/read, fetch-add): the initiator keeps a window of `w`
+/// operations in flight per iteration, `post(k)` posting the k-th into slot k, then tells the
+/// target it is done with a small tagged message. The target only drives progress until then:
+/// manual-progress providers (tcp, rxm) carry RMA and atomics through the target's CQ reads.
+template <class P, class Post>
+auto one_sided_loop(P& p, bool initiator, int iterations, int w, Post post) -> bool {
+    const int ack_s = 2 * max_window, ack_r = 2 * max_window + 1;
+    if (!initiator) return p.post_recv(ack_r, 0, ack_bytes, true, true) && p.wait(ack_r);
+    for (int i = 0; i < iterations; ++i) {
+        for (int k = 0; k < w; ++k)
+            if (!post(k)) return false;
+        for (int k = 0; k < w; ++k)
+            if (!p.wait(k)) return false;
+    }
+    return p.post_send(ack_s, 0, ack_bytes, true, true) && p.wait(ack_s);
 }
 
 /// Gives up on a wait after this long without the awaited completion (a hung peer).

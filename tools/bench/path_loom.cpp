@@ -1,6 +1,7 @@
 // The loom core API: query_all → fabric → domain → completion_queue / address_vector →
-// endpoint, registered buffers, tagged_send / tagged_recv and batched completion reads. Same
-// hints, objects and loops as the raw path.
+// endpoint, registered buffers, tagged_send / tagged_recv and batched completion reads;
+// loom::rma::write_to / read_to and loom::atomic::fetch_add_to for the one-sided operations.
+// Same hints, objects and loops as the raw path.
 #include <array>
 #include <cstring>
 #include <loom/loom.hpp>
@@ -17,14 +18,36 @@ auto err(const char* what, const std::error_code& ec) -> std::string {
 class loom_path final : public path {
 public:
     auto name() const -> std::string override { return "loom"; }
-    auto supports(operation) const -> bool override { return true; }
+    auto unsupported(operation op) const -> std::string override {
+        if (is_rma(op)) return rma_note_;
+        if (is_atomic(op)) return atomic_note_;
+        return {};
+    }
     auto domain_name() const -> std::string override { return std::string(info_.domain_name()); }
 
     auto open(const path_config& cfg, const buffers& buf, channel& ch, int) -> std::string override {
         buf_ = buf;
-        auto all = loom::query_all({.capabilities = loom::capability::msg | loom::capability::tagged,
-                                    .ep_type = loom::endpoint_types::rdm,
-                                    .provider = cfg.provider});
+        // FI_RMA / FI_ATOMIC only when requested; a provider without them (tcp has no atomics)
+        // is asked again without, and those operations are skipped.
+        bool rma = cfg.rma, atomic = cfg.atomic;
+        auto query = [&] {
+            auto caps = loom::capability::msg | loom::capability::tagged;
+            if (rma) caps = caps | loom::capability::rma;
+            if (atomic) caps = caps | loom::capability::atomic;
+            return loom::query_all(
+                {.capabilities = caps, .ep_type = loom::endpoint_types::rdm, .provider = cfg.provider});
+        };
+        auto all = query();
+        while (!all && all.error() == make_error_code(loom::errc::no_data) && (rma || atomic)) {
+            if (atomic) {
+                atomic = false;
+                atomic_note_ = "provider " + cfg.provider + " offers no FI_ATOMIC";
+            } else {
+                rma = false;
+                rma_note_ = "provider " + cfg.provider + " offers no FI_RMA";
+            }
+            all = query();
+        }
         if (!all) return err("query_all", all.error());
         info_ = *all->begin();
         for (const auto& i : *all) {
@@ -53,12 +76,35 @@ public:
             return err("bind_cq", r.error());
         if (auto r = ep_.bind_av(av_); !r) return err("bind_av", r.error());
         if (auto r = ep_.enable(); !r) return err("enable", r.error());
+        if (atomic) {
+            std::size_t count = 0;
+            if (!loom::atomic::is_fetch_valid(ep_, loom::atomic::operation::sum,
+                                              loom::atomic::datatype::uint64, &count) ||
+                count < 1) {
+                atomic = false;
+                atomic_note_ = "provider " + cfg.provider + " has no uint64 fetch-add";
+            }
+        }
+        if (!cfg.rma) rma_note_ = "not requested";
+        if (!cfg.atomic) atomic_note_ = "not requested";
+        // tx: source of writes and fetch-add operands, target of the peer's reads; rx: target of
+        // the peer's writes and atomics, sink of reads and fetch results.
+        using acc = loom::mr_access_flags;
+        acc tx_access = acc::send, rx_access = acc::recv;
+        if (rma) {
+            tx_access = tx_access | acc::write | acc::remote_read;
+            rx_access = rx_access | acc::read | acc::remote_write;
+        }
+        if (atomic) {
+            tx_access = tx_access | acc::write;
+            rx_access = rx_access | acc::read | acc::remote_read | acc::remote_write;
+        }
         auto t = loom::memory_region::register_memory(domain_, std::span{buf.tx, buf.registered_size()},
-                                                      loom::mr_access_flags::send);
+                                                      tx_access);
         if (!t) return err("register tx", t.error());
         tx_mr_ = std::move(*t);
         auto r = loom::memory_region::register_memory(domain_, std::span{buf.rx, buf.registered_size()},
-                                                      loom::mr_access_flags::recv);
+                                                      rx_access);
         if (!r) return err("register rx", r.error());
         rx_mr_ = std::move(*r);
         tx_desc_ = tx_mr_.descriptor();
@@ -81,6 +127,25 @@ public:
         auto h = av_.insert(*peer);
         if (!h) return err("av insert", h.error());
         peer_ = *h;
+        if (rma || atomic) {
+            // remote_memory::from_mr: virtual address or offset per the domain's mr_mode.
+            auto tx_remote = loom::remote_memory::from_mr(tx_mr_);
+            if (!tx_remote) return err("remote_memory tx", tx_remote.error());
+            auto rx_remote = loom::remote_memory::from_mr(rx_mr_);
+            if (!rx_remote) return err("remote_memory rx", rx_remote.error());
+            const remote_regions mine{tx_remote->addr, tx_remote->key, rx_remote->addr, rx_remote->key,
+                                      buf.registered_size()};
+            remote_regions theirs_r;
+            if (!ch.send(&mine, sizeof mine) || !ch.recv(&theirs_r, sizeof theirs_r))
+                return "registration exchange failed";
+            peer_tx_ = {theirs_r.tx_addr, theirs_r.tx_key, theirs_r.length};
+            peer_rx_ = {theirs_r.rx_addr, theirs_r.rx_key, theirs_r.length};
+            auto c = peer_rx_.subregion(buf.capacity + buffers::atomic_offset, sizeof(std::uint64_t));
+            if (!c) return err("remote counter", c.error());
+            peer_counter_ = *c;
+        }
+        if (rma) rma_note_.clear();
+        if (atomic) atomic_note_.clear();
         return {};
     }
 
@@ -95,7 +160,20 @@ public:
                 ok = pingpong_loop(*this, rank == 0, n, iterations, false);
                 break;
             case operation::stream:
+            case operation::msgrate:
                 ok = stream_loop(*this, rank == 0, n, iterations, window);
+                break;
+            case operation::rma_write:
+            case operation::rma_read: {
+                const bool read = op == operation::rma_read;
+                ok = one_sided_loop(*this, rank == 0, iterations, window, [&](int k) {
+                    return post_rma(k, static_cast<std::size_t>(k) * n, n, read);
+                });
+                break;
+            }
+            case operation::atomic_fadd:
+                ok =
+                    one_sided_loop(*this, rank == 0, iterations, window, [&](int k) { return post_fadd(k); });
                 break;
         }
         return ok ? std::string{} : (error_.empty() ? std::string("failed") : error_);
@@ -125,6 +203,34 @@ public:
             if (r) [[likely]]
                 return true;
             if (!loom::is_again(r.error())) return fail("recv", r.error());
+            if (!progress()) return false;
+        }
+    }
+    /// Writes tx[offset, +n) into the peer's rx at the same offset, or reads the peer's tx
+    /// there into rx.
+    auto post_rma(int slot, std::size_t offset, std::size_t n, bool read) -> bool {
+        for (;;) {
+            auto remote = (read ? peer_tx_ : peer_rx_).subregion(offset, n);
+            if (!remote) return fail("remote range", remote.error());
+            auto r = read ? loom::rma::read_to(ep_, std::span{buf_.rx + offset, n}, rx_mr_, peer_, *remote,
+                                               &ctx_[slot])
+                          : loom::rma::write_to(ep_, std::span<const std::byte>{buf_.tx + offset, n}, tx_mr_,
+                                                peer_, *remote, &ctx_[slot]);
+            if (r) [[likely]]
+                return true;
+            if (!loom::is_again(r.error())) return fail(read ? "rma read" : "rma write", r.error());
+            if (!progress()) return false;
+        }
+    }
+    /// Adds the operand (1) to the peer's counter, fetching the previous value into result slot `slot`.
+    auto post_fadd(int slot) -> bool {
+        for (;;) {
+            auto r = loom::atomic::fetch_add_to<std::uint64_t>(ep_, *buf_.operand(),
+                                                               buf_.fetch_results() + slot, &tx_mr_, &rx_mr_,
+                                                               peer_, peer_counter_, &ctx_[slot]);
+            if (r) [[likely]]
+                return true;
+            if (!loom::is_again(r.error())) return fail("fetch_add", r.error());
             if (!progress()) return false;
         }
     }
@@ -182,6 +288,8 @@ private:
     void* tx_desc_{nullptr};
     void* rx_desc_{nullptr};
     loom::fabric_addr peer_{loom::fabric_addrs::unspecified};
+    loom::remote_memory peer_tx_{}, peer_rx_{}, peer_counter_{};
+    std::string rma_note_, atomic_note_;
     std::array<loom::request_context, slot_count> ctx_{};
     std::array<bool, slot_count> done_{};
     std::array<std::size_t, slot_count> len_{};

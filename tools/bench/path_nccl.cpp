@@ -41,7 +41,19 @@ public:
         // The library stays loaded: its runtime may still own threads or atexit handlers.
     }
     auto name() const -> std::string override { return "nccl"; }
-    auto supports(operation op) const -> bool override { return op != operation::pingpong_untagged; }
+    auto unsupported(operation op) const -> std::string override {
+        switch (op) {
+            case operation::pingpong_untagged:
+                return "the NCCL net ABI has no untagged messages";
+            case operation::rma_write:
+            case operation::rma_read:
+                return "the NCCL net ABI has no RMA";
+            case operation::atomic_fadd:
+                return "the NCCL net ABI has no atomics";
+            default:
+                return {};
+        }
+    }
     auto domain_name() const -> std::string override { return domain_; }
 
     auto open(const path_config& cfg, const buffers& buf, channel& ch, int) -> std::string override {
@@ -93,10 +105,11 @@ public:
                 ok = pingpong_loop(*this, rank == 0, n, iterations, true);
                 break;
             case operation::stream:
+            case operation::msgrate:
                 ok = stream_loop(*this, rank == 0, n, iterations, window);
                 break;
-            case operation::pingpong_untagged:
-                error_ = "not supported by the NCCL net ABI";
+            default:
+                error_ = unsupported(op);
                 break;
         }
         return ok ? std::string{} : (error_.empty() ? std::string("failed") : error_);

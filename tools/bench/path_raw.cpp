@@ -1,10 +1,12 @@
 // The floor: plain libfabric C calls, written for the benchmark, with the same hints, objects,
 // registrations and loops as the loom path.
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 #include <array>
@@ -24,24 +26,50 @@ class raw_path final : public path {
 public:
     ~raw_path() override { close_all(); }
     auto name() const -> std::string override { return "raw"; }
-    auto supports(operation) const -> bool override { return true; }
+    auto unsupported(operation op) const -> std::string override {
+        if (is_rma(op)) return rma_note_;
+        if (is_atomic(op)) return atomic_note_;
+        return {};
+    }
     auto domain_name() const -> std::string override { return domain_; }
 
     auto open(const path_config& cfg, const buffers& buf, channel& ch, int) -> std::string override {
         buf_ = buf;
-        ::fi_info* hints = ::fi_allocinfo();
-        if (hints == nullptr) return "fi_allocinfo failed";
-        hints->caps = FI_MSG | FI_TAGGED;
-        hints->mode = FI_CONTEXT | FI_CONTEXT2;
-        hints->ep_attr->type = FI_EP_RDM;
-        hints->fabric_attr->prov_name = ::strdup(cfg.provider.c_str());
-        hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-        const int grc =
-            ::fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints, &list_);
-        ::fi_freeinfo(hints);
+        // FI_RMA / FI_ATOMIC only when requested; a provider without them (tcp has no atomics)
+        // is asked again without, and those operations are skipped.
+        bool rma = cfg.rma, atomic = cfg.atomic;
+        int grc = 0;
+        for (;;) {
+            ::fi_info* hints = ::fi_allocinfo();
+            if (hints == nullptr) return "fi_allocinfo failed";
+            hints->caps = FI_MSG | FI_TAGGED | (rma ? FI_RMA : 0) | (atomic ? FI_ATOMIC : 0);
+            hints->mode = FI_CONTEXT | FI_CONTEXT2;
+            hints->ep_attr->type = FI_EP_RDM;
+            hints->fabric_attr->prov_name = ::strdup(cfg.provider.c_str());
+            hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+            grc = ::fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints,
+                               &list_);
+            ::fi_freeinfo(hints);
+            // Exactly the provider asked for (as loom's query_all): fi_getinfo("tcp") with
+            // FI_ATOMIC answers with tcp;ofi_rxm, a different provider.
+            if (grc == 0 && exact(list_, cfg.provider) == nullptr) {
+                ::fi_freeinfo(list_);
+                list_ = nullptr;
+                grc = -FI_ENODATA;
+            }
+            if (grc != -FI_ENODATA || (!rma && !atomic)) break;
+            if (atomic) {
+                atomic = false;
+                atomic_note_ = "provider " + cfg.provider + " offers no FI_ATOMIC";
+            } else {
+                rma = false;
+                rma_note_ = "provider " + cfg.provider + " offers no FI_RMA";
+            }
+        }
         if (grc != 0) return fi_err("fi_getinfo", grc);
-        info_ = list_;
+        info_ = exact(list_, cfg.provider);
         for (::fi_info* i = list_; i != nullptr; i = i->next) {
+            if (i->fabric_attr->prov_name == nullptr || cfg.provider != i->fabric_attr->prov_name) continue;
             const std::string_view dom = i->domain_attr->name != nullptr ? i->domain_attr->name : "";
             const std::string_view prov =
                 i->fabric_attr->prov_name != nullptr ? i->fabric_attr->prov_name : "";
@@ -71,13 +99,33 @@ public:
             return fi_err("fi_ep_bind cq", rc);
         if (int rc = ::fi_ep_bind(ep_, &av_->fid, 0); rc != 0) return fi_err("fi_ep_bind av", rc);
         if (int rc = ::fi_enable(ep_); rc != 0) return fi_err("fi_enable", rc);
-        // Without FI_MR_PROV_KEY the application picks the keys: two distinct ones.
+        if (atomic) {
+            std::size_t count = 0;
+            if (::fi_fetch_atomicvalid(ep_, FI_UINT64, FI_SUM, &count) != 0 || count < 1) {
+                atomic = false;
+                atomic_note_ = "provider " + cfg.provider + " has no uint64 fetch-add";
+            }
+        }
+        if (!cfg.rma) rma_note_ = "not requested";  // (run never asks then)
+        if (!cfg.atomic) atomic_note_ = "not requested";
+        // Without FI_MR_PROV_KEY the application picks the keys: two distinct ones. tx is the
+        // source of writes and fetch-add operands and the target of the peer's reads; rx the
+        // target of the peer's writes and atomics and the sink of reads and fetch results.
         const bool prov_key = (info_->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
-        if (int rc = ::fi_mr_reg(domain_h_, buf.tx, buf.registered_size(), FI_SEND, 0, prov_key ? 0 : 1, 0,
+        std::uint64_t tx_access = FI_SEND, rx_access = FI_RECV;
+        if (rma) {
+            tx_access |= FI_WRITE | FI_REMOTE_READ;
+            rx_access |= FI_READ | FI_REMOTE_WRITE;
+        }
+        if (atomic) {
+            tx_access |= FI_WRITE;
+            rx_access |= FI_READ | FI_REMOTE_READ | FI_REMOTE_WRITE;
+        }
+        if (int rc = ::fi_mr_reg(domain_h_, buf.tx, buf.registered_size(), tx_access, 0, prov_key ? 0 : 1, 0,
                                  &tx_mr_, nullptr);
             rc != 0)
             return fi_err("fi_mr_reg tx", rc);
-        if (int rc = ::fi_mr_reg(domain_h_, buf.rx, buf.registered_size(), FI_RECV, 0, prov_key ? 0 : 2, 0,
+        if (int rc = ::fi_mr_reg(domain_h_, buf.rx, buf.registered_size(), rx_access, 0, prov_key ? 0 : 2, 0,
                                  &rx_mr_, nullptr);
             rc != 0)
             return fi_err("fi_mr_reg rx", rc);
@@ -91,6 +139,21 @@ public:
         if (!ch.send_blob(name) || !ch.recv_blob(peer)) return "address exchange failed";
         if (int rc = ::fi_av_insert(av_, peer.data(), 1, &peer_, 0, nullptr); rc != 1)
             return fi_err("fi_av_insert", rc);
+        if (rma || atomic) {
+            // RMA addresses: virtual addresses under FI_MR_VIRT_ADDR, offsets into the
+            // registration otherwise.
+            const bool virt = (info_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
+            const remote_regions mine{virt ? reinterpret_cast<std::uintptr_t>(buf.tx) : 0,
+                                      ::fi_mr_key(tx_mr_),
+                                      virt ? reinterpret_cast<std::uintptr_t>(buf.rx) : 0,
+                                      ::fi_mr_key(rx_mr_), buf.registered_size()};
+            if (mine.tx_key == FI_KEY_NOTAVAIL || mine.rx_key == FI_KEY_NOTAVAIL)
+                return "fi_mr_key: no scalar key (raw keys are not handled)";
+            if (!ch.send(&mine, sizeof mine) || !ch.recv(&remote_, sizeof remote_))
+                return "registration exchange failed";
+        }
+        if (rma) rma_note_.clear();
+        if (atomic) atomic_note_.clear();
         return {};
     }
 
@@ -105,7 +168,20 @@ public:
                 ok = pingpong_loop(*this, rank == 0, n, iterations, false);
                 break;
             case operation::stream:
+            case operation::msgrate:
                 ok = stream_loop(*this, rank == 0, n, iterations, window);
+                break;
+            case operation::rma_write:
+            case operation::rma_read: {
+                const bool read = op == operation::rma_read;
+                ok = one_sided_loop(*this, rank == 0, iterations, window, [&](int k) {
+                    return post_rma(k, static_cast<std::size_t>(k) * n, n, read);
+                });
+                break;
+            }
+            case operation::atomic_fadd:
+                ok =
+                    one_sided_loop(*this, rank == 0, iterations, window, [&](int k) { return post_fadd(k); });
                 break;
         }
         return ok ? std::string{} : (error_.empty() ? std::string("failed") : error_);
@@ -138,6 +214,33 @@ public:
             if (!progress()) return false;
         }
     }
+    /// Writes tx[offset, +n) into the peer's rx at the same offset, or reads the peer's tx
+    /// there into rx.
+    auto post_rma(int slot, std::size_t offset, std::size_t n, bool read) -> bool {
+        for (;;) {
+            const ssize_t rc = read ? ::fi_read(ep_, buf_.rx + offset, n, rx_desc_, peer_,
+                                                remote_.tx_addr + offset, remote_.tx_key, &ctx_[slot])
+                                    : ::fi_write(ep_, buf_.tx + offset, n, tx_desc_, peer_,
+                                                 remote_.rx_addr + offset, remote_.rx_key, &ctx_[slot]);
+            if (rc == 0) [[likely]]
+                return true;
+            if (rc != -FI_EAGAIN) return fail(read ? "fi_read" : "fi_write", rc);
+            if (!progress()) return false;
+        }
+    }
+    /// Adds the operand (1) to the peer's counter, fetching the previous value into result slot `slot`.
+    auto post_fadd(int slot) -> bool {
+        for (;;) {
+            const ssize_t rc =
+                ::fi_fetch_atomic(ep_, buf_.operand(), 1, tx_desc_, buf_.fetch_results() + slot, rx_desc_,
+                                  peer_, remote_.rx_addr + buf_.capacity + buffers::atomic_offset,
+                                  remote_.rx_key, FI_UINT64, FI_SUM, &ctx_[slot]);
+            if (rc == 0) [[likely]]
+                return true;
+            if (rc != -FI_EAGAIN) return fail("fi_fetch_atomic", rc);
+            if (!progress()) return false;
+        }
+    }
     auto wait(int slot) -> bool {
         unsigned spins = 0;
         auto deadline = std::chrono::steady_clock::time_point::max();
@@ -159,6 +262,12 @@ public:
     }
 
 private:
+    /// The first entry of `list` from exactly provider `prov`.
+    static auto exact(::fi_info* list, const std::string& prov) -> ::fi_info* {
+        for (::fi_info* i = list; i != nullptr; i = i->next)
+            if (i->fabric_attr->prov_name != nullptr && prov == i->fabric_attr->prov_name) return i;
+        return nullptr;
+    }
     auto progress() -> bool {
         std::array<::fi_cq_tagged_entry, 8> ev;
         const ssize_t n = ::fi_cq_read(cq_, ev.data(), ev.size());
@@ -214,6 +323,8 @@ private:
     void* tx_desc_{nullptr};
     void* rx_desc_{nullptr};
     ::fi_addr_t peer_{FI_ADDR_UNSPEC};
+    remote_regions remote_{};
+    std::string rma_note_, atomic_note_;
     std::array<::fi_context2, slot_count> ctx_{};
     std::array<bool, slot_count> done_{};
     std::array<std::size_t, slot_count> len_{};

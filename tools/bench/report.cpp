@@ -121,6 +121,14 @@ auto name_of(operation op) -> std::string_view {
             return "pingpong_untagged";
         case operation::stream:
             return "stream";
+        case operation::rma_write:
+            return "rma_write";
+        case operation::rma_read:
+            return "rma_read";
+        case operation::atomic_fadd:
+            return "atomic_fadd";
+        case operation::msgrate:
+            return "msgrate";
     }
     return "?";
 }
@@ -129,10 +137,41 @@ auto parse_operation(std::string_view s) -> std::optional<operation> {
     if (s == "pingpong" || s == "latency" || s == "tagged") return operation::pingpong;
     if (s == "pingpong_untagged" || s == "untagged") return operation::pingpong_untagged;
     if (s == "stream" || s == "bw" || s == "bandwidth") return operation::stream;
+    if (s == "rma_write" || s == "write") return operation::rma_write;
+    if (s == "rma_read" || s == "read") return operation::rma_read;
+    if (s == "atomic_fadd" || s == "fadd") return operation::atomic_fadd;
+    if (s == "msgrate" || s == "message_rate") return operation::msgrate;
     return std::nullopt;
 }
 
-auto is_latency(operation op) -> bool { return op != operation::stream; }
+auto metric_of(operation op) -> metric {
+    switch (op) {
+        case operation::pingpong:
+        case operation::pingpong_untagged:
+            return metric::latency;
+        case operation::stream:
+        case operation::rma_write:
+        case operation::rma_read:
+            return metric::bandwidth;
+        case operation::atomic_fadd:
+        case operation::msgrate:
+            return metric::rate;
+    }
+    return metric::latency;
+}
+
+auto is_latency(operation op) -> bool { return metric_of(op) == metric::latency; }
+auto is_windowed(operation op) -> bool { return !is_latency(op); }
+auto is_rma(operation op) -> bool { return op == operation::rma_write || op == operation::rma_read; }
+auto is_atomic(operation op) -> bool { return op == operation::atomic_fadd; }
+
+auto sizes_for(operation op, std::span<const std::size_t> sizes) -> std::vector<std::size_t> {
+    if (op == operation::atomic_fadd) return {8};
+    std::vector<std::size_t> out;
+    for (std::size_t s : sizes)
+        if (op != operation::msgrate || s <= msgrate_max_size) out.push_back(s);
+    return out;
+}
 
 auto parse_size(std::string_view s) -> std::optional<std::size_t> {
     if (s.empty()) return std::nullopt;
@@ -228,7 +267,7 @@ auto buffer_bytes(std::span<const std::size_t> sizes, const schedule_params& p) 
 }
 
 auto messages_per_iteration(operation op, std::size_t size, const schedule_params& p) -> int {
-    return op == operation::stream ? window_for(size, p) : 2;
+    return is_windowed(op) ? window_for(size, p) : 2;
 }
 
 auto iterations_for(operation op, std::size_t size, const schedule_params& p) -> int {
@@ -236,8 +275,11 @@ auto iterations_for(operation op, std::size_t size, const schedule_params& p) ->
     const std::size_t per_iter =
         std::max<std::size_t>(1, size) * static_cast<std::size_t>(messages_per_iteration(op, size, p));
     const std::size_t n = p.byte_budget / per_iter;
-    const int max_it = op == operation::stream ? std::max(1, p.max_iterations / 4) : p.max_iterations;
-    const int min_it = op == operation::stream ? std::max(1, p.min_iterations / 2) : p.min_iterations;
+    // Bandwidth windows move the most bytes: a quarter of the iterations. Rates (small messages,
+    // atomics) keep the full count so that one measurement lasts long enough to time.
+    const bool bw = metric_of(op) == metric::bandwidth;
+    const int max_it = bw ? std::max(1, p.max_iterations / 4) : p.max_iterations;
+    const int min_it = is_windowed(op) ? std::max(1, p.min_iterations / 2) : p.min_iterations;
     if (n >= static_cast<std::size_t>(max_it)) return max_it;
     return std::max(min_it, static_cast<int>(n));
 }
@@ -255,6 +297,7 @@ auto stats_of(const point& pt, const std::string& path) -> std::optional<path_st
     st.time_us = summarize(us);
     st.algbw_gbps =
         st.time_us.median > 0 ? static_cast<double>(pt.size) / (st.time_us.median * 1e-6) / 1e9 : 0;
+    st.rate_per_s = st.time_us.median > 0 ? 1e6 / st.time_us.median : 0;
     if (path != "raw") {
         const auto raw = pt.paths.find("raw");
         if (raw != pt.paths.end() && raw->second.measured) {
@@ -274,20 +317,44 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
     for (const auto& pt : points)
         if (std::find(ops.begin(), ops.end(), pt.op) == ops.end()) ops.push_back(pt.op);
     for (operation op : ops) {
+        const metric m = metric_of(op);
         char line[512];
-        std::snprintf(
-            line, sizeof line,
-            "#\n# loom-bench %s: provider %s%s%s, %d ranks (%s), %d repetitions interleaved%s\n",
-            std::string(name_of(op)).c_str(), info.provider.c_str(), info.domain.empty() ? "" : " domain ",
-            info.domain.c_str(), info.ranks, info.launcher.c_str(), info.repetitions,
-            op == operation::stream
-                ? (", window " + std::to_string(info.window) + " (fewer when a window exceeds 64M)").c_str()
-                : "");
+        std::string window_note;
+        if (is_windowed(op)) {
+            window_note = ", window " + std::to_string(info.window);
+            if (m == metric::bandwidth) window_note += " (fewer when a window exceeds 64M)";
+        }
+        std::snprintf(line, sizeof line,
+                      "#\n# loom-bench %s: provider %s%s%s, %d ranks (%s), %d repetitions interleaved%s\n",
+                      std::string(name_of(op)).c_str(), info.provider.c_str(),
+                      info.domain.empty() ? "" : " domain ", info.domain.c_str(), info.ranks,
+                      info.launcher.c_str(), info.repetitions, window_note.c_str());
         out += line;
-        out += op == operation::stream
-                   ? "# time: us per message (median), algbw: GB/s, +-: spread (MAD %), ratio: bw / raw bw\n"
-                   : "# time: us one-way latency (median, half round trip), algbw: GB/s, +-: spread (MAD %), "
-                     "ratio: time / raw time\n";
+        switch (m) {
+            case metric::latency:
+                out +=
+                    "# time: us one-way latency (median, half round trip), algbw: GB/s, +-: spread (MAD %), "
+                    "ratio: time / raw time\n";
+                break;
+            case metric::bandwidth:
+                out += op == operation::stream
+                           ? "# time: us per message (median), algbw: GB/s, +-: spread (MAD %), ratio: bw / "
+                             "raw bw\n"
+                           : "# time: us per RMA " +
+                                 std::string(op == operation::rma_write ? "write" : "read") +
+                                 " (median), algbw: GB/s, +-: spread (MAD %), ratio: bw / raw bw\n";
+                break;
+            case metric::rate:
+                out +=
+                    op == operation::atomic_fadd
+                        ? "# time: us per uint64 fetch-add (median), Mops/s: million fetch-adds per second, "
+                          "+-: spread (MAD %), ratio: rate / raw rate\n"
+                        : "# time: us per message (median), Mmsg/s: million messages per second, +-: spread "
+                          "(MAD %), ratio: rate / raw rate\n";
+                break;
+        }
+        const char* middle =
+            m == metric::rate ? (op == operation::atomic_fadd ? " Mops/s" : " Mmsg/s") : "  algbw";
         // header
         std::string h1 = "#                     ", h2 = "#     size      count";
         for (const auto& p : info.paths) {
@@ -295,10 +362,10 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
             const int width = ratio ? 35 : 27;
             std::snprintf(line, sizeof line, " %*s", width, (p + "  ").c_str());
             h1 += line;
-            h2 += ratio ? "    time(us)   algbw  +-%   ratio" : "    time(us)   algbw  +-%";
-            h2.insert(h2.size(), 0, ' ');
+            h2 += std::string("    time(us) ") + middle + "  +-%" + (ratio ? "   ratio" : "");
         }
         out += h1 + "   check\n" + h2 + "   \n";
+        std::vector<std::pair<std::string, std::string>> notes;  // (path, why skipped)
         for (const auto& pt : points) {
             if (pt.op != op) continue;
             std::snprintf(line, sizeof line, "%10s %10d", format_size(pt.size).c_str(), pt.iterations);
@@ -309,6 +376,14 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
                 const bool ratio = have_raw && p != "raw";
                 const auto st = stats_of(pt, p);
                 const auto it = pt.paths.find(p);
+                if (it != pt.paths.end() && !it->second.skipped.empty()) {
+                    const std::pair<std::string, std::string> note{p, it->second.skipped};
+                    if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+                    std::snprintf(line, sizeof line, " %12s %7s %4s", "skipped", "", "");
+                    row += line;
+                    if (ratio) row += "        ";
+                    continue;
+                }
                 if (it != pt.paths.end() && (!it->second.verified || !it->second.error.empty())) {
                     all_ok = false;
                     bad += (bad.empty() ? "" : ",") + p;
@@ -319,7 +394,8 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
                     if (ratio) row += "        ";
                     continue;
                 }
-                std::snprintf(line, sizeof line, " %12.2f %7.3f %4.0f", st->time_us.median, st->algbw_gbps,
+                const double mid = m == metric::rate ? st->rate_per_s / 1e6 : st->algbw_gbps;
+                std::snprintf(line, sizeof line, " %12.2f %7.3f %4.0f", st->time_us.median, mid,
                               std::min(999.0, st->time_us.spread_pct));
                 row += line;
                 if (ratio) {
@@ -333,6 +409,7 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
             row += all_ok ? "   ok" : "   WRONG(" + bad + ")";
             out += row + "\n";
         }
+        for (const auto& [p, why] : notes) out += "# " + p + ": skipped, " + why + "\n";
     }
     return out;
 }
@@ -364,6 +441,10 @@ auto render_json(const run_info& info, std::span<const point> points) -> std::st
             o += first ? "\n      \"" : ",\n      \"";
             first = false;
             o += json_escape(p) + "\": {";
+            if (!it->second.skipped.empty()) {
+                o += "\"skipped\": true, \"note\": \"" + json_escape(it->second.skipped) + "\"}";
+                continue;
+            }
             const bool ok = it->second.verified && it->second.error.empty() && it->second.measured;
             all_ok = all_ok && ok;
             o += "\"verified\": " + std::string(ok ? "true" : "false");
@@ -374,6 +455,7 @@ auto render_json(const run_info& info, std::span<const point> points) -> std::st
                      ", \"spread_pct\": " + jnum(st->time_us.spread_pct) +
                      ", \"samples\": " + std::to_string(st->time_us.samples) + "}";
                 o += ", \"algbw_gbps\": " + jnum(st->algbw_gbps);
+                if (metric_of(pt.op) == metric::rate) o += ", \"rate_per_s\": " + jnum(st->rate_per_s);
                 o += ", \"samples_us\": [";
                 for (std::size_t i = 0; i < it->second.seconds_per_message.size(); ++i)
                     o += (i ? ", " : "") + jnum(it->second.seconds_per_message[i] * 1e6);
@@ -399,6 +481,7 @@ auto render_csv(const run_info& info, std::span<const point> points) -> std::str
             if (it == pt.paths.end()) continue;
             const auto st = stats_of(pt, p);
             const bool ok = it->second.verified && it->second.error.empty() && it->second.measured;
+            const bool skipped = !it->second.skipped.empty();
             o += "\"" + info.provider + "\"," + std::string(name_of(pt.op)) + "," + std::to_string(pt.size) +
                  "," + std::to_string(pt.iterations) + "," + p + ",";
             if (st) {
@@ -408,7 +491,7 @@ auto render_csv(const run_info& info, std::span<const point> points) -> std::str
             } else {
                 o += ",,,,,,";
             }
-            o += ok ? "true\n" : "false\n";
+            o += skipped ? "skipped\n" : ok ? "true\n" : "false\n";
         }
     }
     return o;
@@ -431,19 +514,31 @@ auto path_color(std::size_t i) -> const char* {
 auto decade_floor(double v) -> double { return std::pow(10.0, std::floor(std::log10(v))); }
 auto decade_ceil(double v) -> double { return std::pow(10.0, std::ceil(std::log10(v))); }
 
+auto panel_title(std::optional<operation> op, int window) -> std::string {
+    const std::string w = ", window " + std::to_string(window) + ")";
+    if (!op) return "";
+    switch (*op) {
+        case operation::pingpong_untagged:
+            return "latency (untagged ping-pong, one-way)";
+        case operation::rma_write:
+            return "bandwidth (RMA write" + w;
+        case operation::rma_read:
+            return "bandwidth (RMA read" + w;
+        case operation::stream:
+            return "bandwidth (streaming" + w;
+        default:
+            return "latency (tagged ping-pong, one-way)";
+    }
+}
+
 void draw_panel(std::string& o, const panel& pn, const run_info& info, std::span<const point> points,
                 bool latency) {
     // Collect (size, value) per path.
     std::vector<std::vector<std::pair<double, double>>> series(info.paths.size());
     double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
+    const auto shown = plotted_op(points, latency);
     for (const auto& pt : points) {
-        if (is_latency(pt.op) != latency) continue;
-        if (latency && pt.op != operation::pingpong) {
-            // Untagged ping-pong is plotted only when there is no tagged one.
-            bool tagged_present = false;
-            for (const auto& q : points) tagged_present = tagged_present || q.op == operation::pingpong;
-            if (tagged_present) continue;
-        }
+        if (!shown || pt.op != *shown) continue;
         for (std::size_t i = 0; i < info.paths.size(); ++i) {
             const auto st = stats_of(pt, info.paths[i]);
             if (!st) continue;
@@ -545,6 +640,17 @@ void draw_panel(std::string& o, const panel& pn, const run_info& info, std::span
 
 }  // namespace
 
+auto plotted_op(std::span<const point> points, bool latency) -> std::optional<operation> {
+    const auto present = [&](operation op) {
+        return std::any_of(points.begin(), points.end(), [op](const point& p) { return p.op == op; });
+    };
+    static constexpr operation lat[] = {operation::pingpong, operation::pingpong_untagged};
+    static constexpr operation bw[] = {operation::stream, operation::rma_write, operation::rma_read};
+    for (operation op : latency ? std::span<const operation>{lat} : std::span<const operation>{bw})
+        if (present(op)) return op;
+    return std::nullopt;
+}
+
 auto render_svg(const run_info& info, std::span<const point> points) -> std::string {
     std::string o =
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -556,16 +662,14 @@ auto render_svg(const run_info& info, std::span<const point> points) -> std::str
          xml_escape(info.provider) + ", " + std::to_string(info.ranks) + " ranks (" +
          xml_escape(info.launcher) + "), median of " + std::to_string(info.repetitions) +
          " interleaved repetitions</text>\n";
-    bool has_untagged_only = true;
-    for (const auto& pt : points) has_untagged_only = has_untagged_only && pt.op != operation::pingpong;
-    draw_panel(
-        o,
-        {has_untagged_only ? "latency (untagged ping-pong, one-way)" : "latency (tagged ping-pong, one-way)",
-         "latency (us)", 80, 60, 380, 300},
-        info, points, true);
+    const auto lat = plotted_op(points, true), bw = plotted_op(points, false);
     draw_panel(o,
-               {"bandwidth (streaming, window " + std::to_string(info.window) + ")", "bandwidth (GB/s)", 580,
-                60, 380, 300},
+               {lat ? panel_title(lat, info.window) : "latency (tagged ping-pong, one-way)", "latency (us)",
+                80, 60, 380, 300},
+               info, points, true);
+    draw_panel(o,
+               {bw ? panel_title(bw, info.window) : panel_title(operation::stream, info.window),
+                "bandwidth (GB/s)", 580, 60, 380, 300},
                info, points, false);
     o += "</svg>\n";
     return o;

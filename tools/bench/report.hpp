@@ -33,11 +33,28 @@ struct summary {
     -> std::optional<double>;
 
 // ---------------------------------------------------------------- operations and schedule
-enum class operation { pingpong, pingpong_untagged, stream };
+enum class operation { pingpong, pingpong_untagged, stream, rma_write, rma_read, atomic_fadd, msgrate };
 [[nodiscard]] auto name_of(operation op) -> std::string_view;
 [[nodiscard]] auto parse_operation(std::string_view s) -> std::optional<operation>;
+/// What an operation's time per message means:
+///   latency    one-way message time (half a round trip); ratio = time / raw time
+///   bandwidth  time per message of a window in flight; ratio = bandwidth / raw bandwidth
+///   rate       time per message or atomic of a window in flight, reported as a rate
+///              (operations per second); ratio = rate / raw rate
+enum class metric { latency, bandwidth, rate };
+[[nodiscard]] auto metric_of(operation op) -> metric;
 /// Latency operations report time per one-way message (half a round trip).
 [[nodiscard]] auto is_latency(operation op) -> bool;
+/// Operations that keep a window of requests in flight (every one but the ping-pongs).
+[[nodiscard]] auto is_windowed(operation op) -> bool;
+/// One-sided operations (need FI_RMA / FI_ATOMIC and remotely accessible registrations).
+[[nodiscard]] auto is_rma(operation op) -> bool;
+[[nodiscard]] auto is_atomic(operation op) -> bool;
+/// msgrate measures small messages only: sizes above this are left out.
+inline constexpr std::size_t msgrate_max_size = 4096;
+/// The sizes an operation runs at: all of them, those up to msgrate_max_size for msgrate, and
+/// the single 8-byte point (one uint64) for atomic_fadd. May be empty (msgrate, no small size).
+[[nodiscard]] auto sizes_for(operation op, std::span<const std::size_t> sizes) -> std::vector<std::size_t>;
 
 /// "8,64,4K,1M" (a list) or "8:64M" (powers of two from..to); K/M/G are binary multiples.
 [[nodiscard]] auto parse_size(std::string_view s) -> std::optional<std::size_t>;
@@ -64,7 +81,8 @@ struct schedule_params {
 [[nodiscard]] auto iterations_for(operation op, std::size_t size, const schedule_params& p) -> int;
 /// Untimed warm-up iterations before each measurement.
 [[nodiscard]] auto warmup_for(int iterations) -> int;
-/// Messages per iteration (ping-pong: 2 one-way messages; stream: the window at this size).
+/// Messages per iteration (ping-pong: 2 one-way messages; windowed operations: the window at
+/// this size).
 [[nodiscard]] auto messages_per_iteration(operation op, std::size_t size, const schedule_params& p) -> int;
 
 // ---------------------------------------------------------------- results
@@ -74,13 +92,16 @@ struct path_samples {
     bool verified{true};
     bool measured{false};
     std::string error;
+    /// Not run by this path (no RMA in the NCCL ABI, no atomics in the provider, ...): why.
+    /// A skipped path is neither verified nor wrong.
+    std::string skipped;
 };
 
 struct point {
     operation op{operation::pingpong};
     std::size_t size{0};
     int iterations{0};
-    int window{1};                              ///< messages in flight (stream), 1 for ping-pong
+    int window{1};                              ///< messages in flight (windowed ops), 1 for ping-pong
     std::map<std::string, path_samples> paths;  // by path name
 };
 
@@ -98,13 +119,17 @@ struct run_info {
 struct path_stats {
     summary time_us;              ///< microseconds per one-way message
     double algbw_gbps{0};         ///< size / median time, GB/s (1e9 bytes)
-    std::optional<double> ratio;  ///< latency: time/raw; bandwidth: bw/raw (paired); nullopt for raw
+    double rate_per_s{0};         ///< messages (or atomics) per second: 1 / median time
+    std::optional<double> ratio;  ///< latency: time/raw; bandwidth, rate: bw/raw (paired); nullopt for raw
 };
 [[nodiscard]] auto stats_of(const point& pt, const std::string& path) -> std::optional<path_stats>;
 
 [[nodiscard]] auto render_table(const run_info& info, std::span<const point> points) -> std::string;
 [[nodiscard]] auto render_json(const run_info& info, std::span<const point> points) -> std::string;
 [[nodiscard]] auto render_csv(const run_info& info, std::span<const point> points) -> std::string;
+/// The operation a panel plots: latency: pingpong, else pingpong_untagged; bandwidth: stream,
+/// else rma_write, else rma_read. Rate operations are not plotted.
+[[nodiscard]] auto plotted_op(std::span<const point> points, bool latency) -> std::optional<operation>;
 /// Two log-log panels: latency (ping-pong) and bandwidth (stream) against size, one series per path.
 [[nodiscard]] auto render_svg(const run_info& info, std::span<const point> points) -> std::string;
 

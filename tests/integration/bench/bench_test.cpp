@@ -1,5 +1,6 @@
 // Runs loom-bench for real (two forked ranks over shm, two small sizes, every path) and checks
-// its JSON: every path present at every point, every payload verified, sane numbers.
+// its JSON: every path present at every point, every payload verified, sane numbers; the
+// one-sided operations and the message rate likewise, and fetch-add skipped over tcp.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,10 +74,60 @@ TEST_F(BenchRun, ShmTwoSizesEveryPathVerified) {
     EXPECT_EQ(count(s, "class=\"series\""), 6U);  // 3 paths x 2 panels
 }
 
+TEST_F(BenchRun, ShmRmaAtomicsAndMessageRateVerified) {
+    const std::string json = dir_ + "/one_sided.json";
+    const std::string cmd =
+        std::string(LOOM_BENCH_PATH) +
+        " --local 2 --provider shm --paths raw,loom,nccl --ops rma_write,rma_read,atomic_fadd,msgrate"
+        " --sizes 8,64K --reps 2 --iters 20 --quiet --json " +
+        json + " > " + dir_ + "/table.txt 2>&1";
+    ASSERT_EQ(run(cmd), 0) << slurp(dir_ + "/table.txt");
+    const std::string j = slurp(json);
+    ASSERT_FALSE(j.empty());
+    EXPECT_NE(j.find("\"all_verified\": true"), std::string::npos) << j;
+    // RMA at both sizes, one fetch-add point (size 8), msgrate at 8 only (64K is above 4K).
+    EXPECT_EQ(count(j, "\"op\": \"rma_write\", \"size\": 8,"), 1U) << j;
+    EXPECT_EQ(count(j, "\"op\": \"rma_write\", \"size\": 65536,"), 1U) << j;
+    EXPECT_EQ(count(j, "\"op\": \"rma_read\", \"size\": 8,"), 1U) << j;
+    EXPECT_EQ(count(j, "\"op\": \"rma_read\", \"size\": 65536,"), 1U) << j;
+    EXPECT_EQ(count(j, "\"op\": \"atomic_fadd\""), 1U) << j;
+    EXPECT_EQ(count(j, "\"op\": \"atomic_fadd\", \"size\": 8,"), 1U) << j;
+    EXPECT_EQ(count(j, "\"op\": \"msgrate\""), 1U) << j;
+    EXPECT_EQ(count(j, "\"op\": \"msgrate\", \"size\": 8,"), 1U) << j;
+    // raw and loom ran and verified every point; nccl only msgrate, skipped (with a note) elsewhere.
+    EXPECT_EQ(count(j, "\"raw\": {\"verified\": true, \"time_us\""), 6U) << j;
+    EXPECT_EQ(count(j, "\"loom\": {\"verified\": true, \"time_us\""), 6U) << j;
+    EXPECT_EQ(count(j, "\"nccl\": {\"verified\": true, \"time_us\""), 1U) << j;
+    EXPECT_EQ(count(j, "\"nccl\": {\"skipped\": true, \"note\": \"the NCCL net ABI has no RMA\"}"), 4U) << j;
+    EXPECT_EQ(count(j, "\"nccl\": {\"skipped\": true, \"note\": \"the NCCL net ABI has no atomics\"}"), 1U)
+        << j;
+    EXPECT_EQ(count(j, "\"rate_per_s\""), 5U) << j;  // atomic_fadd: raw, loom; msgrate: raw, loom, nccl
+    EXPECT_EQ(count(j, "\"verified\": false"), 0U);
+    const std::string table = slurp(dir_ + "/table.txt");
+    EXPECT_NE(table.find("# nccl: skipped, the NCCL net ABI has no RMA"), std::string::npos) << table;
+}
+
+TEST_F(BenchRun, TcpHasNoAtomicsSoFetchAddIsSkipped) {
+    // libfabric 2.1's tcp provider has RMA but no atomics: reported as skipped, not a failure.
+    const std::string json = dir_ + "/tcp.json";
+    const std::string cmd =
+        std::string(LOOM_BENCH_PATH) +
+        " --local 2 --provider tcp --iface lo --paths raw,loom --ops atomic_fadd,rma_write"
+        " --sizes 8 --reps 1 --iters 5 --quiet --json " +
+        json + " > " + dir_ + "/table.txt 2>&1";
+    ASSERT_EQ(run(cmd), 0) << slurp(dir_ + "/table.txt");
+    const std::string j = slurp(json);
+    EXPECT_NE(j.find("\"all_verified\": true"), std::string::npos) << j;
+    EXPECT_EQ(count(j, "{\"skipped\": true, \"note\": \"provider tcp offers no FI_ATOMIC\"}"), 2U) << j;
+    EXPECT_EQ(count(j, "\"verified\": true, \"time_us\""), 2U) << j;  // RMA write, raw and loom
+}
+
 TEST_F(BenchRun, RejectsTheSocketsProviderAndUnknownOptions) {
     EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --provider sockets 2>/dev/null"), 2);
     EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --no-such-option 2>/dev/null"), 2);
     EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --help >/dev/null"), 0);
+    EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --ops rma 2>/dev/null"), 2);  // rma_write or rma_read
+    EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --help | grep -q atomic_fadd"), 0);
 }
 
 }  // namespace

@@ -264,10 +264,63 @@ TEST(BenchSchedule, StreamingWindowShrinksToFitItsBuffer) {
 }
 
 TEST(BenchSchedule, OperationNamesRoundTrip) {
-    for (auto op : {operation::pingpong, operation::pingpong_untagged, operation::stream})
+    for (auto op : {operation::pingpong, operation::pingpong_untagged, operation::stream,
+                    operation::rma_write, operation::rma_read, operation::atomic_fadd, operation::msgrate})
         EXPECT_EQ(parse_operation(name_of(op)), op);
     EXPECT_EQ(parse_operation("bw"), operation::stream);
-    EXPECT_FALSE(parse_operation("rma").has_value());
+    EXPECT_FALSE(parse_operation("rma").has_value());  // ambiguous: rma_write or rma_read
+    EXPECT_FALSE(parse_operation("atomic").has_value());
+}
+
+TEST(BenchSchedule, OperationKinds) {
+    EXPECT_EQ(metric_of(operation::pingpong), metric::latency);
+    EXPECT_EQ(metric_of(operation::pingpong_untagged), metric::latency);
+    EXPECT_EQ(metric_of(operation::stream), metric::bandwidth);
+    EXPECT_EQ(metric_of(operation::rma_write), metric::bandwidth);
+    EXPECT_EQ(metric_of(operation::rma_read), metric::bandwidth);
+    EXPECT_EQ(metric_of(operation::atomic_fadd), metric::rate);
+    EXPECT_EQ(metric_of(operation::msgrate), metric::rate);
+    EXPECT_FALSE(is_windowed(operation::pingpong));
+    for (auto op : {operation::stream, operation::rma_write, operation::rma_read, operation::atomic_fadd,
+                    operation::msgrate})
+        EXPECT_TRUE(is_windowed(op)) << name_of(op);
+    EXPECT_TRUE(is_rma(operation::rma_read));
+    EXPECT_FALSE(is_rma(operation::atomic_fadd));
+    EXPECT_TRUE(is_atomic(operation::atomic_fadd));
+    EXPECT_FALSE(is_atomic(operation::stream));
+}
+
+TEST(BenchSchedule, SizesPerOperation) {
+    const std::vector<std::size_t> sizes{8, 64, 4096, 8192, 1 << 20};
+    EXPECT_EQ(sizes_for(operation::stream, sizes), sizes);
+    EXPECT_EQ(sizes_for(operation::rma_read, sizes), sizes);
+    EXPECT_EQ(sizes_for(operation::msgrate, sizes), (std::vector<std::size_t>{8, 64, 4096}));
+    EXPECT_EQ(sizes_for(operation::atomic_fadd, sizes), (std::vector<std::size_t>{8}));  // one uint64, once
+    EXPECT_EQ(sizes_for(operation::atomic_fadd, std::vector<std::size_t>{1 << 20}),
+              (std::vector<std::size_t>{8}));
+    EXPECT_TRUE(sizes_for(operation::msgrate, std::vector<std::size_t>{1 << 20}).empty());
+}
+
+TEST(BenchSchedule, WindowedOperationsCountTheirWindow) {
+    schedule_params p;
+    // Bandwidth windows: a quarter of the iterations, like stream; rates: the full count.
+    EXPECT_EQ(iterations_for(operation::rma_write, 8, p), 250);
+    EXPECT_EQ(iterations_for(operation::rma_read, 1 << 16, p), 16);
+    EXPECT_EQ(iterations_for(operation::msgrate, 8, p), 1000);
+    EXPECT_EQ(iterations_for(operation::atomic_fadd, 8, p), 1000);
+    EXPECT_EQ(messages_per_iteration(operation::atomic_fadd, 8, p), 16);
+    EXPECT_EQ(messages_per_iteration(operation::rma_write, std::size_t{16} << 20, p), 4);
+    EXPECT_EQ(messages_per_iteration(operation::msgrate, 64, p), 16);
+}
+
+TEST(BenchStats, RateRatioIsRateOverRawRate) {
+    const auto pt =
+        make_point(operation::atomic_fadd, 8, {{"raw", {2e-6, 2e-6, 2e-6}}, {"loom", {4e-6, 4e-6, 4e-6}}});
+    const auto st = stats_of(pt, "loom");
+    ASSERT_TRUE(st && st->ratio);
+    EXPECT_NEAR(*st->ratio, 0.5, 1e-12);  // half the fetch-adds per second
+    EXPECT_NEAR(st->rate_per_s, 250e3, 1e-6);
+    EXPECT_NEAR(stats_of(pt, "raw")->rate_per_s, 500e3, 1e-6);
 }
 
 // ---------------------------------------------------------------- renderings
@@ -347,3 +400,66 @@ TEST(BenchOutput, SvgEscapesNamesAndSurvivesMissingData) {
 }
 
 }  // namespace
+
+namespace {
+/// RMA, atomics and message rate over raw, loom and nccl: nccl skipped where its ABI has no
+/// such operation, measured for msgrate.
+auto one_sided_points() -> std::vector<point> {
+    std::vector<point> pts{
+        make_point(operation::rma_write, 8, {{"raw", {1e-6, 1e-6, 1e-6}}, {"loom", {1e-6, 1e-6, 1e-6}}}),
+        make_point(operation::rma_write, 1 << 20,
+                   {{"raw", {1e-4, 1e-4, 1e-4}}, {"loom", {2e-4, 2e-4, 2e-4}}}),
+        make_point(operation::atomic_fadd, 8, {{"raw", {2e-6, 2e-6, 2e-6}}, {"loom", {2e-6, 2e-6, 2e-6}}}),
+        make_point(
+            operation::msgrate, 8,
+            {{"raw", {1e-6, 1e-6, 1e-6}}, {"loom", {1e-6, 1e-6, 1e-6}}, {"nccl", {2e-6, 2e-6, 2e-6}}})};
+    for (std::size_t i = 0; i < 3; ++i)
+        pts[i].paths["nccl"].skipped =
+            i < 2 ? "the NCCL net ABI has no RMA" : "the NCCL net ABI has no atomics";
+    return pts;
+}
+}  // namespace
+
+TEST(BenchOutput, SkippedPathsAreNotedNotWrong) {
+    const auto pts = one_sided_points();
+    const auto t = render_table(three_paths(), pts);
+    EXPECT_NE(t.find("loom-bench rma_write"), std::string::npos) << t;
+    EXPECT_NE(t.find("loom-bench atomic_fadd"), std::string::npos) << t;
+    EXPECT_NE(t.find("loom-bench msgrate"), std::string::npos) << t;
+    EXPECT_EQ(t.find("WRONG"), std::string::npos) << t;
+    EXPECT_NE(t.find("skipped"), std::string::npos) << t;
+    EXPECT_NE(t.find("# nccl: skipped, the NCCL net ABI has no RMA\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("# nccl: skipped, the NCCL net ABI has no atomics\n"), std::string::npos) << t;
+    EXPECT_NE(t.find("Mops/s"), std::string::npos) << t;  // rate column for fetch-adds
+    EXPECT_NE(t.find("Mmsg/s"), std::string::npos) << t;  // and for messages
+    EXPECT_NE(t.find("0.500"), std::string::npos) << t;   // loom's RMA write bandwidth / raw's at 1M
+    std::size_t rows = 0, pos = 0;
+    while ((pos = t.find("   ok\n", pos)) != std::string::npos) ++rows, ++pos;
+    EXPECT_EQ(rows, pts.size());
+    const auto j = render_json(three_paths(), pts);
+    EXPECT_NE(j.find("\"all_verified\": true"), std::string::npos) << j;
+    EXPECT_NE(j.find("\"nccl\": {\"skipped\": true, \"note\": \"the NCCL net ABI has no RMA\"}"),
+              std::string::npos)
+        << j;
+    EXPECT_NE(j.find("\"rate_per_s\": 500000"), std::string::npos) << j;  // fetch-adds: 1 / 2 us
+    const auto c = render_csv(three_paths(), pts);
+    std::size_t skipped = 0;
+    for (pos = 0; (pos = c.find(",skipped\n", pos)) != std::string::npos; ++pos) ++skipped;
+    EXPECT_EQ(skipped, 3U) << c;
+}
+
+TEST(BenchOutput, PlotsOneOperationPerPanel) {
+    const auto both = sample_points();
+    EXPECT_EQ(plotted_op(both, true), operation::pingpong);
+    EXPECT_EQ(plotted_op(both, false), operation::stream);
+    const auto rma = one_sided_points();
+    EXPECT_FALSE(plotted_op(rma, true).has_value());  // rates are not plotted
+    EXPECT_EQ(plotted_op(rma, false), operation::rma_write);
+    auto info = three_paths();
+    const auto svg = render_svg(info, rma);
+    ASSERT_TRUE(xml_reader(svg).parse().has_value()) << svg;
+    EXPECT_NE(svg.find("bandwidth (RMA write, window"), std::string::npos) << svg;
+    std::size_t series = 0;
+    for (std::size_t pos = 0; (pos = svg.find("class=\"series\"", pos)) != std::string::npos; ++pos) ++series;
+    EXPECT_EQ(series, 2U);  // raw and loom RMA writes; nccl has none
+}
