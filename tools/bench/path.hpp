@@ -80,8 +80,9 @@ public:
     /// Opens the path and connects it to the peer over `ch`; empty string on success.
     [[nodiscard]] virtual auto open(const path_config& cfg, const buffers& buf, channel& ch, int rank)
         -> std::string = 0;
-    /// Runs `iterations` of `op` with messages of `size` bytes; rank 0 initiates ping-pongs and
-    /// sends streams. Empty string on success, else what went wrong (including a receive
+    /// Runs `iterations` of `op` with messages of `size` bytes; rank 0 initiates ping-pongs,
+    /// sends streams and message-rate windows, and issues the RMA and atomic operations (rank 1
+    /// is their target). Empty string on success, else what went wrong (including a receive
     /// completing with the wrong length).
     [[nodiscard]] virtual auto run(operation op, int rank, std::size_t size, int iterations, int window)
         -> std::string = 0;
