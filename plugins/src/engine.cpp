@@ -247,7 +247,6 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
     }
     e->host_id_ = this_host_id();
     e->deferred_.reserve(1024);
-    e->active_.reserve(4096);
     if (cfg.progress_thread) {
         engine* self = e.get();
         e->progress_thread_ = std::thread([self] {
@@ -503,7 +502,7 @@ void engine::progress() noexcept {
         }
     }
     // Peer checks at most every 100 ms; the clock is read every 64th call only.
-    if ((++progress_calls_ & 63U) == 0 || active_.empty()) {
+    if ((++progress_calls_ & 63U) == 0) {
         if (const auto now = clock::now(); now >= next_peer_check_) {
             next_peer_check_ = now + std::chrono::milliseconds(100);
             check_peers();
@@ -744,16 +743,22 @@ auto engine::peer_alive(const channel_base& c) const noexcept -> bool {
 
 void engine::check_peers() noexcept {
     const auto now = clock::now();
-    for (request_base* r : active_) {
-        if (r->done || now - r->started < cfg_.peer_timeout) continue;
-        if (!peer_alive(*r->chan)) {
-            if (r->chan->state != chan_state::failed) {
+    auto check = [&](request_base& r) {
+        if (!r.active || r.done || now - r.started < cfg_.peer_timeout) return;
+        if (!peer_alive(*r.chan)) {
+            if (r.chan->state != chan_state::failed) {
                 ++stats_.peers_declared_dead;
-                LOOM_WARN("peer {} (pid {}) is gone; failing its requests", r->chan->peer_name, r->chan->peer_pid);
+                LOOM_WARN("peer {} (pid {}) is gone; failing its requests", r.chan->peer_name, r.chan->peer_pid);
             }
-            r->chan->state = chan_state::failed;
-            fail_request(*r, status::system);
+            r.chan->state = chan_state::failed;
+            fail_request(r, status::system);
         }
+    };
+    for (channel_base* c : channels_) {
+        if (c->is_sender)
+            for (auto& r : static_cast<sender*>(c)->pool) check(r);
+        else
+            for (auto& r : static_cast<receiver*>(c)->pool) check(r);
     }
 }
 
@@ -883,6 +888,8 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     s->connect_op.owner = s;
     s->connect_op.kind = op_kind::connect_send;
     s->magic.store(magic_send);
+    s->is_sender = true;
+    channels_.push_back(s);
     post(s->accept_op, nullptr);
     post(s->connect_op, nullptr);
     handle_bytes copy{};
@@ -961,6 +968,8 @@ auto engine::accept(listener& l) -> result<receiver*> {
     r->accept_op.kind = op_kind::accept_send;
     r->magic.store(magic_recv);
     receivers_[r->id] = r;
+    r->is_sender = false;
+    channels_.push_back(r);
     post(r->accept_op, nullptr);
     return r;
 }
@@ -1027,7 +1036,6 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
     r.stripes = 1;
     r.magic.store(magic_sreq, std::memory_order_relaxed);
     r.active = true;
-    active_.push_back(&r);
     if (!r.rendezvous) {
         ++stats_.eager_sends;
         if (size <= inject_size_ &&
@@ -1083,7 +1091,6 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
     r.n = r.remaining = n;
     r.magic.store(magic_rreq, std::memory_order_relaxed);
     r.active = true;
-    active_.push_back(&r);
     for (int i = 0; i < n; ++i) {
         auto& s = r.slots[static_cast<std::size_t>(i)];
         s.data = static_cast<std::byte*>(data[i]);
@@ -1197,13 +1204,12 @@ void engine::release(request_base& r) noexcept {
     r.magic.store(magic_dead, std::memory_order_relaxed);
     r.active = false;
     r.released = true;
-    std::erase(active_, &r);
     if (!r.done || r.error != status::ok) cancel_ops(r);
     recycle(r);
 }
 
 auto engine::test(request_base& req, bool& done, std::size_t* sizes, int n_sizes) -> status {
-    progress();
+    if (!req.done) progress();  // a request done at submission (inject) needs no queue read
     if (!req.done) {
         done = false;
         return status::ok;
@@ -1268,6 +1274,7 @@ void engine::close(sender& s) noexcept {
     });
     s.magic.store(magic_dead);
     s.state = chan_state::closed;
+    std::erase(channels_, &s);
     const bool quiet = !s.accept_op.in_flight && !s.connect_op.in_flight &&
                        std::ranges::none_of(s.pool, [](const send_request& r) { return ops_in_flight(r); });
     if (s.connect_op.deferred) std::erase(deferred_, &s.connect_op);
@@ -1286,6 +1293,7 @@ void engine::close(receiver& rc) noexcept {
         return rc.accept_op.in_flight || std::ranges::any_of(rc.pool, [](const recv_request& r) { return ops_in_flight(r); });
     });
     receivers_.erase(rc.id);
+    std::erase(channels_, &rc);
     rc.magic.store(magic_dead);
     rc.state = chan_state::closed;
     if (rc.accept_op.deferred) std::erase(deferred_, &rc.accept_op);

@@ -145,6 +145,7 @@ struct channel_base {
     std::uint32_t peer_pid{0};
     std::uint64_t peer_host{0};
     chan_state state{chan_state::idle};
+    bool is_sender{false};
     std::uint32_t gen{0};
     std::string peer_name{};
 };
@@ -372,7 +373,7 @@ private:
     std::unordered_map<std::uint32_t, receiver*> receivers_{};
     std::unordered_map<const void*, std::pair<handle_bytes, sender*>> connecting_{};
     std::vector<op*> deferred_{};
-    std::vector<request_base*> active_{};
+    std::vector<channel_base*> channels_{};  ///< open senders and receivers (peer checks)
     clock::time_point next_peer_check_{};
     std::uint64_t progress_calls_{0};
     std::array<completion_event, 16> events_{};
