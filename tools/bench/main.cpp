@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "launch.hpp"
 #include "path.hpp"
 #include "report.hpp"
 
@@ -26,7 +27,7 @@
 namespace loom::bench {
 
 // ---------------------------------------------------------------- channel
-auto channel::send(const void* p, std::size_t n) -> bool {
+auto socket_channel::send(const void* p, std::size_t n) -> bool {
     for (auto* c = static_cast<const char*>(p); n > 0;) {
         const auto w = ::write(fd_, c, n);
         if (w <= 0) return false;
@@ -35,7 +36,7 @@ auto channel::send(const void* p, std::size_t n) -> bool {
     }
     return true;
 }
-auto channel::recv(void* p, std::size_t n) -> bool {
+auto socket_channel::recv(void* p, std::size_t n) -> bool {
     for (auto* c = static_cast<char*>(p); n > 0;) {
         const auto r = ::read(fd_, c, n);
         if (r <= 0) return false;
@@ -54,7 +55,7 @@ auto channel::recv_blob(std::vector<std::byte>& b) -> bool {
     b.resize(n);
     return recv(b.data(), n);
 }
-auto channel::barrier() -> bool {
+auto socket_channel::barrier() -> bool {
     char c = 'b';
     return send(&c, 1) && recv(&c, 1) && c == 'b';
 }
@@ -96,7 +97,11 @@ ratio of every path to raw.
   --iters N          timed iterations per measurement at every size (default: scaled by size)
   --budget BYTES     payload bytes one measurement aims to move when scaling (default 16M)
   --window N         requests in flight for stream, rma_*, atomic_fadd, msgrate: 1..30 (default 16)
-  --local N          fork N ranks on this machine (default and only launcher; N must be 2)
+  --local N          fork N ranks on this machine (the default launcher; N must be 2)
+  --launcher L       local (fork, as --local 2) or mpi (MPI_Init; rank and size from MPI,
+                     addresses, barriers and results exchanged through MPI; exactly 2 ranks).
+                     Default: mpi when started by Open MPI's mpirun (OMPI_COMM_WORLD_SIZE is
+                     set), else local. Under mpi rank 0 prints the table and writes the files.
   --nccl-plugin PATH plugin to load (default: the one built with this tool)
   --json FILE        write results as JSON ("-": stdout, the table then goes to stderr)
   --csv FILE         write results as CSV ("-": stdout)
@@ -109,8 +114,13 @@ size clears the receive buffer first and checks every received byte afterwards (
 target's buffer; RMA read: what the initiator read; fetch-add: the target's counter equals the
 number of adds and the last window fetched the values before it), and every receive
 completion's length is checked: wrong bytes fail the run (exit status 3).
-Not implemented yet: the nvshmem/nixl paths and launching under mpirun (the tool runs two
-local ranks only).
+Under mpirun (Open MPI; in a container as root, e.g.):
+  mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none --mca pml ob1 \
+         --mca btl self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+         loom-bench --provider shm ...
+(pml ob1 with these BTLs keeps Open MPI itself off libfabric.)
+shm needs both ranks on one node; tcp/"tcp;ofi_rxm" across nodes want --iface NAME.
+Not implemented yet: the nvshmem/nixl paths; more than 2 ranks (pairs) under MPI.
 )";
 
 struct options {
@@ -122,6 +132,7 @@ struct options {
     int reps{5};
     schedule_params sched{};
     int ranks{2};
+    enum class launch { automatic, local, mpi } launcher{launch::automatic};
     std::string nccl_plugin{LOOM_BENCH_NCCL_PLUGIN};
     std::string json, csv, plot;
     bool quiet{false};
@@ -216,6 +227,16 @@ auto parse_args(int argc, char** argv, options& o) -> int {
                 return bad("--window wants 1.." + std::to_string(max_window));
         } else if (a == "--local") {
             if (!int_value(2, 2, o.ranks)) return bad("--local: only 2 ranks are supported");
+            o.launcher = options::launch::local;
+        } else if (a == "--launcher") {
+            const char* v = value();
+            const std::string_view l = v != nullptr ? v : "";
+            if (l == "local")
+                o.launcher = options::launch::local;
+            else if (l == "mpi")
+                o.launcher = options::launch::mpi;
+            else
+                return bad("--launcher wants local or mpi");
         } else if (a == "--nccl-plugin") {
             const char* v = value();
             if (v == nullptr) return bad("--nccl-plugin needs a path");
@@ -320,8 +341,9 @@ auto write_file(const std::string& file, const std::string& text) -> bool {
     return static_cast<bool>(f);
 }
 
-auto run_rank(const options& o, int rank, int fd) -> int {
-    channel ch(fd);
+/// One rank's whole run, the same under every launcher (`launcher` names it in the report):
+/// `ch` reaches the other rank.
+auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* launcher) -> int {
     const auto wants = [&](auto pred) { return std::any_of(o.ops.begin(), o.ops.end(), pred); };
     std::size_t capacity = std::max<std::size_t>(8, *std::max_element(o.sizes.begin(), o.sizes.end()));
     for (operation op : o.ops)
@@ -337,7 +359,7 @@ auto run_rank(const options& o, int rank, int fd) -> int {
     auto* rx = static_cast<std::byte*>(std::aligned_alloc(4096, alloc));
     if (tx == nullptr || rx == nullptr) {
         std::fprintf(stderr, "loom-bench: rank %d: cannot allocate %zu bytes\n", rank, 2 * alloc);
-        return 1;
+        return ch.abandon(1);
     }
     std::memset(tx, 0, alloc);
     std::memset(rx, 0, alloc);
@@ -359,11 +381,11 @@ auto run_rank(const options& o, int rank, int fd) -> int {
         if (auto e = p->open(cfg, buf, ch, rank); !e.empty()) {
             std::fprintf(stderr, "loom-bench: rank %d: path %s over %s: %s\n", rank, name.c_str(),
                          o.provider.c_str(), e.c_str());
-            return 1;
+            return ch.abandon(1);
         }
         if (!ch.barrier()) {
             std::fprintf(stderr, "loom-bench: rank %d: peer gone while opening %s\n", rank, name.c_str());
-            return 1;
+            return ch.abandon(1);
         }
         paths.push_back(std::move(p));
     }
@@ -371,7 +393,8 @@ auto run_rank(const options& o, int rank, int fd) -> int {
     run_info info;
     info.provider = o.provider;
     info.domain = paths.front()->domain_name();
-    info.ranks = o.ranks;
+    info.ranks = ranks;
+    info.launcher = launcher;
     info.window = o.sched.window;
     info.repetitions = o.reps;
     info.paths = o.paths;
@@ -437,7 +460,7 @@ auto run_rank(const options& o, int rank, int fd) -> int {
                     if (op == operation::atomic_fadd) *buf.counter() = 0;  // the peer adds to it
                     if (!ch.barrier()) {
                         std::fprintf(stderr, "loom-bench: rank %d: peer gone\n", rank);
-                        return 1;
+                        return ch.abandon(1);
                     }
                     std::string err = p.run(op, rank, size, warmup, pt.window);
                     double secs = 0;
@@ -470,7 +493,7 @@ auto run_rank(const options& o, int rank, int fd) -> int {
                     std::string peer_err;
                     if (!exchange_status(ch, rank, mine, err, peer, peer_err)) {
                         std::fprintf(stderr, "loom-bench: rank %d: peer gone\n", rank);
-                        return 1;
+                        return ch.abandon(1);
                     }
                     if (mine.ok == 0 || peer.ok == 0) {
                         samples.error = !err.empty() ? err : "peer: " + peer_err;
@@ -537,6 +560,16 @@ int main(int argc, char** argv) {
     if (!o.iface.empty()) ::setenv("LOOM_IFACE", o.iface.c_str(), 1);
     ::signal(SIGPIPE, SIG_IGN);
 
+    // Under mpirun every process is one rank: MPI gives rank and size and carries the channel.
+    // Else (or with --local / --launcher local) fork the two ranks here over a socketpair.
+    const bool mpi = o.launcher == options::launch::mpi ||
+                     (o.launcher == options::launch::automatic && started_by_mpirun());
+    if (mpi) {
+        if (!mpi_available() && o.launcher == options::launch::automatic)
+            std::fprintf(stderr, "loom-bench: started by mpirun (OMPI_COMM_WORLD_SIZE is set)\n");
+        return run_mpi(argc, argv, [&o](channel& ch, int rank, int size) { return run_rank(o, ch, rank, size, "mpi"); });
+    }
+
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
         std::perror("loom-bench: socketpair");
@@ -550,12 +583,14 @@ int main(int argc, char** argv) {
     }
     if (child == 0) {
         ::close(sv[0]);
-        const int rc = run_rank(o, 1, sv[1]);
+        socket_channel ch(sv[1]);
+        const int rc = run_rank(o, ch, 1, o.ranks, "local");
         std::fflush(nullptr);
         ::_exit(rc);
     }
     ::close(sv[1]);
-    const int rc = run_rank(o, 0, sv[0]);
+    socket_channel ch(sv[0]);
+    const int rc = run_rank(o, ch, 0, o.ranks, "local");
     ::close(sv[0]);
     int st = 0;
     ::waitpid(child, &st, 0);

@@ -15,16 +15,32 @@
 
 namespace loom::bench {
 
-/// Out-of-band byte stream to the other rank (a socketpair under --local).
+/// Out-of-band byte stream to the other rank: a socketpair under --local (socket_channel in
+/// main.cpp), MPI point-to-point messages under mpirun (mpi_channel in launch_mpi.cpp). The
+/// paths and the measurement driver only see this interface. Bytes arrive in the order they
+/// were sent; a recv may span or split what the peer sent in several sends.
 class channel {
 public:
-    explicit channel(int fd) : fd_(fd) {}
-    [[nodiscard]] auto send(const void* p, std::size_t n) -> bool;
-    [[nodiscard]] auto recv(void* p, std::size_t n) -> bool;
+    virtual ~channel() = default;
+    [[nodiscard]] virtual auto send(const void* p, std::size_t n) -> bool = 0;
+    [[nodiscard]] virtual auto recv(void* p, std::size_t n) -> bool = 0;
     [[nodiscard]] auto send_blob(const std::vector<std::byte>& b) -> bool;
     [[nodiscard]] auto recv_blob(std::vector<std::byte>& b) -> bool;
     /// Both ranks arrive before either leaves.
-    [[nodiscard]] auto barrier() -> bool;
+    [[nodiscard]] virtual auto barrier() -> bool = 0;
+    /// This rank gives up out of step with its peer (the peer may be blocked waiting for it):
+    /// returns `rc` where the peer notices by itself (a closed socketpair), ends the whole job
+    /// where it would not (MPI_Abort).
+    virtual auto abandon(int rc) -> int { return rc; }
+};
+
+/// The --local launcher's channel: a connected stream socket.
+class socket_channel final : public channel {
+public:
+    explicit socket_channel(int fd) : fd_(fd) {}
+    [[nodiscard]] auto send(const void* p, std::size_t n) -> bool override;
+    [[nodiscard]] auto recv(void* p, std::size_t n) -> bool override;
+    [[nodiscard]] auto barrier() -> bool override;
 
 private:
     int fd_;

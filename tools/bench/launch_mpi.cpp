@@ -1,0 +1,164 @@
+// tools/bench/launch_mpi.cpp — the MPI launcher (mpirun): rank/size from MPI_COMM_WORLD and a
+// channel over MPI point-to-point messages, so that run_rank and the paths are the same code as
+// under --local. Compiled without MPI (no libopenmpi-dev at configure time) it only explains
+// that and fails.
+#include "launch.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#ifdef LOOM_BENCH_HAVE_MPI
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <deque>
+#include <vector>
+#endif
+
+namespace loom::bench {
+
+auto started_by_mpirun() -> bool { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr; }
+
+#ifdef LOOM_BENCH_HAVE_MPI
+
+auto mpi_available() -> bool { return true; }
+
+namespace {
+
+/// A byte stream to `peer` over MPI messages on a private communicator: every send is one
+/// nonblocking message with its own copy of the bytes (so both ranks may send before receiving,
+/// as they do over the socketpair, whatever the eager limit); recv takes bytes from the
+/// messages in arrival order, however the peer split them.
+class mpi_channel final : public channel {
+public:
+    mpi_channel(MPI_Comm comm, int peer) : comm_(comm), peer_(peer) {}
+    mpi_channel(const mpi_channel&) = delete;
+    auto operator=(const mpi_channel&) -> mpi_channel& = delete;
+    ~mpi_channel() override { drain(); }
+
+    [[nodiscard]] auto send(const void* p, std::size_t n) -> bool override {
+        if (n == 0) return true;
+        if (n > static_cast<std::size_t>(INT_MAX)) return false;
+        auto& o = out_.emplace_back();
+        o.bytes.resize(n);
+        std::memcpy(o.bytes.data(), p, n);
+        if (MPI_Isend(o.bytes.data(), static_cast<int>(n), MPI_BYTE, peer_, tag, comm_, &o.request) !=
+            MPI_SUCCESS) {
+            out_.pop_back();
+            return false;
+        }
+        reap();
+        return true;
+    }
+
+    [[nodiscard]] auto recv(void* p, std::size_t n) -> bool override {
+        auto* c = static_cast<std::byte*>(p);
+        while (n > 0) {
+            if (in_pos_ == in_.size()) {
+                MPI_Status st;
+                int count = 0;
+                if (MPI_Probe(peer_, tag, comm_, &st) != MPI_SUCCESS ||
+                    MPI_Get_count(&st, MPI_BYTE, &count) != MPI_SUCCESS || count <= 0)
+                    return false;
+                in_.resize(static_cast<std::size_t>(count));
+                in_pos_ = 0;
+                if (MPI_Recv(in_.data(), count, MPI_BYTE, peer_, tag, comm_, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+                    return false;
+            }
+            const std::size_t k = std::min(n, in_.size() - in_pos_);
+            std::memcpy(c, in_.data() + in_pos_, k);
+            in_pos_ += k;
+            c += k;
+            n -= k;
+        }
+        reap();
+        return true;
+    }
+
+    [[nodiscard]] auto barrier() -> bool override { return MPI_Barrier(comm_) == MPI_SUCCESS; }
+
+    auto abandon(int rc) -> int override {
+        // The peer may be blocked in MPI_Probe/MPI_Barrier for this rank: end the whole job.
+        std::fflush(nullptr);
+        MPI_Abort(MPI_COMM_WORLD, rc);
+        return rc;
+    }
+
+    /// Completes every send still in flight (before MPI_Finalize).
+    void drain() {
+        for (auto& o : out_) MPI_Wait(&o.request, MPI_STATUS_IGNORE);
+        out_.clear();
+    }
+
+private:
+    static constexpr int tag = 0x4c4d;  // "LM"
+    struct outgoing {
+        MPI_Request request{MPI_REQUEST_NULL};
+        std::vector<std::byte> bytes;
+    };
+    /// Frees the copies of completed sends (in order; later ones wait for the next call).
+    void reap() {
+        while (!out_.empty()) {
+            int done = 0;
+            if (MPI_Test(&out_.front().request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done == 0) return;
+            out_.pop_front();
+        }
+    }
+    MPI_Comm comm_;
+    int peer_;
+    std::deque<outgoing> out_;  // deque: elements never move, MPI holds their buffers
+    std::vector<std::byte> in_;
+    std::size_t in_pos_{0};
+};
+
+}  // namespace
+
+auto run_mpi(int& argc, char**& argv, const rank_body& body) -> int {
+    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        std::fprintf(stderr, "loom-bench: MPI_Init failed\n");
+        return 1;
+    }
+    int rank = 0, size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 2) {
+        // Point-to-point between exactly two ranks; pairs of ranks (or all-to-all) are a later
+        // extension. Every rank sees the same size, so every rank leaves here alike.
+        if (rank == 0)
+            std::fprintf(stderr,
+                         "loom-bench: the MPI launcher needs exactly 2 ranks (mpirun -np 2), not %d: "
+                         "the operations are point-to-point between rank 0 and rank 1\n",
+                         size);
+        MPI_Finalize();
+        return 2;
+    }
+    MPI_Comm comm = MPI_COMM_NULL;  // private: no other MPI traffic can match the channel's tag
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    int rc = 0;
+    {
+        mpi_channel ch(comm, 1 - rank);
+        rc = body(ch, rank, size);
+        ch.drain();
+    }
+    std::fflush(nullptr);
+    MPI_Comm_free(&comm);
+    MPI_Finalize();
+    return rc;
+}
+
+#else  // built without MPI
+
+auto mpi_available() -> bool { return false; }
+
+auto run_mpi(int&, char**&, const rank_body&) -> int {
+    std::fprintf(stderr,
+                 "loom-bench: this build has no MPI launcher (CMake found no MPI: install libopenmpi-dev "
+                 "and openmpi-bin, e.g. with ./scripts/setup, and reconfigure); use --local 2\n");
+    return 2;
+}
+
+#endif
+
+}  // namespace loom::bench
