@@ -193,4 +193,26 @@ auto one_sided_loop(P& p, bool initiator, int iterations, int w, Post post) -> b
 /// Gives up on a wait after this long without the awaited completion (a hung peer).
 inline constexpr auto wait_limit = std::chrono::seconds(60);
 
+/// The raw and loom paths' operation dispatch: one loop template per operation over the path's
+/// own post/wait primitives (post_rma and post_fadd for the one-sided operations).
+template <class P>
+auto run_operation(P& p, operation op, int rank, std::size_t n, int iterations, int window) -> bool {
+    switch (op) {
+        case operation::pingpong: return pingpong_loop(p, rank == 0, n, iterations, true);
+        case operation::pingpong_untagged: return pingpong_loop(p, rank == 0, n, iterations, false);
+        case operation::stream:
+        case operation::msgrate: return stream_loop(p, rank == 0, n, iterations, window);
+        case operation::rma_write:
+        case operation::rma_read: {
+            const bool read = op == operation::rma_read;
+            return one_sided_loop(p, rank == 0, iterations, window, [&](int k) {
+                return p.post_rma(k, static_cast<std::size_t>(k) * n, n, read);
+            });
+        }
+        case operation::atomic_fadd:
+            return one_sided_loop(p, rank == 0, iterations, window, [&](int k) { return p.post_fadd(k); });
+    }
+    return false;
+}
+
 }  // namespace loom::bench

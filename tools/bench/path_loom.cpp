@@ -151,31 +151,7 @@ public:
 
     auto run(operation op, int rank, std::size_t n, int iterations, int window) -> std::string override {
         error_.clear();
-        bool ok = false;
-        switch (op) {
-            case operation::pingpong:
-                ok = pingpong_loop(*this, rank == 0, n, iterations, true);
-                break;
-            case operation::pingpong_untagged:
-                ok = pingpong_loop(*this, rank == 0, n, iterations, false);
-                break;
-            case operation::stream:
-            case operation::msgrate:
-                ok = stream_loop(*this, rank == 0, n, iterations, window);
-                break;
-            case operation::rma_write:
-            case operation::rma_read: {
-                const bool read = op == operation::rma_read;
-                ok = one_sided_loop(*this, rank == 0, iterations, window, [&](int k) {
-                    return post_rma(k, static_cast<std::size_t>(k) * n, n, read);
-                });
-                break;
-            }
-            case operation::atomic_fadd:
-                ok =
-                    one_sided_loop(*this, rank == 0, iterations, window, [&](int k) { return post_fadd(k); });
-                break;
-        }
+        const bool ok = run_operation(*this, op, rank, n, iterations, window);
         return ok ? std::string{} : (error_.empty() ? std::string("failed") : error_);
     }
 
