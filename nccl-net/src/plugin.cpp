@@ -7,6 +7,7 @@
 #include <loom/plugins/log.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdarg>
 #include <cstdlib>
@@ -45,7 +46,7 @@ struct plugin_state {
     std::vector<std::unique_ptr<lp::engine>> engines;  // one per NIC, opened on first use
     std::vector<vdevice> vdevs;
     logger_t logger{nullptr};
-    long open_comms{0};
+    std::atomic<long> open_comms{0};  // changed under the engines' locks, read under mu
 };
 
 auto state() -> plugin_state& {
