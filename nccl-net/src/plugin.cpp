@@ -336,11 +336,10 @@ auto isend(void* send_comm, void* data, std::size_t size, int tag, void* mhandle
     if (request == nullptr) return internal_error;
     *request = nullptr;
     auto* s = as<lp::sender>(send_comm, lp::magic_send);
-    if (s == nullptr || size > max_bytes || (data == nullptr && size != 0)) return internal_error;
+    if (s == nullptr || size > max_bytes) return internal_error;
     std::lock_guard lock(s->eng->mutex());
-    auto* m = static_cast<lp::memory_handle*>(mhandle);
-    if (m != nullptr && !s->eng->is_live(m)) return internal_error;
-    auto r = s->eng->isend(*s, data, size, static_cast<std::uint32_t>(tag), m);
+    // The engine checks the buffer and the registration (stale, foreign, too short).
+    auto r = s->eng->isend(*s, data, size, static_cast<std::uint32_t>(tag), static_cast<lp::memory_handle*>(mhandle));
     if (!r) return code_of(r.error());
     *request = static_cast<lp::request_base*>(*r);
     return success;
@@ -356,12 +355,8 @@ auto irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int* t
     for (int i = 0; i < n; ++i)
         if (sizes[i] > max_bytes) return internal_error;
     std::lock_guard lock(rc->eng->mutex());
-    std::array<lp::memory_handle*, lp::max_slots> mh{};
-    for (int i = 0; mhandles != nullptr && i < n; ++i) {
-        mh[static_cast<std::size_t>(i)] = static_cast<lp::memory_handle*>(mhandles[i]);
-        if (mh[static_cast<std::size_t>(i)] != nullptr && !rc->eng->is_live(mh[static_cast<std::size_t>(i)]))
-            return internal_error;
-    }
+    std::array<lp::memory_handle*, lp::max_slots> mh{};  // checked by the engine
+    for (int i = 0; mhandles != nullptr && i < n; ++i) mh[static_cast<std::size_t>(i)] = static_cast<lp::memory_handle*>(mhandles[i]);
     auto r = rc->eng->irecv(*rc, n, data, sizes, tags, mh.data());
     if (!r) return code_of(r.error());
     *request = static_cast<lp::request_base*>(*r);

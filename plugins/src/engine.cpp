@@ -88,6 +88,57 @@ auto slab_of() -> slab<T>& {
     return *s;
 }
 
+/// The request an operation belongs to; nullptr for a channel's own (set-up) operations.
+auto owner_request(const op& o) noexcept -> request_base* {
+    switch (o.kind) {
+    case op_kind::send_eager: case op_kind::send_rts: case op_kind::cts_recv: case op_kind::rma_write:
+        return static_cast<send_request*>(o.owner);
+    case op_kind::recv_slot: case op_kind::cts_send: return static_cast<recv_request*>(o.owner);
+    default: return nullptr;
+    }
+}
+
+/// The channel a set-up operation belongs to (listen, connect, accept).
+auto owner_channel(const op& o) noexcept -> channel_base* {
+    switch (o.kind) {
+    case op_kind::listen_recv: return static_cast<listener*>(o.owner);
+    case op_kind::connect_send: case op_kind::accept_recv: return static_cast<sender*>(o.owner);
+    case op_kind::accept_send: return static_cast<receiver*>(o.owner);
+    default: return nullptr;
+    }
+}
+
+/// Operations that only receive: the ones fi_cancel can take back (sends cannot be recalled).
+auto cancellable(const op& o) noexcept -> bool {
+    return o.kind == op_kind::recv_slot || o.kind == op_kind::cts_recv || o.kind == op_kind::listen_recv ||
+           o.kind == op_kind::accept_recv;
+}
+
+auto busy(const op& o) noexcept -> bool { return o.in_flight || o.deferred; }
+
+/// Calls f on every operation a request may have posted.
+template <class F>
+void for_each_op(request_base& r, F&& f) {
+    if (r.is_send) {
+        auto& q = static_cast<send_request&>(r);
+        f(q.main);
+        f(q.cts_op);
+        for (auto& w : q.write_ops) f(w);
+    } else {
+        auto& q = static_cast<recv_request&>(r);
+        for (int i = 0; i < q.n; ++i) {
+            f(q.slots[static_cast<std::size_t>(i)].recv_op);
+            f(q.slots[static_cast<std::size_t>(i)].cts_op);
+        }
+    }
+}
+
+auto ops_busy(request_base& r) noexcept -> bool {
+    bool any = false;
+    for_each_op(r, [&](const op& o) { any = any || busy(o); });
+    return any;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- discovery
@@ -434,28 +485,49 @@ auto engine::submit(op& o) noexcept -> int {
         auto& r = *static_cast<receiver*>(o.owner);
         return control({r.accept_msg.data(), r.accept_len}, make_tag(kind_ctrl, r.remote_id, 0, 0), r.peer);
     }
-    case op_kind::flush_read: return -FI_EOPNOTSUPP;
     }
     return -FI_EINVAL;
 }
 
-void engine::post(op& o, request_base* r) noexcept {
-    if (r != nullptr) o.gen = r->gen;
-    const int rc = submit(o);
-    if (rc == 0) {
-        o.in_flight = true;
-    } else if (rc == 1) {
-        o.in_flight = false;  // injected: nothing will complete
-    } else if (rc == -FI_EAGAIN) {
-        ++stats_.eagain_retries;
-        o.deferred = true;
-        o.deferred_since = clock::now();
-        deferred_.push_back(&o);
+void engine::post(op& o) noexcept {
+    if (request_base* r = owner_request(o)) o.gen = r->gen;
+    o.deferred = false;
+    settle(o, submit(o));
+}
+
+void engine::settle(op& o, int rc) noexcept {
+    const bool retried = o.deferred;
+    o.deferred = false;
+    if (rc == 0 || rc == 1) {
+        o.in_flight = rc == 0;  // 1: injected, nothing will complete
+        if (request_base* r = owner_request(o); r != nullptr && !o.in_flight) recycle(*r);
+        return;
+    }
+    if (rc == -FI_EAGAIN) {
+        const auto now = clock::now();
+        if (!retried) {
+            ++stats_.eagain_retries;
+            o.deferred_since = now;
+        }
+        if (now - o.deferred_since < cfg_.eagain_timeout) {
+            o.deferred = true;
+            deferred_.push_back(&o);
+            return;
+        }
+    }
+    fail_op(o, rc);
+}
+
+void engine::fail_op(op& o, int rc) noexcept {
+    request_base* r = owner_request(o);
+    LOOM_WARN("{} to {}: {}", rc == -FI_EAGAIN ? "gave up retrying a submission" : "submission failed",
+              r != nullptr ? r->chan->peer_name : owner_channel(o)->peer_name,
+              rc == -FI_EAGAIN ? "provider busy beyond LOOM_EAGAIN_TIMEOUT_MS" : fi_strerror(-rc));
+    if (r != nullptr) {
+        fail_request(*r, status::system);
+        recycle(*r);
     } else {
-        LOOM_WARN("submission failed ({}): {}", static_cast<int>(o.kind), fi_strerror(-rc));
-        if (r != nullptr) fail_request(*r, status::system);
-        else if (o.kind == op_kind::connect_send || o.kind == op_kind::accept_recv)
-            static_cast<sender*>(o.owner)->state = chan_state::failed;
+        owner_channel(o)->state = chan_state::failed;
     }
 }
 
@@ -472,34 +544,9 @@ void engine::progress() noexcept {
         }
     }
     if (!deferred_.empty()) {
-        auto pending = std::move(deferred_);
-        deferred_.clear();
-        deferred_.reserve(1024);
-        for (op* o : pending) {
-            o->deferred = false;
-            const int rc = submit(*o);
-            request_base* owner = nullptr;
-            switch (o->kind) {
-            case op_kind::send_eager: case op_kind::send_rts: case op_kind::cts_recv: case op_kind::rma_write:
-                owner = static_cast<send_request*>(o->owner);
-                break;
-            case op_kind::recv_slot: case op_kind::cts_send: owner = static_cast<recv_request*>(o->owner); break;
-            default: break;
-            }
-            if (rc == 0) o->in_flight = true;
-            else if (rc == 1) o->in_flight = false;
-            else if (rc == -FI_EAGAIN && clock::now() - o->deferred_since < cfg_.eagain_timeout) {
-                o->deferred = true;
-                deferred_.push_back(o);
-            } else {
-                LOOM_WARN("{} to {}: {}", rc == -FI_EAGAIN ? "gave up retrying a submission" : "submission failed",
-                          owner != nullptr ? owner->chan->peer_name : std::string("peer"),
-                          rc == -FI_EAGAIN ? "provider busy beyond LOOM_EAGAIN_TIMEOUT_MS" : fi_strerror(-rc));
-                if (owner != nullptr) fail_request(*owner, status::system);
-                else if (o->kind == op_kind::connect_send || o->kind == op_kind::accept_recv)
-                    static_cast<sender*>(o->owner)->state = chan_state::failed;
-            }
-        }
+        retrying_.swap(deferred_);
+        for (op* o : retrying_) settle(*o, submit(*o));
+        retrying_.clear();
     }
     // Peer checks at most every 100 ms; the clock is read every 64th call only.
     if ((++progress_calls_ & 63U) == 0) {
@@ -523,19 +570,17 @@ void engine::dispatch(const completion_event& ev) noexcept {
     o->in_flight = false;
     if (ev.has_error() && ev.error != make_error_code(errc::truncated) && ev.error != make_error_code(errc::canceled))
         ++stats_.cq_errors;
+    if (request_base* r = owner_request(*o)) {
+        const auto m = r->magic.load(std::memory_order_relaxed);
+        if (m == (r->is_send ? magic_sreq : magic_rreq) && r->gen == o->gen) {
+            if (r->is_send) on_send_op(static_cast<send_request&>(*r), *o, ev);
+            else on_recv_op(static_cast<recv_request&>(*r), *o, ev);
+        } else if (m == magic_dead && r->released) {
+            recycle(*r);  // the last operation of a request the host already handed back
+        }
+        return;
+    }
     switch (o->kind) {
-    case op_kind::send_eager: case op_kind::send_rts: case op_kind::cts_recv: case op_kind::rma_write: {
-        auto& r = *static_cast<send_request*>(o->owner);
-        if (r.magic.load(std::memory_order_relaxed) == magic_sreq && r.gen == o->gen) on_send_op(r, *o, ev);
-        else if (r.magic.load(std::memory_order_relaxed) == magic_dead && r.released) recycle(r);
-        return;
-    }
-    case op_kind::recv_slot: case op_kind::cts_send: {
-        auto& r = *static_cast<recv_request*>(o->owner);
-        if (r.magic.load(std::memory_order_relaxed) == magic_rreq && r.gen == o->gen) on_recv_op(r, *o, ev);
-        else if (r.magic.load(std::memory_order_relaxed) == magic_dead && r.released) recycle(r);
-        return;
-    }
     case op_kind::listen_recv: {
         auto& l = *static_cast<listener*>(o->owner);
         if (l.magic.load(std::memory_order_relaxed) == magic_listen) on_listen(l, ev);
@@ -552,7 +597,7 @@ void engine::dispatch(const completion_event& ev) noexcept {
     case op_kind::accept_send:
         if (ev.has_error()) static_cast<receiver*>(o->owner)->state = chan_state::failed;
         return;
-    case op_kind::flush_read: return;
+    default: return;  // request operations: handled above
     }
 }
 
@@ -636,7 +681,7 @@ void engine::post_write(send_request& r, int k) noexcept {
     r.write_ops[i].kind = op_kind::rma_write;
     r.write_ops[i].slot = static_cast<std::uint8_t>(k);
     ++rail_at(k).writes;
-    post(r.write_ops[i], &r);
+    post(r.write_ops[i]);
 }
 
 void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noexcept {
@@ -697,7 +742,7 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
     s.cts_len = 16 + 16 * std::size_t{keys};
     s.cts_op.kind = op_kind::cts_send;
     s.cts_op.slot = o.slot;
-    post(s.cts_op, &r);
+    post(s.cts_op);
     if (s.expected == 0) {
         s.received = 0;
         finish_slot(r, s);
@@ -771,14 +816,13 @@ auto engine::listen(handle_bytes& out) -> result<listener*> {
     listener* l = slab_of<listener>().get();
     l->eng = this;
     l->id = *id;
-    l->gen += 1;
     l->state = chan_state::ready;
     l->arrived.clear();
     l->recv_op = {};
     l->recv_op.owner = l;
     l->recv_op.kind = op_kind::listen_recv;
     l->magic.store(magic_listen);
-    post(l->recv_op, nullptr);
+    post(l->recv_op);
     if (l->recv_op.deferred == false && l->recv_op.in_flight == false) {
         l->magic.store(magic_dead);
         slab_of<listener>().put(l);
@@ -792,7 +836,7 @@ void engine::on_listen(listener& l, const completion_event& ev) noexcept {
     if (ev.has_error()) {
         if (ev.error != make_error_code(errc::canceled)) {
             LOOM_WARN("listen receive failed: {}", ev.error.message());
-            post(l.recv_op, nullptr);
+            post(l.recv_op);
         }
         return;
     }
@@ -818,7 +862,7 @@ void engine::on_listen(listener& l, const completion_event& ev) noexcept {
     } else {
         LOOM_WARN("dropped a malformed connect message ({} bytes)", ev.bytes_transferred);
     }
-    post(l.recv_op, nullptr);
+    post(l.recv_op);
 }
 
 auto engine::connect(std::span<const std::byte> handle, const void* key) -> result<sender*> {
@@ -851,7 +895,6 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     sender* s = slab_of<sender>().get();
     s->eng = this;
     s->id = *id;
-    s->gen += 1;
     s->listen_id = static_cast<std::uint32_t>(info->channel_id);
     s->peer = *peer;
     s->peer_name = to_string(info->endpoint_address);
@@ -890,8 +933,8 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     s->magic.store(magic_send);
     s->is_sender = true;
     channels_.push_back(s);
-    post(s->accept_op, nullptr);
-    post(s->connect_op, nullptr);
+    post(s->accept_op);
+    post(s->connect_op);
     handle_bytes copy{};
     std::ranges::copy(handle.first(handle_size), copy.begin());
     connecting_[key] = {copy, s};
@@ -935,7 +978,6 @@ auto engine::accept(listener& l) -> result<receiver*> {
     receiver* r = slab_of<receiver>().get();
     r->eng = this;
     r->id = *id;
-    r->gen += 1;
     r->remote_id = pc.sender_id;
     r->peer = *peer;
     r->peer_pid = pc.pid;
@@ -970,7 +1012,7 @@ auto engine::accept(listener& l) -> result<receiver*> {
     receivers_[r->id] = r;
     r->is_sender = false;
     channels_.push_back(r);
-    post(r->accept_op, nullptr);
+    post(r->accept_op);
     return r;
 }
 
@@ -1011,7 +1053,7 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
     if (s.state != chan_state::ready) return make_unexpected(errc::io_error);
     if (data == nullptr && size != 0) return make_unexpected(errc::invalid_argument);
     if (mh != nullptr && (!is_live(mh) || !mh->reg.contains(data, size))) {
-        LOOM_WARN("send of {} bytes at {} lies outside its registration", size, data);
+        LOOM_WARN("send of {} bytes at {}: stale registration, or the buffer lies outside it", size, data);
         return make_unexpected(errc::invalid_argument);
     }
     if (s.free_list.empty()) return nullptr;
@@ -1045,7 +1087,7 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
             return &r;
         }
         r.main.kind = op_kind::send_eager;
-        post(r.main, &r);
+        post(r.main);
         return &r;
     }
     ++stats_.rendezvous_sends;
@@ -1058,9 +1100,9 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
                 r.src_mr[static_cast<std::size_t>(k)] = &mh->extra[static_cast<std::size_t>(k - 1)].region();
     }
     r.cts_op.kind = op_kind::cts_recv;
-    post(r.cts_op, &r);
+    post(r.cts_op);
     r.main.kind = op_kind::send_rts;
-    post(r.main, &r);
+    post(r.main);
     return &r;
 }
 
@@ -1108,7 +1150,7 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
         s.host_reg = mh != nullptr ? mh[i] : nullptr;
         s.desc = s.host_reg != nullptr ? s.host_reg->reg.descriptor() : nullptr;
         s.recv_op.kind = op_kind::recv_slot;
-        post(s.recv_op, &r);
+        post(s.recv_op);
     }
     return &r;
 }
@@ -1136,68 +1178,37 @@ auto engine::slot_keys(recv_slot& s, int rails) -> bool {
     return true;
 }
 
-template <class R>
-static auto ops_in_flight(const R& r) noexcept -> bool;
-
-template <>
-auto ops_in_flight(const send_request& r) noexcept -> bool {
-    if (r.main.in_flight || r.cts_op.in_flight || r.main.deferred || r.cts_op.deferred) return true;
-    return std::ranges::any_of(r.write_ops, [](const op& o) { return o.in_flight || o.deferred; });
-}
-template <>
-auto ops_in_flight(const recv_request& r) noexcept -> bool {
-    for (int i = 0; i < r.n; ++i) {
-        const auto& s = r.slots[static_cast<std::size_t>(i)];
-        if (s.recv_op.in_flight || s.cts_op.in_flight || s.recv_op.deferred || s.cts_op.deferred) return true;
-    }
-    return false;
-}
-
 void engine::recycle(request_base& r) noexcept {
-    if (r.chan == nullptr || !r.released) return;
+    if (r.chan == nullptr || !r.released || ops_busy(r)) return;
     if (r.is_send) {
-        auto* s = static_cast<sender*>(r.chan);
         auto& q = static_cast<send_request&>(r);
-        if (ops_in_flight(q)) return;
         if (q.rendezvous)
             for (auto& h : q.src) h.release();
+        auto* s = static_cast<sender*>(r.chan);
         s->free_list.push_back(static_cast<int>(&q - s->pool.data()));
     } else {
-        auto* rc = static_cast<receiver*>(r.chan);
         auto& q = static_cast<recv_request&>(r);
-        if (ops_in_flight(q)) return;
         for (int i = 0; i < q.n; ++i) {
             auto& s = q.slots[static_cast<std::size_t>(i)];
             if (s.has_key)
                 for (auto& h : s.tmp) h.release();
         }
+        auto* rc = static_cast<receiver*>(r.chan);
         rc->free_list.push_back(static_cast<int>(&q - rc->pool.data()));
     }
     r.released = false;
 }
 
 void engine::cancel_ops(request_base& r) noexcept {
-    auto cancel = [&](op& o) {
+    // Queued submissions are dropped; posted receives are cancelled (their completion, with
+    // FI_ECANCELED, recycles the request); posted sends run to completion.
+    for_each_op(r, [&](op& o) {
         if (o.deferred) {
             std::erase(deferred_, &o);
             o.deferred = false;
         }
-        if (o.in_flight) (void)ep_.cancel(&o);
-    };
-    if (r.is_send) {
-        auto& q = static_cast<send_request&>(r);
-        // Sends cannot be recalled: only the receive half (CTS) and deferred work are cancelled.
-        cancel(q.cts_op);
-        if (q.main.deferred) cancel(q.main);
-        for (auto& w : q.write_ops)
-            if (w.deferred) cancel(w);
-    } else {
-        auto& q = static_cast<recv_request&>(r);
-        for (int i = 0; i < q.n; ++i) {
-            cancel(q.slots[static_cast<std::size_t>(i)].recv_op);
-            if (q.slots[static_cast<std::size_t>(i)].cts_op.deferred) cancel(q.slots[static_cast<std::size_t>(i)].cts_op);
-        }
-    }
+        if (o.in_flight && cancellable(o)) (void)ep_.cancel(&o);
+    });
 }
 
 void engine::release(request_base& r) noexcept {
@@ -1250,56 +1261,43 @@ void engine::close(listener& l) noexcept {
     if (!l.recv_op.in_flight) slab_of<listener>().put(&l);  // otherwise retired for good
 }
 
-void engine::close(sender& s) noexcept {
-    for (auto& [k, v] : connecting_) {
-        if (v.second == &s) {
-            connecting_.erase(k);
-            break;
-        }
-    }
-    // Outstanding sends get the chance to finish (the peer may still be receiving them);
-    // whatever is left is failed and its cancellable parts cancelled.
-    drain(s, [&] {
-        return std::ranges::any_of(s.pool, [](const send_request& r) { return r.active && !r.done; });
-    });
-    for (auto& r : s.pool) {
+template <class C>
+void engine::retire(C& c, std::initializer_list<op*> own) noexcept {
+    for (auto& r : c.pool) {
         if (r.active) {
             fail_request(r, status::system);
             release(r);
         }
     }
-    if (s.accept_op.in_flight) (void)ep_.cancel(&s.accept_op);
-    drain(s, [&] {
-        return s.accept_op.in_flight || std::ranges::any_of(s.pool, [](const send_request& r) { return ops_in_flight(r); });
-    });
-    s.magic.store(magic_dead);
-    s.state = chan_state::closed;
-    std::erase(channels_, &s);
-    const bool quiet = !s.accept_op.in_flight && !s.connect_op.in_flight &&
-                       std::ranges::none_of(s.pool, [](const send_request& r) { return ops_in_flight(r); });
-    if (s.connect_op.deferred) std::erase(deferred_, &s.connect_op);
-    if (s.accept_op.deferred) std::erase(deferred_, &s.accept_op);
-    if (quiet) slab_of<sender>().put(&s);
+    for (op* o : own) {
+        if (o->deferred) {
+            std::erase(deferred_, o);
+            o->deferred = false;
+        }
+        if (o->in_flight && cancellable(*o)) (void)ep_.cancel(o);
+    }
+    auto pending = [&] {
+        return std::ranges::any_of(own, [](const op* o) { return o->in_flight; }) ||
+               std::ranges::any_of(c.pool, [](auto& r) { return ops_busy(r); });
+    };
+    drain(c, pending);
+    std::erase(channels_, &c);
+    c.magic.store(magic_dead);
+    c.state = chan_state::closed;
+    if (!pending()) slab_of<C>().put(&c);  // otherwise retired for good: a late completion may name it
+}
+
+void engine::close(sender& s) noexcept {
+    std::erase_if(connecting_, [&](const auto& kv) { return kv.second.second == &s; });
+    // Outstanding sends get the chance to finish (the peer may still be receiving them); what
+    // is left is failed and its cancellable parts cancelled.
+    drain(s, [&] { return std::ranges::any_of(s.pool, [](const send_request& r) { return r.active && !r.done; }); });
+    retire(s, {&s.connect_op, &s.accept_op});
 }
 
 void engine::close(receiver& rc) noexcept {
-    for (auto& r : rc.pool) {
-        if (r.active) {
-            fail_request(r, status::system);
-            release(r);
-        }
-    }
-    drain(rc, [&] {
-        return rc.accept_op.in_flight || std::ranges::any_of(rc.pool, [](const recv_request& r) { return ops_in_flight(r); });
-    });
     receivers_.erase(rc.id);
-    std::erase(channels_, &rc);
-    rc.magic.store(magic_dead);
-    rc.state = chan_state::closed;
-    if (rc.accept_op.deferred) std::erase(deferred_, &rc.accept_op);
-    const bool quiet = !rc.accept_op.in_flight &&
-                       std::ranges::none_of(rc.pool, [](const recv_request& r) { return ops_in_flight(r); });
-    if (quiet) slab_of<receiver>().put(&rc);
+    retire(rc, {&rc.accept_op});
 }
 
 }  // namespace loom::plugins

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -83,7 +84,7 @@ struct request_base;
 
 enum class op_kind : std::uint8_t {
     send_eager, send_rts, cts_recv, rma_write, recv_slot, cts_send, listen_recv, connect_send, accept_recv,
-    accept_send, flush_read,
+    accept_send,
 };
 
 /// One libfabric operation in flight; its address is the provider's context.
@@ -146,7 +147,6 @@ struct channel_base {
     std::uint64_t peer_host{0};
     chan_state state{chan_state::idle};
     bool is_sender{false};
-    std::uint32_t gen{0};
     std::string peer_name{};
 };
 
@@ -329,7 +329,9 @@ private:
         : main_(std::move(main)), cq_(main_->cq), ep_(main_->ep), cache_(main_->cache.get()), self_(main_->self) {}
     auto rail_at(int k) noexcept -> rail& { return k == 0 ? *main_ : *extra_[static_cast<std::size_t>(k - 1)]; }
     auto submit(op& o) noexcept -> int;              // 0, -FI_EAGAIN or another -FI_E*
-    void post(op& o, request_base* r) noexcept;      // submit, defer on EAGAIN, fail otherwise
+    void post(op& o) noexcept;                       // first submission of an operation
+    void settle(op& o, int rc) noexcept;             // in flight, done inline, queued on EAGAIN, or failed
+    void fail_op(op& o, int rc) noexcept;            // a submission failed for good
     void dispatch(const completion_event& ev) noexcept;
     void on_remote_write(std::uint64_t imm) noexcept;
     void on_send_op(send_request& r, op& o, const completion_event& ev) noexcept;
@@ -355,6 +357,8 @@ private:
     void recycle(request_base& r) noexcept;
     void cancel_ops(request_base& r) noexcept;
     void release(request_base& r) noexcept;
+    template <class C>
+    void retire(C& c, std::initializer_list<op*> own) noexcept;
 
     std::unique_ptr<rail> main_;  ///< rail 0: control, eager and (part of) every rendezvous
     completion_queue& cq_;        // shorthands for rail 0's objects
@@ -373,6 +377,7 @@ private:
     std::unordered_map<std::uint32_t, receiver*> receivers_{};
     std::unordered_map<const void*, std::pair<handle_bytes, sender*>> connecting_{};
     std::vector<op*> deferred_{};
+    std::vector<op*> retrying_{};  ///< swapped with deferred_ while retrying (both keep their capacity)
     std::vector<channel_base*> channels_{};  ///< open senders and receivers (peer checks)
     clock::time_point next_peer_check_{};
     std::uint64_t progress_calls_{0};
