@@ -47,6 +47,7 @@ struct plugin_state {
     std::vector<vdevice> vdevs;
     logger_t logger{nullptr};
     std::atomic<long> open_comms{0};  // changed under the engines' locks, read under mu
+    std::atomic<profiler_callback_t> profiler{nullptr};  // v10+: the host's profiler callback
 };
 
 auto state() -> plugin_state& {
@@ -67,10 +68,44 @@ void forward_log(void* user, spdlog::level::level_enum lv, const char* file, int
     fn(level, log_net, file, line, "NET/loom: %s", text.c_str());
 }
 
+// ---------------------------------------------------------------- profiler events
+// One start event per isend and per sub-receive that comes with a profiler handle; the stop
+// event when the host's view of the request ends (test reported it done, or close failed it).
+auto describe(lp::host_event& ev) -> loom_net_event_v1* {
+    static_assert(sizeof(loom_net_event_v1) <= sizeof(ev.info) && alignof(loom_net_event_v1) <= 8);
+    return std::construct_at(reinterpret_cast<loom_net_event_v1*>(ev.info.data()));
+}
+
+void start_event(profiler_callback_t prof, lp::host_event& ev, void* phandle, const loom_net_event_v1& what) {
+    auto* info = describe(ev);
+    *info = what;
+    ev.handle = nullptr;
+    if (prof(&ev.handle, profiler_net_start, phandle, loom_profiler_id_v1, info) != success) ev.handle = nullptr;
+}
+
+void stop_event(profiler_callback_t prof, lp::host_event& ev) noexcept {
+    if (ev.handle == nullptr) return;
+    (void)prof(&ev.handle, profiler_net_stop, nullptr, loom_profiler_id_v1, nullptr);
+    ev.handle = nullptr;
+}
+
+/// The engine's release hook: closes the host events of a request.
+void end_events(lp::request_base& r) noexcept {
+    auto prof = state().profiler.load(std::memory_order_acquire);
+    if (prof == nullptr) return;
+    if (r.is_send) {
+        stop_event(prof, static_cast<lp::send_request&>(r).prof);
+    } else {
+        auto& q = static_cast<lp::recv_request&>(r);
+        for (int i = 0; i < q.n; ++i) stop_event(prof, q.slots[static_cast<std::size_t>(i)].prof);
+    }
+}
+
 // ---------------------------------------------------------------- lifecycle
-auto init_common(logger_t log) -> result_t {
+auto init_common(logger_t log, profiler_callback_t prof = nullptr) -> result_t {
     auto& st = state();
     std::lock_guard lock(st.mu);
+    if (prof != nullptr) st.profiler.store(prof, std::memory_order_release);
     if (log != nullptr) {
         st.logger = log;
         lp::set_host_logger(&forward_log, reinterpret_cast<void*>(log));
@@ -132,6 +167,7 @@ auto engine_for(int dev, lp::engine*& out) -> result_t {
                 return system_error;
             }
             v.engine = std::move(*opened);
+            v.engine->set_release_hook(&end_events);
         }
         out = v.engine.get();
         return success;
@@ -144,6 +180,7 @@ auto engine_for(int dev, lp::engine*& out) -> result_t {
             return system_error;
         }
         e = std::move(*opened);
+        e->set_release_hook(&end_events);
     }
     out = e.get();
     return success;
@@ -332,7 +369,8 @@ auto dereg_mr(void* comm, void* mhandle) -> result_t {
 }
 
 // ---------------------------------------------------------------- data path
-auto isend(void* send_comm, void* data, std::size_t size, int tag, void* mhandle, void** request) -> result_t {
+auto isend(void* send_comm, void* data, std::size_t size, int tag, void* mhandle, void* phandle, void** request)
+    -> result_t {
     if (request == nullptr) return internal_error;
     *request = nullptr;
     auto* s = as<lp::sender>(send_comm, lp::magic_send);
@@ -341,12 +379,21 @@ auto isend(void* send_comm, void* data, std::size_t size, int tag, void* mhandle
     // The engine checks the buffer and the registration (stale, foreign, too short).
     auto r = s->eng->isend(*s, data, size, static_cast<std::uint32_t>(tag), static_cast<lp::memory_handle*>(mhandle));
     if (!r) return code_of(r.error());
+    if (*r != nullptr && phandle != nullptr) {
+        if (auto prof = state().profiler.load(std::memory_order_acquire); prof != nullptr) {
+            auto& q = **r;
+            start_event(prof, q.prof, phandle,
+                        {loom_event_send, 0, tag, s->id, size, q.rendezvous ? 1U : 0U,
+                         static_cast<std::uint32_t>(s->eng->rail_count()), s->eng->nic_info().name.c_str()});
+            q.profiled = true;
+        }
+    }
     *request = static_cast<lp::request_base*>(*r);
     return success;
 }
 
-auto irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int* tags, void** mhandles, void** request)
-    -> result_t {
+auto irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int* tags, void** mhandles,
+           void** phandles, void** request) -> result_t {
     if (request == nullptr) return internal_error;
     *request = nullptr;
     auto* rc = as<lp::receiver>(recv_comm, lp::magic_recv);
@@ -359,6 +406,18 @@ auto irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int* t
     for (int i = 0; mhandles != nullptr && i < n; ++i) mh[static_cast<std::size_t>(i)] = static_cast<lp::memory_handle*>(mhandles[i]);
     auto r = rc->eng->irecv(*rc, n, data, sizes, tags, mh.data());
     if (!r) return code_of(r.error());
+    if (*r != nullptr && phandles != nullptr) {
+        if (auto prof = state().profiler.load(std::memory_order_acquire); prof != nullptr) {
+            auto& q = **r;
+            for (int i = 0; i < n; ++i) {
+                if (phandles[i] == nullptr) continue;
+                start_event(prof, q.slots[static_cast<std::size_t>(i)].prof, phandles[i],
+                            {loom_event_recv, static_cast<std::uint32_t>(i), tags[i], rc->id, sizes[i], 0,
+                             static_cast<std::uint32_t>(rc->eng->rail_count()), rc->eng->nic_info().name.c_str()});
+                q.profiled = true;
+            }
+        }
+    }
     *request = static_cast<lp::request_base*>(*r);
     return success;
 }
@@ -373,7 +432,7 @@ auto irecv_int(void* recv_comm, int n, void** data, int* sizes, int* tags, void*
         if (sizes[i] < 0) return internal_error;
         s[static_cast<std::size_t>(i)] = static_cast<std::size_t>(sizes[i]);
     }
-    return irecv(recv_comm, n, data, s.data(), tags, mhandles, request);
+    return irecv(recv_comm, n, data, s.data(), tags, mhandles, nullptr, request);
 }
 
 auto isend_int(void* send_comm, void* data, int size, int tag, void* mhandle, void** request) -> result_t {
@@ -381,7 +440,7 @@ auto isend_int(void* send_comm, void* data, int size, int tag, void* mhandle, vo
         if (request != nullptr) *request = nullptr;
         return internal_error;
     }
-    return isend(send_comm, data, static_cast<std::size_t>(size), tag, mhandle, request);
+    return isend(send_comm, data, static_cast<std::size_t>(size), tag, mhandle, nullptr, request);
 }
 
 auto iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request) -> result_t {
@@ -508,13 +567,15 @@ auto props_from(int dev, P* out) -> result_t {
 }
 
 auto v_init(logger_t log) -> result_t { return guarded([&] { return init_common(log); }); }
-auto v_init10(logger_t log, profiler_callback_t) -> result_t { return guarded([&] { return init_common(log); }); }
-auto v_init11(void** ctx, std::uint64_t comm_id, comm_config_v11* config, logger_t log, profiler_callback_t)
+auto v_init10(logger_t log, profiler_callback_t prof) -> result_t {
+    return guarded([&] { return init_common(log, prof); });
+}
+auto v_init11(void** ctx, std::uint64_t comm_id, comm_config_v11* config, logger_t log, profiler_callback_t prof)
     -> result_t {
     return guarded([&] {
         if (ctx == nullptr) return internal_error;
         *ctx = nullptr;
-        if (auto r = init_common(log); r != success) return r;
+        if (auto r = init_common(log, prof); r != success) return r;
         auto* c = new context();
         c->comm_id = comm_id;
         c->traffic_class = config != nullptr ? config->trafficClass : -1;
@@ -575,19 +636,19 @@ auto v_isend_int(void* s, void* d, int size, int tag, void* m, void** r) -> resu
     return guarded([&] { return isend_int(s, d, size, tag, m, r); });
 }
 auto v_isend(void* s, void* d, std::size_t size, int tag, void* m, void** r) -> result_t {
-    return guarded([&] { return isend(s, d, size, tag, m, r); });
+    return guarded([&] { return isend(s, d, size, tag, m, nullptr, r); });
 }
-auto v_isend10(void* s, void* d, std::size_t size, int tag, void* m, void*, void** r) -> result_t {
-    return guarded([&] { return isend(s, d, size, tag, m, r); });
+auto v_isend10(void* s, void* d, std::size_t size, int tag, void* m, void* ph, void** r) -> result_t {
+    return guarded([&] { return isend(s, d, size, tag, m, ph, r); });
 }
 auto v_irecv_int(void* c, int n, void** d, int* sizes, int* tags, void** m, void** r) -> result_t {
     return guarded([&] { return irecv_int(c, n, d, sizes, tags, m, r); });
 }
 auto v_irecv(void* c, int n, void** d, std::size_t* sizes, int* tags, void** m, void** r) -> result_t {
-    return guarded([&] { return irecv(c, n, d, sizes, tags, m, r); });
+    return guarded([&] { return irecv(c, n, d, sizes, tags, m, nullptr, r); });
 }
-auto v_irecv10(void* c, int n, void** d, std::size_t* sizes, int* tags, void** m, void**, void** r) -> result_t {
-    return guarded([&] { return irecv(c, n, d, sizes, tags, m, r); });
+auto v_irecv10(void* c, int n, void** d, std::size_t* sizes, int* tags, void** m, void** ph, void** r) -> result_t {
+    return guarded([&] { return irecv(c, n, d, sizes, tags, m, ph, r); });
 }
 auto v_iflush(void* c, int n, void** d, int* sizes, void** m, void** r) -> result_t {
     return guarded([&] { return iflush(c, n, d, sizes, m, r); });

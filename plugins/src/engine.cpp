@@ -1212,6 +1212,10 @@ void engine::cancel_ops(request_base& r) noexcept {
 }
 
 void engine::release(request_base& r) noexcept {
+    if (r.profiled) {
+        r.profiled = false;
+        if (release_hook_ != nullptr) release_hook_(r);
+    }
     r.magic.store(magic_dead, std::memory_order_relaxed);
     r.active = false;
     r.released = true;

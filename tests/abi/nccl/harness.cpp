@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdarg>
@@ -18,7 +19,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <ostream>
+#include <set>
 #include <memory>
 #include <tuple>
 #include <type_traits>
@@ -53,6 +56,42 @@ void logger(int level, unsigned long, const char* file, int line, const char* fm
     va_end(ap);
 }
 
+// ---------------------------------------------------------------- a profiler callback (v10+)
+// Records what the plugin reports; a stop of an event that is not open fails the process.
+struct prof_record {
+    int type{0};
+    void* phandle{nullptr};
+    std::int64_t id{0};
+    loom_net_event_v1 info{};
+    std::string device{};
+    void* handle{nullptr};
+};
+std::mutex g_prof_mu;
+std::vector<prof_record> g_prof_log;
+std::set<void*> g_prof_open;
+std::uintptr_t g_prof_next = 0x10000;
+profiler_callback_t g_init_prof = nullptr;  // what init() passes (v10+)
+
+auto recorder(void** eh, int type, void* phandle, std::int64_t id, void* ext) -> result_t {
+    std::lock_guard lock(g_prof_mu);
+    CHECK(eh != nullptr, "profiler called without an event handle slot");
+    prof_record r{type, phandle, id};
+    if (type == profiler_net_start) {
+        CHECK(ext != nullptr && phandle != nullptr, "start without extData or parent handle");
+        r.info = *static_cast<const loom_net_event_v1*>(ext);
+        r.device = r.info.device != nullptr ? r.info.device : "";
+        r.handle = reinterpret_cast<void*>(g_prof_next += 16);
+        *eh = r.handle;
+        g_prof_open.insert(r.handle);
+    } else {
+        CHECK(type == profiler_net_stop, "unexpected event type %d", type);
+        r.handle = *eh;
+        CHECK(g_prof_open.erase(*eh) == 1, "stop of an event that is not open (%p)", *eh);
+    }
+    g_prof_log.push_back(r);
+    return success;
+}
+
 // ---------------------------------------------------------------- one API over every version
 struct props {
     std::string name;
@@ -73,6 +112,9 @@ struct api {
     std::function<int(void*, void*)> dereg_mr;
     std::function<int(void*, void*, std::size_t, int, void*, void**)> isend;
     std::function<int(void*, int, void**, std::size_t*, int*, void**, void**)> irecv;
+    // v10+: with profiler handles (per isend; per sub-receive).
+    std::function<int(void*, void*, std::size_t, int, void*, void*, void**)> isend_p;
+    std::function<int(void*, int, void**, std::size_t*, int*, void**, void**, void**)> irecv_p;
     std::function<int(void*, int, void**, int*, void**, void**)> iflush;
     std::function<int(void*, int*, int*)> test;
     std::function<int(void*)> close_send, close_recv, close_listen;
@@ -99,9 +141,9 @@ auto make_api(int version) -> api {
     a.version = version;
     auto ctx = std::make_shared<void*>(nullptr);  // v11+: the per-communicator context
     if constexpr (requires { t->finalize; }) {
-        a.init = [t, ctx] { return static_cast<int>(t->init(ctx.get(), 42, nullptr, logger, nullptr)); };
+        a.init = [t, ctx] { return static_cast<int>(t->init(ctx.get(), 42, nullptr, logger, g_init_prof)); };
     } else if constexpr (requires { t->makeVDevice; } && std::is_same_v<decltype(t->init), result_t (*)(logger_t, profiler_callback_t)>) {
-        a.init = [t] { return static_cast<int>(t->init(logger, nullptr)); };
+        a.init = [t] { return static_cast<int>(t->init(logger, g_init_prof)); };
     } else {
         a.init = [t] { return static_cast<int>(t->init(logger)); };
     }
@@ -186,6 +228,14 @@ auto make_api(int version) -> api {
             return static_cast<int>(t->irecv(c, n, d, sizes == nullptr ? nullptr : s.data(), tags, m, r));
         }
     };
+    if constexpr (requires { t->init(nullptr, nullptr); } || requires { t->finalize; }) {
+        a.isend_p = [t](void* s, void* d, std::size_t n, int tag, void* m, void* ph, void** r) {
+            return static_cast<int>(t->isend(s, d, n, tag, m, ph, r));
+        };
+        a.irecv_p = [t](void* c, int n, void** d, std::size_t* sizes, int* tags, void** m, void** ph, void** r) {
+            return static_cast<int>(t->irecv(c, n, d, sizes, tags, m, ph, r));
+        };
+    }
     a.iflush = [t](void* c, int n, void** d, int* s, void** m, void** r) { return static_cast<int>(t->iflush(c, n, d, s, m, r)); };
     a.test = [t](void* r, int* done, int* sizes) { return static_cast<int>(t->test(r, done, sizes)); };
     a.close_send = [t](void* c) { return static_cast<int>(t->closeSend(c)); };
@@ -682,6 +732,118 @@ TEST_P(nccl_abi, killed_peer_fails_requests_instead_of_hanging) {
         true);
 }
 
+// v10+: one start event per isend and per sub-receive given a profiler handle, each stopped
+// exactly once when test() reports the request done or close() fails it; none without a handle.
+class nccl_profiler : public nccl_abi {};
+
+auto prof_starts() -> std::vector<prof_record> {
+    std::lock_guard lock(g_prof_mu);
+    std::vector<prof_record> out;
+    for (const auto& r : g_prof_log)
+        if (r.type == profiler_net_start) out.push_back(r);
+    return out;
+}
+auto prof_stopped(void* handle) -> bool {
+    std::lock_guard lock(g_prof_mu);
+    return std::ranges::any_of(g_prof_log, [&](const prof_record& r) { return r.type == profiler_net_stop && r.handle == handle; });
+}
+auto prof_open() -> std::size_t {
+    std::lock_guard lock(g_prof_mu);
+    return g_prof_open.size();
+}
+auto fake(std::uintptr_t v) -> void* { return reinterpret_cast<void*>(v); }
+
+TEST_P(nccl_profiler, events_start_per_operation_and_stop_once) {
+    pair(
+        [](api& a, const pipes& p) {
+            g_init_prof = recorder;
+            void* l = nullptr;
+            void* rc = accept_side(a, p, &l);
+            CHECK(a.irecv_p != nullptr, "no profiler entry points");
+            std::vector<std::byte> b0(64), b1(100000), b2(4096), b3(32);
+            std::array<void*, 3> d{b0.data(), b1.data(), b2.data()};
+            std::array<std::size_t, 3> s{b0.size(), b1.size(), b2.size()};
+            std::array<int, 3> tags{1, 2, 3};
+            std::array<void*, 3> ph{fake(0xA1), nullptr, fake(0xA3)};
+            void* grouped = nullptr;
+            CHECK(a.irecv_p(rc, 3, d.data(), s.data(), tags.data(), nullptr, ph.data(), &grouped) == 0 && grouped != nullptr,
+                  "grouped irecv");
+            void* d3 = b3.data();
+            std::size_t s3 = b3.size();
+            int t3 = 4;
+            void* single = nullptr;
+            CHECK(a.irecv_p(rc, 1, &d3, &s3, &t3, nullptr, nullptr, &single) == 0 && single != nullptr, "irecv");
+            auto starts = prof_starts();
+            CHECK(starts.size() == 2 && prof_open() == 2, "expected 2 open receive events, got %zu", starts.size());
+            signal_peer(p.to_sender[1]);
+            std::array<int, 3> got{};
+            CHECK(wait(a, grouped, got.data()) == 0 && got[0] == 64 && got[1] == 100000 && got[2] == 4096, "grouped");
+            CHECK(first_bad(b1.data(), b1.size(), 2) < 0 && first_bad(b2.data(), b2.size(), 3) < 0, "payload");
+            CHECK(wait(a, single, nullptr) == 0, "single");
+            CHECK(prof_open() == 0, "%zu receive events left open after completion", prof_open());
+            for (const auto& r : starts) {
+                const bool first = r.phandle == fake(0xA1);
+                CHECK(first || r.phandle == fake(0xA3), "unexpected parent %p", r.phandle);
+                CHECK(r.id == loom_profiler_id_v1 && r.info.kind == loom_event_recv, "id/kind");
+                CHECK(r.info.slot == (first ? 0U : 2U) && r.info.tag == (first ? 1 : 3) &&
+                          r.info.size == (first ? 64U : 4096U) && r.info.rails >= 1 && !r.device.empty(),
+                      "receive event: slot %u tag %d size %llu", r.info.slot, r.info.tag,
+                      static_cast<unsigned long long>(r.info.size));
+                CHECK(prof_stopped(r.handle), "receive event not stopped");
+            }
+            // Receives nobody satisfies: close must stop their events too.
+            std::array<void*, 2> ph2{fake(0xB1), fake(0xB2)};
+            std::array<int, 2> t2{50, 51};
+            std::array<void*, 2> d2{b2.data(), b3.data()};
+            std::array<std::size_t, 2> s2{b2.size(), b3.size()};
+            void* never = nullptr;
+            CHECK(a.irecv_p(rc, 2, d2.data(), s2.data(), t2.data(), nullptr, ph2.data(), &never) == 0 && never != nullptr,
+                  "irecv never satisfied");
+            CHECK(prof_open() == 2, "open events %zu", prof_open());
+            await_peer(p.to_receiver[0]);
+            CHECK(a.close_recv(rc) == 0 && a.close_listen(l) == 0, "close");
+            CHECK(prof_open() == 0, "close left %zu events open", prof_open());
+            CHECK(prof_starts().size() == 4, "starts %zu", prof_starts().size());
+        },
+        [](api& a, const pipes& p, pid_t) {
+            g_init_prof = recorder;
+            void* sc = connect_side(a, p);
+            std::vector<std::byte> b1(100000), b2(4096), big_buf(std::size_t{1} << 20);
+            fill(b1.data(), b1.size(), 2);
+            fill(b2.data(), b2.size(), 3);
+            std::vector<std::byte> b0(64), b3(32);
+            await_peer(p.to_sender[0]);
+            auto post = [&](void* data, std::size_t n, int tag, void* ph) {
+                void* req = nullptr;
+                const auto deadline = clk::now() + std::chrono::seconds(30);
+                while (req == nullptr) {
+                    CHECK(a.isend_p(sc, data, n, tag, nullptr, ph, &req) == 0, "isend");
+                    CHECK(clk::now() < deadline, "isend never accepted");
+                }
+                return req;
+            };
+            std::vector<void*> reqs{post(b0.data(), 64, 1, fake(0xC1)), post(b1.data(), b1.size(), 2, fake(0xC2)),
+                                    post(b2.data(), b2.size(), 3, nullptr), post(b3.data(), 32, 4, fake(0xC4))};
+            CHECK(prof_starts().size() == 3, "expected 3 send events, got %zu", prof_starts().size());
+            for (void* r : reqs) CHECK(wait(a, r, nullptr) == 0, "send");
+            CHECK(prof_open() == 0, "%zu send events left open after completion", prof_open());
+            for (const auto& r : prof_starts()) {
+                CHECK(r.id == loom_profiler_id_v1 && r.info.kind == loom_event_send && r.info.slot == 0, "id/kind");
+                const std::size_t want = r.phandle == fake(0xC1) ? 64 : r.phandle == fake(0xC2) ? 100000 : 32;
+                CHECK(r.info.size == want && r.info.protocol <= 1 && !r.device.empty(), "send event size %llu",
+                      static_cast<unsigned long long>(r.info.size));
+                if (want < 1000) CHECK(r.info.protocol == 0, "small send reported as rendezvous");
+                CHECK(prof_stopped(r.handle), "send event not stopped");
+            }
+            // A rendezvous send whose receive never comes, then close: its event must stop.
+            (void)post(big_buf.data(), big_buf.size(), 999, fake(0xC9));
+            CHECK(prof_open() == 1, "open %zu", prof_open());
+            CHECK(a.close_send(sc) == 0, "closeSend");
+            CHECK(prof_open() == 0, "closeSend left %zu events open", prof_open());
+            signal_peer(p.to_receiver[1]);
+        });
+}
+
 TEST_P(nccl_abi, bad_input_gives_error_codes) {
     const int version = GetParam().version;
     int rs = 0, ss = 0;
@@ -882,6 +1044,11 @@ INSTANTIATE_TEST_SUITE_P(providers, nccl_abi,
 INSTANTIATE_TEST_SUITE_P(versions, nccl_abi,
                          ::testing::Values(param{"tcp", 6}, param{"tcp", 7}, param{"tcp", 8}, param{"tcp", 9},
                                            param{"tcp", 10}, param{"tcp", 11}),
+                         name_of);
+
+INSTANTIATE_TEST_SUITE_P(profiler, nccl_profiler,
+                         ::testing::Values(param{"shm", 12}, param{"tcp;ofi_rxm", 11}, param{"tcp", 10},
+                                           param{"tcp;ofi_rxm", 12, "LOOM_PROGRESS_THREAD=1"}),
                          name_of);
 
 // The same with the runtime's background progress thread driving the engine.

@@ -272,6 +272,10 @@ static_assert(I(ours::log_none) == I(NCCL_LOG_NONE) && I(ours::log_version) == I
               I(ours::log_warn) == I(NCCL_LOG_WARN) && I(ours::log_info) == I(NCCL_LOG_INFO) &&
               I(ours::log_abort) == I(NCCL_LOG_ABORT) && I(ours::log_trace) == I(NCCL_LOG_TRACE));
 static_assert(ours::log_init == NCCL_INIT && ours::log_net == NCCL_NET);
+static_assert(I(ours::profiler_net_start) == I(ncclProfilerNetEventStart) &&
+              I(ours::profiler_net_stop) == I(ncclProfilerNetEventStop) &&
+              I(ours::profiler_net_update) == I(ncclProfilerNetEventUpdate) &&
+              I(ours::profiler_net_update_and_stop) == I(ncclProfilerNetEventUpdateAndStop));
 
 // ---------------------------------------------------------------- v12 (not in these headers)
 // Everything v12 shares with v11 is the very same type; what differs is checked against the

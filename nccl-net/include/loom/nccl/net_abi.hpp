@@ -46,6 +46,35 @@ inline constexpr unsigned long log_net = 0x10;
 using logger_t = void (*)(int level, unsigned long flags, const char* file, int line, const char* fmt, ...);
 using profiler_callback_t = result_t (*)(void** event_handle, int type, void* phandle, std::int64_t plugin_id,
                                          void* ext_data);
+// What a profiler callback is asked to do (ncclProfilerNetEvent*).
+enum profiler_event_type : int {
+    profiler_net_start = 0,
+    profiler_net_stop = 1,
+    profiler_net_update = 2,
+    profiler_net_update_and_stop = 3,
+};
+
+// ---------------------------------------------------------------- loom's profiler events
+// A plugin names the layout of the extData it passes with a start event by its pluginId (a
+// plugin type in bits 16 and up, the layout version in bits 0..15); profiler plugins decode
+// extData only for ids they know. loom's type is 0x4c4d ("LM"); layout version 1 is below.
+inline constexpr std::int64_t loom_profiler_type = std::int64_t{0x4c4d} << 16;
+inline constexpr std::int64_t loom_profiler_id_v1 = loom_profiler_type | 1;
+
+/// extData of a loom start event (one per isend, one per sub-receive of an irecv that came
+/// with a profiler handle). Valid until the matching stop event.
+struct loom_net_event_v1 {
+    std::uint32_t kind;      ///< 1 send, 2 receive
+    std::uint32_t slot;      ///< index of the sub-receive in a grouped irecv (0 for sends)
+    std::int32_t tag;        ///< the host's tag
+    std::uint32_t channel;   ///< the comm's channel id (unique per plugin instance and device)
+    std::uint64_t size;      ///< bytes posted: the send size, the receive capacity
+    std::uint32_t protocol;  ///< sends: 0 eager, 1 rendezvous (RMA write); receives: 0
+    std::uint32_t rails;     ///< NICs the comm's device stripes over
+    const char* device;      ///< device name (valid while the plugin is loaded)
+};
+inline constexpr std::uint32_t loom_event_send = 1;
+inline constexpr std::uint32_t loom_event_recv = 2;
 
 // ---------------------------------------------------------------- shared types
 struct device_handle_v7 {

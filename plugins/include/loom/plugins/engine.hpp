@@ -150,6 +150,13 @@ struct channel_base {
     std::string peer_name{};
 };
 
+/// A host profiler's event for one operation: the handle its callback gave back and the
+/// description the adaptor passed it, kept stable in the request until the event is stopped.
+struct host_event {
+    void* handle{nullptr};
+    alignas(8) std::array<std::byte, 48> info{};
+};
+
 struct request_base {
     std::atomic<std::uint32_t> magic{magic_dead};
     std::uint32_t gen{0};
@@ -158,6 +165,7 @@ struct request_base {
     bool active{false};
     bool done{false};
     bool released{false};  ///< handed back by the host; recycled once no op is in flight
+    bool profiled{false};  ///< host events are open: the release hook runs when the host's view ends
     status error{status::ok};
     clock::time_point started{};
 };
@@ -170,6 +178,7 @@ struct send_request : request_base {
     std::uint32_t seq{0};
     bool rendezvous{false};
     bool cts_seen{false};
+    host_event prof{};
     std::size_t to_write{0};
     std::size_t written{0};
     std::uint64_t imm_base{0};
@@ -198,6 +207,7 @@ struct recv_slot {
     bool has_key{false};
     std::array<mr_handle, max_rails> tmp{};  ///< registrations looked up when the host gave none
     memory_handle* host_reg{nullptr};
+    host_event prof{};
     std::size_t received{0};
     std::size_t expected{0};
     std::size_t landed{0};
@@ -324,6 +334,12 @@ public:
 
     [[nodiscard]] auto is_live(const memory_handle* m) const noexcept -> bool;
 
+    /// Called (under the engine lock) once for every request marked `profiled` when the host's
+    /// view of it ends: reported done by test(), or failed by close(). Adaptors close the host
+    /// profiler's events there.
+    using release_hook = void (*)(request_base&) noexcept;
+    void set_release_hook(release_hook h) noexcept { release_hook_ = h; }
+
 private:
     explicit engine(std::unique_ptr<rail> main)
         : main_(std::move(main)), cq_(main_->cq), ep_(main_->ep), cache_(main_->cache.get()), self_(main_->self) {}
@@ -384,6 +400,7 @@ private:
     std::array<completion_event, 16> events_{};
     engine_stats stats_{};
     std::uint64_t host_id_{0};
+    release_hook release_hook_{nullptr};
 
     std::atomic<bool> stop_{false};
     std::thread progress_thread_{};  ///< LOOM_PROGRESS_THREAD=1: drives progress() in the background
