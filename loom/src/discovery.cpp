@@ -71,10 +71,12 @@ auto query_all(const fabric_hints& h, std::pmr::memory_resource* mr) -> result<p
     hints->fabric_attr->prov_name = dup_or_null(h.provider);
     hints->fabric_attr->name = dup_or_null(h.fabric_name);
     hints->domain_attr->name = dup_or_null(h.domain_name);
-    hints->domain_attr->mr_mode = static_cast<int>(
-        h.mr_mode ? h.mr_mode->get()
-                  : (mr_mode_flags::local | mr_mode_flags::virt_addr | mr_mode_flags::allocated |
-                     mr_mode_flags::prov_key).get());
+    // Default registration modes: everything loom handles. Asking for capability::hmem also
+    // accepts FI_MR_HMEM (device buffers are always registered; loom's API requires it).
+    mr_mode_flags default_mode =
+        mr_mode_flags::local | mr_mode_flags::virt_addr | mr_mode_flags::allocated | mr_mode_flags::prov_key;
+    if (h.capabilities.any(capability::hmem)) default_mode |= mr_mode_flags::hmem;
+    hints->domain_attr->mr_mode = static_cast<int>(h.mr_mode ? h.mr_mode->get() : default_mode.get());
     hints->domain_attr->threading = static_cast<::fi_threading>(h.threading);
     hints->domain_attr->data_progress = static_cast<::fi_progress>(h.data_progress);
     hints->domain_attr->control_progress = static_cast<::fi_progress>(h.control_progress);

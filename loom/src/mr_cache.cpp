@@ -331,6 +331,27 @@ auto mr_cache_core::lookup_slow(const void* p, std::size_t n, mr_access_flags ac
     return lookup_miss(memory_space{}, a, b, access);
 }
 
+auto mr_cache_core::lookup_space(const memory_space& space, std::uint64_t a, std::uint64_t n,
+                                 mr_access_flags access) -> result<mr_cache_node*> {
+    if (space.kind == memory_kind::host) return invalid();
+    if (access.empty() || !(access & ~mr_cache_known_access).empty()) return invalid();
+    if (n == 0 || a + n < a) return invalid();
+    if (space.kind == memory_kind::hmem && a == 0) return invalid();
+    const std::uint64_t b = a + n;
+    {
+        std::shared_lock lk(mu_);
+        for (const auto& r : roots_) {
+            if (r.space != space) continue;
+            if (node* e = find_in(r.root, a, b, [access](const node* x) { return sufficient(x->access, access); })) {
+                acquire_shared(e);
+                return e;
+            }
+            break;
+        }
+    }
+    return lookup_miss(space, a, b, access);
+}
+
 void mr_cache_core::give_back(node* e) noexcept {
     // The node was reused for another range since the hint was stored, or serves less access:
     // the hit moves out of the total again (the sum is modular) and the reference is dropped.
@@ -352,8 +373,10 @@ auto mr_cache_core::lookup_miss(const memory_space& space, std::uint64_t a, std:
     }
     if (auto ok = do_check(); !ok) return std::unexpected(ok.error());
     ++misses_;
-    const std::uint64_t ra = a & ~page_mask_;
-    const std::uint64_t rb = (b + page_mask_) & ~page_mask_;
+    // Host ranges are page-rounded; device and DMA-BUF ranges are registered exactly.
+    const bool host = space.kind == memory_kind::host;
+    const std::uint64_t ra = host ? a & ~page_mask_ : a;
+    const std::uint64_t rb = host ? (b + page_mask_) & ~page_mask_ : b;
     const auto bytes = static_cast<std::size_t>(rb - ra);
 
     // Permission upgrade: entries containing the range (page-aligned, so they contain the
@@ -594,6 +617,19 @@ auto mr_cache_core::invalidate_host(const void* p, std::size_t n) -> std::size_t
     return removed;
 }
 
+auto mr_cache_core::invalidate_fd(std::uint64_t fd) -> std::size_t {
+    std::unique_lock lk(mu_);
+    std::size_t removed = 0;
+    for (auto& r : roots_) {
+        if (r.space.kind != memory_kind::dmabuf || r.space.fd_identity != fd) continue;
+        while (r.root != nullptr) {
+            unindex(r.root, true);
+            ++removed;
+        }
+    }
+    return removed;
+}
+
 auto mr_cache_core::evict_unreferenced() -> std::size_t {
     std::unique_lock lk(mu_);
     std::size_t evicted = 0;
@@ -783,8 +819,24 @@ auto domain_registrar::check() const -> void_result {
 
 auto domain_registrar::register_range(const mr_cache_request& req) -> result<memory_region> {
     if (auto ok = check(); !ok) return std::unexpected(ok.error());
-    if (req.space.kind != memory_kind::host) return make_unexpected(errc::not_supported);
-    auto mr = memory_region::register_memory(*dom_, req.range, req.access);
+    result<memory_region> mr = make_unexpected(errc::not_supported);
+    const memory_registration how{.access = req.access,
+                                  .iface = static_cast<hmem_iface>(req.space.iface),
+                                  .device = req.space.device};
+    switch (req.space.kind) {
+    case memory_kind::host: mr = memory_region::register_memory(*dom_, req.range, req.access); break;
+    case memory_kind::hmem: mr = memory_region::register_memory(*dom_, req.range, how); break;
+    case memory_kind::dmabuf: {
+        // Mapped buffers are indexed by virtual address, unmapped ones by file offset.
+        const auto at = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(req.range.data()));
+        const dmabuf_region buf{.fd = static_cast<int>(req.space.fd_identity),
+                                .offset = at - req.space.base,
+                                .length = req.range.size(),
+                                .base_addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(req.space.base))};
+        mr = memory_region::register_dmabuf(*dom_, buf, how);
+        break;
+    }
+    }
     if (!mr) return std::unexpected(mr.error());
     if (ep_ != nullptr && dom_->get_memory_region_mode().any(mr_mode_flags::endpoint)) {
         // FI_MR_ENDPOINT: the registration is usable only once bound to the endpoint and

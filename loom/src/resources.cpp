@@ -10,6 +10,7 @@
 #include <rdma/fi_errno.h>
 
 #include <atomic>
+#include <limits>
 #include <sched.h>
 #include <utility>
 #include <vector>
@@ -232,14 +233,83 @@ auto memory_region::register_memory(domain& dom, std::span<const std::byte> buff
                            memory_registration{.access = access}, mr);
 }
 
-auto memory_region::register_memory(domain& dom, std::span<std::byte> buffer,
-                                    const memory_registration& request, std::pmr::memory_resource*)
-    -> result<memory_region> {
+namespace {
+/// Checks shared by host, HMEM and DMA-BUF registrations (before any provider call).
+auto registration_check(const domain& dom, const memory_registration& request) -> void_result {
     if (!dom.valid()) return make_unexpected(errc::invalid_argument);
     constexpr auto known = mr_access_flags::send | mr_access_flags::recv | mr_access_flags::read |
                            mr_access_flags::write | mr_access_flags::remote_read |
                            mr_access_flags::remote_write | mr_access_flags::collective;
     if (request.access.empty() || !(request.access & ~known).empty()) return make_unexpected(errc::invalid_argument);
+    if (static_cast<std::uint32_t>(request.iface) > static_cast<std::uint32_t>(hmem_iface::synapseai))
+        return make_unexpected(errc::invalid_argument);
+    if (request.iface != hmem_iface::system) {
+        const ::fi_info* info = dom.info().native();
+        if (info == nullptr || (info->caps & FI_HMEM) == 0) return make_unexpected(errc::not_supported);
+        // The device id travels as an int for CUDA, ROCr, Level Zero, Neuron and SynapseAI.
+        if (request.device > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+            return make_unexpected(errc::invalid_argument);
+    } else if (request.device != 0) {
+        return make_unexpected(errc::invalid_argument);
+    }
+    return {};
+}
+
+void set_device(::fi_mr_attr& attr, const memory_registration& request) noexcept {
+    attr.iface = static_cast<::fi_hmem_iface>(request.iface);
+    const int d = static_cast<int>(request.device);
+    switch (request.iface) {
+    case hmem_iface::cuda: attr.device.cuda = d; break;
+    case hmem_iface::ze: attr.device.ze = d; break;
+    case hmem_iface::neuron: attr.device.neuron = d; break;
+    case hmem_iface::synapseai: attr.device.synapseai = d; break;
+    default: attr.device.reserved = request.device; break;
+    }
+}
+}  // namespace
+
+auto memory_region::register_dmabuf(domain& dom, const dmabuf_region& buffer, const memory_registration& request,
+                                    std::pmr::memory_resource*) -> result<memory_region> {
+    if (auto ok = registration_check(dom, request); !ok) return std::unexpected(ok.error());
+    if (buffer.fd < 0 || buffer.length == 0 || buffer.offset + buffer.length < buffer.offset)
+        return make_unexpected(errc::invalid_argument);
+    const auto base = reinterpret_cast<std::uintptr_t>(buffer.base_addr);
+    if (base != 0 && (base + buffer.offset < base || base + buffer.offset + buffer.length < base + buffer.offset))
+        return make_unexpected(errc::invalid_argument);
+    const auto mode = dom.get_memory_region_mode();
+    ::fi_mr_dmabuf dmabuf{buffer.fd, buffer.offset, buffer.length, buffer.base_addr};
+    ::fi_mr_attr attr{};
+    attr.dmabuf = &dmabuf;
+    attr.iov_count = 1;
+    attr.access = request.access.get();
+    attr.offset = request.offset;
+    attr.requested_key = request.requested_key != 0
+                             ? request.requested_key
+                             : (mode.any(mr_mode_flags::prov_key) ? 0 : next_requested_key.fetch_add(1));
+    set_device(attr, request);
+    const std::uint64_t flags = FI_MR_DMABUF | (request.rma_events ? FI_RMA_EVENT : 0);
+    ::fid_mr* m = nullptr;
+    if (const int rc = ::fi_mr_regattr(dom.native(), &attr, flags, &m); rc != 0) return native_unexpected(rc);
+    memory_region out;
+    out.h_ = detail::unique_fid<::fid_mr>{m};
+    out.h_.set_parent(dom.child_tracker());
+    out.desc_ = ::fi_mr_desc(m);
+    out.base_ = base != 0 ? static_cast<std::byte*>(buffer.base_addr) + buffer.offset : nullptr;
+    out.length_ = buffer.length;
+    out.offset_ = request.offset;
+    out.access_ = request.access;
+    out.mode_ = mode;
+    out.domain_ = dom.native();
+    out.rma_events_ = request.rma_events;
+    out.needs_enable_ =
+        (request.rma_events && mode.any(mr_mode_flags::rma_event)) || mode.any(mr_mode_flags::endpoint);
+    return out;
+}
+
+auto memory_region::register_memory(domain& dom, std::span<std::byte> buffer,
+                                    const memory_registration& request, std::pmr::memory_resource*)
+    -> result<memory_region> {
+    if (auto ok = registration_check(dom, request); !ok) return std::unexpected(ok.error());
     if (buffer.data() == nullptr && !buffer.empty()) return make_unexpected(errc::invalid_argument);
     const auto mode = dom.get_memory_region_mode();
     ::iovec iov{buffer.data(), buffer.size()};
@@ -251,7 +321,7 @@ auto memory_region::register_memory(domain& dom, std::span<std::byte> buffer,
     attr.requested_key = request.requested_key != 0
                              ? request.requested_key
                              : (mode.any(mr_mode_flags::prov_key) ? 0 : next_requested_key.fetch_add(1));
-    attr.iface = FI_HMEM_SYSTEM;
+    set_device(attr, request);
     const std::uint64_t flags = request.rma_events ? FI_RMA_EVENT : 0;
     ::fid_mr* m = nullptr;
     if (const int rc = ::fi_mr_regattr(dom.native(), &attr, flags, &m); rc != 0) return native_unexpected(rc);

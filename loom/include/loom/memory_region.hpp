@@ -18,12 +18,31 @@ class endpoint;
 class counter;
 struct raw_remote_memory;
 
+/// Where registered memory lives (libfabric's fi_hmem_iface).
+enum class hmem_iface : std::uint32_t { system = 0, cuda = 1, rocr = 2, ze = 3, neuron = 4, synapseai = 5 };
+
+/// A DMA-BUF to register (FI_MR_DMABUF). The descriptor stays the caller's: keep it open while
+/// the registration lives. [offset, offset + length) of the buffer is registered; base_addr is
+/// the page-aligned address where the buffer's offset 0 is mapped (nullptr when it is not
+/// mapped; providers that need an address then refuse the registration).
+struct dmabuf_region {
+    int fd{-1};
+    std::uint64_t offset{0};
+    std::size_t length{0};
+    void* base_addr{nullptr};
+};
+
 /// Full registration request.
 struct memory_registration {
     mr_access_flags access{};
     std::uint64_t offset{0};         ///< requested offset for non-virtual-address domains
     std::uint64_t requested_key{0};  ///< 0: loom picks a unique key when the provider does not
     bool rma_events{false};          ///< FI_RMA_EVENT: count remote accesses via a bound counter
+    /// Device memory: the interface and the device id (CUDA/ROCr ordinal, fi_hmem_ze_device()
+    /// for Level Zero). Anything but `system` needs a domain opened with capability::hmem
+    /// (not_supported otherwise, before the provider is called).
+    hmem_iface iface{hmem_iface::system};
+    std::uint64_t device{0};
 };
 
 class memory_region {
@@ -56,6 +75,14 @@ public:
         return register_memory(dom, std::span<const std::byte>{buffer}, access, mr);
     }
     [[nodiscard]] static auto register_memory(domain& dom, std::span<std::byte> buffer,
+                                              const memory_registration& request,
+                                              std::pmr::memory_resource* mr = nullptr)
+        -> result<memory_region>;
+
+    /// Registers a DMA-BUF (FI_MR_DMABUF) of memory on `request.iface`/`request.device`. The
+    /// region's address() is base_addr + offset (null for an unmapped buffer). invalid_argument
+    /// for a negative fd, an empty or wrapping range; not_supported as for register_memory.
+    [[nodiscard]] static auto register_dmabuf(domain& dom, const dmabuf_region& buffer,
                                               const memory_registration& request,
                                               std::pmr::memory_resource* mr = nullptr)
         -> result<memory_region>;

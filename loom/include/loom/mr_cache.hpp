@@ -38,16 +38,18 @@ struct generic_tag {};
 
 // ---------------------------------------------------------------- keys, limits, statistics
 
-/// Where a cached range lives. Only host memory is implemented; HMEM (interface, device) and
-/// DMA-BUF (descriptor identity, allocation base) keys order and compare the same way.
+/// Where a cached range lives: host memory (page-rounded virtual ranges), device memory of one
+/// HMEM interface and device (exact virtual ranges), or one DMA-BUF descriptor mapped at one
+/// base (exact ranges: virtual addresses when mapped, file offsets when not).
 enum class memory_kind : std::uint8_t { host = 0, hmem = 1, dmabuf = 2 };
 
 /// The address space a range belongs to; ranges of different spaces never match each other.
 struct memory_space {
     memory_kind kind{memory_kind::host};
-    std::uint32_t iface{0};        ///< hmem: fi_hmem_iface
-    std::uint64_t device{0};       ///< hmem: device id
-    std::uint64_t fd_identity{0};  ///< dmabuf: identity of the borrowed descriptor (and allocation base)
+    std::uint32_t iface{0};        ///< hmem, dmabuf: fi_hmem_iface
+    std::uint64_t device{0};       ///< hmem, dmabuf: device id
+    std::uint64_t fd_identity{0};  ///< dmabuf: the borrowed descriptor
+    std::uint64_t base{0};         ///< dmabuf: where offset 0 is mapped (0: unmapped)
     friend constexpr auto operator<=>(const memory_space&, const memory_space&) noexcept = default;
 };
 
@@ -89,7 +91,9 @@ struct mr_cache_stats {
     friend constexpr auto operator==(const mr_cache_stats&, const mr_cache_stats&) noexcept -> bool = default;
 };
 
-/// What a registrar is asked to register: the (page-rounded, for host memory) range.
+/// What a registrar is asked to register: the (page-rounded, for host memory) range. For a
+/// DMA-BUF the range is in the space's index coordinates: virtual addresses when the buffer
+/// is mapped (space.base != 0), file offsets when it is not.
 struct mr_cache_request {
     memory_space space{};
     std::span<std::byte> range{};
@@ -235,7 +239,14 @@ public:
         release_bounded(n);
     }
 
+    /// Device memory and DMA-BUF ranges: [a, a+n) in `space` (kind hmem or dmabuf), exact (no
+    /// page rounding), found under the shared lock or registered under the exclusive one.
+    [[nodiscard]] auto lookup_space(const memory_space& space, std::uint64_t a, std::uint64_t n,
+                                    mr_access_flags access) -> result<mr_cache_node*>;
+
     auto invalidate_host(const void* p, std::size_t n) -> std::size_t;
+    /// Unindexes every DMA-BUF entry of descriptor `fd`.
+    auto invalidate_fd(std::uint64_t fd) -> std::size_t;
     auto evict_unreferenced() -> std::size_t;
     /// Exact once concurrent lookups have returned; a snapshot while they run. Sums the hit
     /// counts of the live entries (O(entries)).
@@ -466,6 +477,29 @@ public:
                                                                  mr_access_flags access) -> result<handle> {
         return lookup(std::span<const std::byte>{buffer}, access);
     }
+
+    /// Device memory of HMEM interface `iface` on `device`: a handle to a registration of
+    /// exactly `buffer` (or a cached one containing it). Device ranges never match host
+    /// lookups. not_supported when the domain was opened without capability::hmem.
+    [[nodiscard]] auto lookup_device(std::span<std::byte> buffer, hmem_iface iface, std::uint64_t device,
+                                     mr_access_flags access) -> result<handle> {
+        const memory_space space{.kind = memory_kind::hmem, .iface = static_cast<std::uint32_t>(iface), .device = device};
+        return wrap(p_->lookup_space(space, reinterpret_cast<std::uintptr_t>(buffer.data()), buffer.size(), access));
+    }
+    /// A DMA-BUF range of device memory on `iface`/`device` (FI_MR_DMABUF). Hits need the same
+    /// descriptor and mapping base and a containing range. The descriptor stays the caller's:
+    /// invalidate_dmabuf() before closing or reusing it.
+    [[nodiscard]] auto lookup_dmabuf(const dmabuf_region& buffer, hmem_iface iface, std::uint64_t device,
+                                     mr_access_flags access) -> result<handle> {
+        if (buffer.fd < 0) return make_unexpected(errc::invalid_argument);
+        const auto base = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(buffer.base_addr));
+        const memory_space space{.kind = memory_kind::dmabuf, .iface = static_cast<std::uint32_t>(iface),
+                                 .device = device, .fd_identity = static_cast<std::uint64_t>(buffer.fd), .base = base};
+        if (base != 0 && base + buffer.offset < base) return make_unexpected(errc::invalid_argument);
+        return wrap(p_->lookup_space(space, base + buffer.offset, buffer.length, access));
+    }
+    /// Removes the entries of DMA-BUF descriptor `fd` from the index (handles keep theirs).
+    auto invalidate_dmabuf(int fd) -> std::size_t { return p_->invalidate_fd(static_cast<std::uint64_t>(fd)); }
 
     /// Removes every entry whose registered range overlaps [p, p+n) from the index; handles
     /// keep their registrations until released. Returns the number of entries removed.
