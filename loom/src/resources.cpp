@@ -10,6 +10,7 @@
 #include <rdma/fi_errno.h>
 
 #include <atomic>
+#include <fcntl.h>
 #include <limits>
 #include <sched.h>
 #include <utility>
@@ -255,6 +256,13 @@ auto registration_check(const domain& dom, const memory_registration& request) -
     return {};
 }
 
+/// Providers whose registrations go through libfabric's utility MR map, which turns a DMA-BUF
+/// into its mapped range (they never hand the descriptor to hardware).
+auto translates_dmabuf(const domain& dom) -> bool {
+    const auto p = dom.info().provider_name();
+    return p == "tcp" || p == "tcp;ofi_rxm" || p == "sockets" || p == "udp;ofi_rxd";
+}
+
 void set_device(::fi_mr_attr& attr, const memory_registration& request) noexcept {
     attr.iface = static_cast<::fi_hmem_iface>(request.iface);
     const int d = static_cast<int>(request.device);
@@ -273,10 +281,20 @@ auto memory_region::register_dmabuf(domain& dom, const dmabuf_region& buffer, co
     if (auto ok = registration_check(dom, request); !ok) return std::unexpected(ok.error());
     if (buffer.fd < 0 || buffer.length == 0 || buffer.offset + buffer.length < buffer.offset)
         return make_unexpected(errc::invalid_argument);
+    if (::fcntl(buffer.fd, F_GETFD) == -1) return make_unexpected(errc::invalid_argument);  // not an open descriptor
     const auto base = reinterpret_cast<std::uintptr_t>(buffer.base_addr);
     if (base != 0 && (base + buffer.offset < base || base + buffer.offset + buffer.length < base + buffer.offset))
         return make_unexpected(errc::invalid_argument);
     const auto mode = dom.get_memory_region_mode();
+    if (base != 0 && !mode.any(mr_mode_flags::virt_addr) && translates_dmabuf(dom)) {
+        // libfabric 2.1's utility MR map records the offset of an offset-addressed registration
+        // from attr->mr_iov, which for FI_MR_DMABUF aliases the fi_mr_dmabuf pointer: remote
+        // accesses then miss. These providers only ever use the mapping of a DMA-BUF, so
+        // registering the mapped range is the same registration without the defect.
+        auto out = register_memory(dom, {static_cast<std::byte*>(buffer.base_addr) + buffer.offset, buffer.length},
+                                   request);
+        return out;
+    }
     ::fi_mr_dmabuf dmabuf{buffer.fd, buffer.offset, buffer.length, buffer.base_addr};
     ::fi_mr_attr attr{};
     attr.dmabuf = &dmabuf;

@@ -329,23 +329,37 @@ auto close_send(void* c) -> result_t { return close_comm<lp::sender, lp::magic_s
 auto close_recv(void* c) -> result_t { return close_comm<lp::receiver, lp::magic_recv>(c); }
 
 // ---------------------------------------------------------------- registration
+/// Where CUDA memory at [data, data+size) lives (interface, device ordinal); an error when this
+/// device cannot register CUDA memory.
+auto cuda_memory(lp::engine* e, void* data, std::size_t size) -> std::optional<lp::device_memory> {
+    (void)data;
+    (void)size;
+    if (!e->hmem()) {
+        LOOM_WARN("CUDA memory registration requested, but {} was not opened with FI_HMEM", e->nic_info().provider);
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
 auto reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type, std::uint64_t offset, int fd,
                    void** mhandle) -> result_t {
     if (mhandle == nullptr) return internal_error;
     *mhandle = nullptr;
     lp::engine* e = engine_of_comm(comm);
     if (e == nullptr || data == nullptr || size == 0 || size > (std::size_t{1} << 46)) return internal_error;
-    if (type != ptr_host) {
-        LOOM_WARN("registration of memory type {} requested; this device advertises host memory only", type);
+    lp::device_memory dev{};
+    if (type == ptr_cuda) {
+        auto where = cuda_memory(e, data, size);
+        if (!where) return internal_error;
+        dev = *where;
+    } else if (type != ptr_host) {
+        LOOM_WARN("registration of unknown memory type {}", type);
         return internal_error;
     }
-    if (fd >= 0) {
-        (void)offset;
-        LOOM_WARN("DMA-BUF registration requested for host memory; not supported by {}", e->nic_info().provider);
-        return internal_error;
-    }
+    dev.dmabuf_fd = fd;
+    dev.dmabuf_offset = fd >= 0 ? offset : 0;
     std::lock_guard lock(e->mutex());
-    auto m = e->register_memory(data, size);
+    auto m = type == ptr_host && fd < 0 ? e->register_memory(data, size) : e->register_memory(data, size, &dev);
     if (!m) {
         LOOM_WARN("registration of {} bytes failed: {}", size, m.error().message());
         return system_error;
@@ -444,14 +458,29 @@ auto isend_int(void* send_comm, void* data, int size, int tag, void* mhandle, vo
 }
 
 auto iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request) -> result_t {
-    (void)data;
-    (void)mhandles;
     if (request == nullptr) return internal_error;
     *request = nullptr;
     auto* rc = as<lp::receiver>(recv_comm, lp::magic_recv);
-    if (rc == nullptr || n < 1 || n > lp::max_slots || sizes == nullptr) return internal_error;
-    // Only host memory is advertised: data written by the NIC is visible to the host once the
-    // receive completed, so there is nothing to flush (a NULL request counts as done).
+    if (rc == nullptr || n < 1 || n > lp::max_slots || sizes == nullptr || data == nullptr) return internal_error;
+    std::array<std::size_t, lp::max_slots> s{};
+    for (int i = 0; i < n; ++i) {
+        if (sizes[i] < 0) return internal_error;
+        s[static_cast<std::size_t>(i)] = static_cast<std::size_t>(sizes[i]);
+    }
+    const auto mode = state().cfg.flush;
+    // Host memory is visible once the receive completed: nothing to flush (a NULL request
+    // counts as done). Device memory written by the NIC is made visible by an RMA read of
+    // the received buffer (it orders the NIC's earlier writes before the read's completion).
+    if (mode == lp::tristate::off) return success;
+    std::array<lp::memory_handle*, lp::max_slots> mh{};
+    for (int i = 0; mhandles != nullptr && i < n; ++i) mh[static_cast<std::size_t>(i)] = static_cast<lp::memory_handle*>(mhandles[i]);
+    std::lock_guard lock(rc->eng->mutex());
+    auto r = rc->eng->iflush(*rc, n, data, s.data(), mhandles != nullptr ? mh.data() : nullptr, mode == lp::tristate::on);
+    if (!r) {
+        LOOM_WARN("iflush: {}", r.error().message());
+        return code_of(r.error());
+    }
+    *request = *r != nullptr ? static_cast<lp::request_base*>(*r) : nullptr;
     return success;
 }
 

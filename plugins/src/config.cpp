@@ -100,6 +100,21 @@ auto parse_config(const char* (*get)(const char*, void*), void* state) -> result
         if (!b) return fail("LOOM_PROGRESS_THREAD: expected 0 or 1, got '" + std::string(*v) + "'");
         c.progress_thread = *b;
     }
+    auto tri = [&](const char* name, tristate& out) -> bool {
+        auto v = text(name);
+        if (!v) return true;
+        if (*v == "auto") {
+            out = tristate::automatic;
+            return true;
+        }
+        auto b = parse_bool(*v);
+        if (!b) return false;
+        out = *b ? tristate::on : tristate::off;
+        return true;
+    };
+    if (!tri("LOOM_HMEM", c.hmem)) return fail("LOOM_HMEM: expected auto, 0 or 1, got '" + std::string(*text("LOOM_HMEM")) + "'");
+    if (!tri("LOOM_FLUSH", c.flush))
+        return fail("LOOM_FLUSH: expected auto, 0 or 1, got '" + std::string(*text("LOOM_FLUSH")) + "'");
     if (auto v = text("LOOM_MR_CACHE_ENTRIES")) {
         auto s = parse_size(*v);
         if (!s) return fail("LOOM_MR_CACHE_ENTRIES: expected a count, got '" + std::string(*v) + "'");

@@ -93,7 +93,8 @@ auto owner_request(const op& o) noexcept -> request_base* {
     switch (o.kind) {
     case op_kind::send_eager: case op_kind::send_rts: case op_kind::cts_recv: case op_kind::rma_write:
         return static_cast<send_request*>(o.owner);
-    case op_kind::recv_slot: case op_kind::cts_send: return static_cast<recv_request*>(o.owner);
+    case op_kind::recv_slot: case op_kind::cts_send: case op_kind::flush_read:
+        return static_cast<recv_request*>(o.owner);
     default: return nullptr;
     }
 }
@@ -265,6 +266,13 @@ auto open_rail(const nic& n, const config& cfg) -> result<std::unique_ptr<rail>>
                                                                               : make_mr_cache(r->dom, limits);
     if (!cache) return std::unexpected(cache.error());
     r->cache = std::make_unique<mr_cache>(std::move(*cache));
+    // Device memory is not retained: a freed and reallocated device buffer must not hit a stale
+    // registration, and NCCL keeps its own registration cache above us.
+    const mr_cache_limits none{.max_entries = 0, .max_registered_bytes = 0};
+    auto dev = r->dom.get_memory_region_mode().has(mr_mode_flags::endpoint) ? make_mr_cache(r->dom, r->ep, none)
+                                                                            : make_mr_cache(r->dom, none);
+    if (!dev) return std::unexpected(dev.error());
+    r->dev_cache = std::make_unique<mr_cache>(std::move(*dev));
     r->virt_addr = r->dom.get_memory_region_mode().has(mr_mode_flags::virt_addr);
     const std::size_t max_msg = r->ep.max_msg_size() != 0 ? r->ep.max_msg_size() : (std::size_t{1} << 30);
     r->max_write = std::min<std::size_t>(max_msg, std::size_t{1} << 30);
@@ -324,6 +332,7 @@ engine::~engine() {
     extra_.clear();
     (void)ep_.close();
     discard_reg_.release();
+    flush_reg_.release();
     main_.reset();  // cache, AV, CQ, domain, fabric in that order (rail's member order)
 }
 
@@ -484,6 +493,14 @@ auto engine::submit(op& o) noexcept -> int {
     case op_kind::accept_send: {
         auto& r = *static_cast<receiver*>(o.owner);
         return control({r.accept_msg.data(), r.accept_len}, make_tag(kind_ctrl, r.remote_id, 0, 0), r.peer);
+    }
+    case op_kind::flush_read: {
+        auto& r = *static_cast<recv_request*>(o.owner);
+        auto& s = r.slots[o.slot];
+        const std::size_t len = std::min<std::size_t>(s.capacity, 8);
+        const remote_memory remote{s.raddr[0], s.rkey[0], len};
+        return code(rma::read_to(ep_, {flush_buf_.data() + 8 * std::size_t{o.slot}, len}, flush_reg_.region(),
+                                 self_addr_, remote, &o));
     }
     }
     return -FI_EINVAL;
@@ -686,6 +703,15 @@ void engine::post_write(send_request& r, int k) noexcept {
 
 void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noexcept {
     auto& s = r.slots[o.slot];
+    if (o.kind == op_kind::flush_read) {
+        if (ev.has_error()) {
+            LOOM_WARN("flush read failed: {}", ev.error_text.empty() ? ev.error.message() : ev.error_text);
+            fail_request(r, status::system);
+        } else {
+            finish_slot(r, s);
+        }
+        return;
+    }
     if (o.kind == op_kind::cts_send) {
         if (ev.has_error()) fail_request(r, status::system);
         return;
@@ -1017,16 +1043,41 @@ auto engine::accept(listener& l) -> result<receiver*> {
 }
 
 // ---------------------------------------------------------------- registration
-auto engine::register_memory(void* data, std::size_t size) -> result<memory_handle*> {
+auto engine::hmem() const noexcept -> bool {
+    const ::fi_info* info = nic_.info.native();
+    return info != nullptr && (info->caps & FI_HMEM) != 0;
+}
+
+auto engine::register_memory(void* data, std::size_t size, const device_memory* dev) -> result<memory_handle*> {
     if (data == nullptr || size == 0) return make_unexpected(errc::invalid_argument);
-    auto h = cache_->lookup(std::span<std::byte>{static_cast<std::byte*>(data), size}, full_access);
+    const std::span<std::byte> buf{static_cast<std::byte*>(data), size};
+    if (dev != nullptr && dev->iface != hmem_iface::system && !hmem()) return make_unexpected(errc::not_supported);
+    if (dev != nullptr && dev->dmabuf_fd >= 0 &&
+        (dev->dmabuf_offset > reinterpret_cast<std::uintptr_t>(data)))  // base = data - offset must not wrap
+        return make_unexpected(errc::invalid_argument);
+    auto lookup = [&](int k) -> result<mr_handle> {
+        if (dev == nullptr) return rail_cache(k).lookup(buf, full_access);
+        auto& c = *rail_at(k).dev_cache;
+        if (dev->dmabuf_fd < 0) return c.lookup_device(buf, dev->iface, dev->device, full_access);
+        const dmabuf_region region{.fd = dev->dmabuf_fd,
+                                   .offset = dev->dmabuf_offset,
+                                   .length = size,
+                                   .base_addr = static_cast<std::byte*>(data) - dev->dmabuf_offset};
+        return c.lookup_dmabuf(region, dev->iface, dev->device, full_access);
+    };
+    auto h = lookup(0);
     if (!h) return std::unexpected(h.error());
     memory_handle* m = slab_of<memory_handle>().get();
-    if (!register_rails(static_cast<std::byte*>(data), size, m->extra)) {
-        for (auto& x : m->extra) x.release();
-        slab_of<memory_handle>().put(m);
-        return make_unexpected(errc::io_error);
+    for (int k = 1; k < rail_count(); ++k) {
+        auto x = lookup(k);
+        if (!x) {
+            for (auto& y : m->extra) y.release();
+            slab_of<memory_handle>().put(m);
+            return std::unexpected(x.error());
+        }
+        m->extra[static_cast<std::size_t>(k - 1)] = std::move(*x);
     }
+    m->device = dev != nullptr && dev->iface != hmem_iface::system;
     m->eng = this;
     m->reg = std::move(*h);
     m->base = static_cast<std::byte*>(data);
@@ -1242,6 +1293,78 @@ auto engine::test(request_base& req, bool& done, std::size_t* sizes, int n_sizes
     }
     release(req);
     return st;
+}
+
+auto engine::iflush(receiver& rc, int n, void* const* data, const std::size_t* sizes, memory_handle* const* mh,
+                    bool all) -> result<recv_request*> {
+    if (rc.state != chan_state::ready) return make_unexpected(errc::io_error);
+    if (n < 1 || n > max_slots || data == nullptr || sizes == nullptr) return make_unexpected(errc::invalid_argument);
+    std::array<bool, max_slots> want{};
+    int reads = 0;
+    for (int i = 0; i < n; ++i) {
+        memory_handle* m = mh != nullptr ? mh[i] : nullptr;
+        if (m != nullptr && (!is_live(m) || !m->reg.contains(data[i], sizes[i]))) return make_unexpected(errc::invalid_argument);
+        const bool needs = sizes[i] > 0 && m != nullptr && (all || m->device);
+        want[static_cast<std::size_t>(i)] = needs;
+        reads += needs ? 1 : 0;
+    }
+    if (reads == 0) return nullptr;
+    // ofi_rxm (libfabric 2.1) crashes inserting an endpoint's own address into its AV, which
+    // the loopback read needs: no flush reads there (and no device memory is advertised).
+    if (!nic_.rma || nic_.provider.find("ofi_rxm") != std::string::npos) return make_unexpected(errc::not_supported);
+    if (flush_buf_.empty()) {  // first flush: a landing area and this endpoint in its own AV
+        flush_buf_.resize(8 * max_slots);
+        auto reg = cache_->lookup(std::span<std::byte>{flush_buf_}, full_access);
+        if (!reg) {
+            flush_buf_.clear();
+            return std::unexpected(reg.error());
+        }
+        auto me = insert_rail_peer(0, self_);
+        if (!me) {
+            flush_buf_.clear();
+            return std::unexpected(me.error());
+        }
+        flush_reg_ = std::move(*reg);
+        self_addr_ = *me;
+    }
+    if (rc.free_list.empty()) return make_unexpected(errc::again);
+    const int idx = rc.free_list.back();
+    rc.free_list.pop_back();
+    recv_request& r = rc.pool[static_cast<std::size_t>(idx)];
+    r.gen += 1;
+    r.chan = &rc;
+    r.done = false;
+    r.released = false;
+    r.error = status::ok;
+    r.started = clock::now();
+    r.n = n;
+    r.remaining = reads;
+    r.magic.store(magic_rreq, std::memory_order_relaxed);
+    r.active = true;
+    const bool virt = main_->virt_addr;
+    for (int i = 0; i < n; ++i) {
+        auto& s = r.slots[static_cast<std::size_t>(i)];
+        s.data = static_cast<std::byte*>(data[i]);
+        s.capacity = sizes[i];
+        s.done = !want[static_cast<std::size_t>(i)];
+        s.rendezvous = s.has_key = false;
+        s.received = s.expected = s.landed = 0;
+        s.host_reg = mh != nullptr ? mh[i] : nullptr;
+        if (s.done) continue;
+        auto key = s.host_reg->reg.key();
+        if (!key) {
+            fail_request(r, status::system);
+            return &r;
+        }
+        s.rkey[0] = *key;
+        s.raddr[0] = virt ? reinterpret_cast<std::uintptr_t>(s.data)
+                          : static_cast<std::uint64_t>(s.data - s.host_reg->reg.address());
+        s.recv_op.kind = op_kind::flush_read;
+        s.recv_op.slot = static_cast<std::uint8_t>(i);
+        ++stats_.flush_reads;
+        post(s.recv_op);
+    }
+    return &r;
 }
 
 // ---------------------------------------------------------------- closing

@@ -151,6 +151,8 @@ TEST_P(core_mr_hmem, bad_device_registrations_are_refused_before_the_provider) {
         return code(loom::memory_region::register_dmabuf(s.domain, r, {.access = rw}));
     };
     EXPECT_EQ(bad({.fd = -1, .offset = 0, .length = page, .base_addr = mem.data()}), make_error_code(errc::invalid_argument));
+    EXPECT_EQ(bad({.fd = 1000, .offset = 0, .length = page, .base_addr = mem.data()}), make_error_code(errc::invalid_argument))
+        << "a descriptor that is not open";
     EXPECT_EQ(bad({.fd = 0, .offset = 0, .length = 0, .base_addr = mem.data()}), make_error_code(errc::invalid_argument));
     EXPECT_EQ(bad({.fd = 0, .offset = ~std::uint64_t{0} - 1, .length = page, .base_addr = nullptr}),
               make_error_code(errc::invalid_argument));

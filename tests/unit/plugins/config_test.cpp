@@ -30,6 +30,8 @@ TEST(PluginConfig, DefaultsWhenNothingIsSet) {
     EXPECT_EQ(c->connect_timeout.count(), 60000);
     EXPECT_FALSE(c->progress_thread);
     EXPECT_EQ(c->mr_cache_entries, 0U);
+    EXPECT_EQ(c->hmem, loom::plugins::tristate::automatic);
+    EXPECT_EQ(c->flush, loom::plugins::tristate::automatic);
 }
 
 TEST(PluginConfig, ReadsEveryVariable) {
@@ -41,8 +43,14 @@ TEST(PluginConfig, ReadsEveryVariable) {
                     {"LOOM_CONNECT_TIMEOUT_MS", "9000"},
                     {"LOOM_PROGRESS_THREAD", "1"},
                     {"LOOM_LOG_LEVEL", "debug"},
-                    {"LOOM_MR_CACHE_ENTRIES", "4096"}});
+                    {"LOOM_MR_CACHE_ENTRIES", "4096"},
+                    {"LOOM_HMEM", "0"},
+                    {"LOOM_FLUSH", "1"}});
     ASSERT_TRUE(c) << config::last_error();
+    EXPECT_EQ(c->hmem, loom::plugins::tristate::off);
+    EXPECT_EQ(c->flush, loom::plugins::tristate::on);
+    EXPECT_EQ(parse({{"LOOM_HMEM", "auto"}})->hmem, loom::plugins::tristate::automatic);
+    EXPECT_EQ(parse({{"LOOM_HMEM", "yes"}})->hmem, loom::plugins::tristate::on);
     EXPECT_EQ(c->provider, "tcp;ofi_rxm");
     EXPECT_EQ(c->iface, "eth0,eth1");
     EXPECT_EQ(c->eager_max, 32768U);
@@ -64,7 +72,9 @@ TEST(PluginConfig, MalformedValuesAreErrorsNamingTheVariable) {
              {"LOOM_CONNECT_TIMEOUT_MS", "999999999999"},
              {"LOOM_PROGRESS_THREAD", "maybe"},
              {"LOOM_LOG_LEVEL", "chatty"},
-             {"LOOM_MR_CACHE_ENTRIES", "many"}}) {
+             {"LOOM_MR_CACHE_ENTRIES", "many"},
+             {"LOOM_HMEM", "cuda"},
+             {"LOOM_FLUSH", "sometimes"}}) {
         auto c = parse({{name, value}});
         ASSERT_FALSE(c) << name << "=" << value;
         EXPECT_EQ(c.error(), make_error_code(loom::errc::invalid_argument));

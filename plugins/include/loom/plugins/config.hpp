@@ -5,11 +5,15 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace loom::plugins {
+
+/// A switch with an automatic default.
+enum class tristate : std::uint8_t { automatic, off, on };
 
 struct config {
     std::string provider{};                 ///< LOOM_PROVIDER: exact provider name; empty = ranked choice
@@ -21,6 +25,11 @@ struct config {
     bool progress_thread{false};            ///< LOOM_PROGRESS_THREAD
     std::string log_level{};                ///< LOOM_LOG_LEVEL (trace|debug|info|warn|error|off)
     std::size_t mr_cache_entries{0};        ///< LOOM_MR_CACHE_ENTRIES (0 = unbounded)
+    /// LOOM_HMEM: open providers with FI_HMEM (device memory) — auto: when a GPU runtime loads.
+    tristate hmem{tristate::automatic};
+    /// LOOM_FLUSH: iflush by an RMA read of the received data — auto: for device memory only;
+    /// 1: for every buffer; 0: never.
+    tristate flush{tristate::automatic};
 
     /// Reads the process environment. Malformed values are errors naming the variable.
     [[nodiscard]] static auto from_env() -> result<config>;

@@ -84,7 +84,7 @@ struct request_base;
 
 enum class op_kind : std::uint8_t {
     send_eager, send_rts, cts_recv, rma_write, recv_slot, cts_send, listen_recv, connect_send, accept_recv,
-    accept_send,
+    accept_send, flush_read,
 };
 
 /// One libfabric operation in flight; its address is the provider's context.
@@ -127,6 +127,7 @@ inline constexpr std::uint32_t magic_dead = 0;
 struct memory_handle {
     std::atomic<std::uint32_t> magic{magic_dead};
     engine* eng{nullptr};
+    bool device{false};                               ///< device memory (HMEM interface other than system)
     mr_handle reg{};                                  ///< rail 0 (the engine's own NIC)
     std::array<mr_handle, max_rails - 1> extra{};     ///< rails 1.. of a virtual device
     std::byte* base{nullptr};
@@ -262,10 +263,19 @@ struct listener : channel_base {
     std::deque<pending_connect> arrived{};
 };
 
+/// Device memory or a DMA-BUF to register (NCCL_PTR_CUDA, regMrDmaBuf). `iface` system with a
+/// descriptor is a host DMA-BUF.
+struct device_memory {
+    hmem_iface iface{hmem_iface::system};
+    std::uint64_t device{0};
+    int dmabuf_fd{-1};              ///< ≥ 0: register through the DMA-BUF
+    std::uint64_t dmabuf_offset{0}; ///< offset of the buffer's first byte in the DMA-BUF
+};
+
 /// Per-engine counters (exact; read under the engine lock).
 struct engine_stats {
     std::uint64_t eager_sends{0}, rendezvous_sends{0}, injects{0}, recvs{0}, truncated{0};
-    std::uint64_t eagain_retries{0}, cq_errors{0}, peers_declared_dead{0};
+    std::uint64_t eagain_retries{0}, cq_errors{0}, peers_declared_dead{0}, flush_reads{0};
 };
 
 /// An additional NIC of a virtual device: its own endpoint, queue, AV and cache.
@@ -276,6 +286,7 @@ struct rail {
     completion_queue cq{};
     address_vector av{};
     std::unique_ptr<mr_cache> cache{};
+    std::unique_ptr<mr_cache> dev_cache{};  ///< device memory and DMA-BUFs: nothing kept once released
     endpoint ep{};
     address self{};
     bool virt_addr{true};
@@ -321,7 +332,12 @@ public:
     void close(sender& s) noexcept;
     void close(receiver& r) noexcept;
 
-    [[nodiscard]] auto register_memory(void* data, std::size_t size) -> result<memory_handle*>;
+    /// Host memory through the MR caches, or device memory / a DMA-BUF (`dev`) registered
+    /// exactly and deregistered when the handle goes (device allocations get reused).
+    [[nodiscard]] auto register_memory(void* data, std::size_t size, const device_memory* dev = nullptr)
+        -> result<memory_handle*>;
+    /// Whether the provider was opened with FI_HMEM (device memory can be registered).
+    [[nodiscard]] auto hmem() const noexcept -> bool;
     void deregister(memory_handle& m) noexcept;
 
     /// nullptr (with ok) when the pool is exhausted: retry later.
@@ -331,6 +347,12 @@ public:
                              memory_handle* const* mh) -> result<recv_request*>;
     /// Progresses and reports completion; a done request is released. sizes: n entries.
     [[nodiscard]] auto test(request_base& req, bool& done, std::size_t* sizes, int n_sizes) -> status;
+    /// Makes received data visible to its device: an RMA read (from this endpoint to itself) of
+    /// a few bytes of every non-empty buffer that is device memory (or of every registered
+    /// buffer when `all`). nullptr when nothing needs a read (done), as NCCL expects; the
+    /// request otherwise, completed through test(). not_supported without RMA.
+    [[nodiscard]] auto iflush(receiver& r, int n, void* const* data, const std::size_t* sizes,
+                              memory_handle* const* mh, bool all) -> result<recv_request*>;
 
     [[nodiscard]] auto is_live(const memory_handle* m) const noexcept -> bool;
 
@@ -401,6 +423,9 @@ private:
     engine_stats stats_{};
     std::uint64_t host_id_{0};
     release_hook release_hook_{nullptr};
+    std::vector<std::byte> flush_buf_{};  ///< where flush reads land (8 bytes per slot)
+    mr_handle flush_reg_{};
+    fabric_addr self_addr_{fabric_addrs::unspecified};  ///< this endpoint in its own AV (flush reads)
 
     std::atomic<bool> stop_{false};
     std::thread progress_thread_{};  ///< LOOM_PROGRESS_THREAD=1: drives progress() in the background
