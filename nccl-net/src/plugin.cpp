@@ -1,6 +1,7 @@
 // libnccl-net-loom.so — NCCL's network-plugin ABI (v6 … v12) over the loom plugin runtime.
 // One implementation with size_t sizes; the per-version tables at the end are thin shims.
 // Nothing throws across the ABI: every entry point catches, validates and returns a code.
+#include <loom/gpu/cuda.hpp>
 #include <loom/nccl/net_abi.hpp>
 #include <loom/plugins/config.hpp>
 #include <loom/plugins/engine.hpp>
@@ -195,6 +196,8 @@ auto devices(int* ndev) -> result_t {
     return success;
 }
 
+auto device_pointer_support(const lp::nic& n) -> int;
+
 auto get_properties(int dev, properties_v12& p) -> result_t {
     auto& st = state();
     std::lock_guard lock(st.mu);
@@ -208,7 +211,7 @@ auto get_properties(int dev, properties_v12& p) -> result_t {
     p.name = const_cast<char*>(virt ? vd->name.c_str() : n.name.c_str());
     p.pciPath = n.topo.pci_path.empty() ? nullptr : const_cast<char*>(n.topo.pci_path.c_str());
     p.guid = n.guid;
-    p.ptrSupport = ptr_host;
+    p.ptrSupport = ptr_host | device_pointer_support(n);
     p.regIsGlobal = 1;
     p.forceFlush = 0;
     int speed = n.topo.speed_mbps > 0 ? n.topo.speed_mbps : (n.provider == "shm" ? 100000 : 10000);
@@ -332,13 +335,39 @@ auto close_recv(void* c) -> result_t { return close_comm<lp::receiver, lp::magic
 /// Where CUDA memory at [data, data+size) lives (interface, device ordinal); an error when this
 /// device cannot register CUDA memory.
 auto cuda_memory(lp::engine* e, void* data, std::size_t size) -> std::optional<lp::device_memory> {
-    (void)data;
-    (void)size;
     if (!e->hmem()) {
         LOOM_WARN("CUDA memory registration requested, but {} was not opened with FI_HMEM", e->nic_info().provider);
         return std::nullopt;
     }
-    return std::nullopt;
+    auto cuda = loom::gpu::cuda_driver::instance();
+    if (!cuda) {
+        LOOM_WARN("CUDA memory registration requested without a CUDA driver: {}", loom::gpu::cuda_driver::unavailable_reason());
+        return std::nullopt;
+    }
+    auto where = (*cuda)->pointer_info(data);
+    if (!where || where->type != loom::gpu::memory_type::device ||
+        reinterpret_cast<std::uintptr_t>(data) + size > where->base + where->size) {
+        LOOM_WARN("regMr(CUDA) of {} bytes at {}: not inside one device allocation", size, data);
+        return std::nullopt;
+    }
+    return lp::device_memory{.iface = loom::hmem_iface::cuda, .device = static_cast<std::uint64_t>(where->device)};
+}
+
+/// NCCL_PTR_CUDA (and NCCL_PTR_DMABUF) when the device's provider takes device memory and a CUDA
+/// driver with devices is loaded; DMA-BUF only where every GPU can export one and the provider
+/// hands descriptors to hardware (not the utility providers, which need the mapping).
+auto device_pointer_support(const lp::nic& n) -> int {
+    const ::fi_info* info = n.info.native();
+    if (info == nullptr || (info->caps & FI_HMEM) == 0) return 0;
+    auto cuda = loom::gpu::cuda_driver::instance();
+    if (!cuda || (*cuda)->device_count() < 1) return 0;
+    if (n.provider.find("ofi_rxm") != std::string::npos) return 0;  // no flush reads there (see engine::iflush)
+    int out = ptr_cuda;
+    bool all_dmabuf = true;
+    for (int d = 0; d < (*cuda)->device_count(); ++d) all_dmabuf = all_dmabuf && (*cuda)->dmabuf_supported(d);
+    const bool hw = n.provider == "efa" || n.provider == "cxi" || n.provider.starts_with("verbs");
+    if (all_dmabuf && hw) out |= ptr_dmabuf;
+    return out;
 }
 
 auto reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type, std::uint64_t offset, int fd,

@@ -1,4 +1,6 @@
 #include <loom/plugins/engine.hpp>
+
+#include <loom/gpu/cuda.hpp>
 #include <loom/plugins/log.hpp>
 
 #include <loom/rma.hpp>
@@ -174,9 +176,13 @@ auto discover_nics(const config& cfg) -> result<std::vector<nic>> {
     const auto ifaces = split_list(cfg.iface);
     const capability full = capability::tagged | capability::msg | capability::rma | capability::read |
                             capability::write | capability::remote_read | capability::remote_write;
+    // FI_HMEM only where device memory can exist: a GPU runtime loads (or LOOM_HMEM=1).
+    const bool want_hmem = cfg.hmem == tristate::on || (cfg.hmem == tristate::automatic && gpu::cuda_driver::instance());
     for (const auto& prov : candidates) {
         bool rma = true;
-        auto all = query_all({.capabilities = full, .ep_type = endpoint_types::rdm, .provider = prov});
+        result<provider_range> all = make_unexpected(errc::no_data);
+        if (want_hmem) all = query_all({.capabilities = full | capability::hmem, .ep_type = endpoint_types::rdm, .provider = prov});
+        if (!all || all->empty()) all = query_all({.capabilities = full, .ep_type = endpoint_types::rdm, .provider = prov});
         if (!all || all->empty()) {
             rma = false;
             all = query_all({.capabilities = capability::tagged | capability::msg, .ep_type = endpoint_types::rdm,
