@@ -13,6 +13,24 @@
 
 namespace loom {
 
+namespace {
+auto quirks_of(const ::fi_info& fi) noexcept -> endpoint::provider_quirks {
+    endpoint::provider_quirks q;
+    const std::string_view prov = fi.fabric_attr && fi.fabric_attr->prov_name ? fi.fabric_attr->prov_name : "";
+    q.getopt_needs_enable = prov == "shm";
+    // libfabric 2.1's rxd sends fetch/compare atomics with an uninitialised segment count
+    // (rxd_tx_entry_init_atomic) and looks up the peer of fi_inject_atomic with the remote
+    // address (rxd_atomic_inject): results are garbage, hangs or endless EAGAIN.
+    const bool old_rxd = prov.ends_with("ofi_rxd") && ::fi_version() < FI_VERSION(2, 2);
+    q.broken_fetch_atomics = old_rxd;
+    q.broken_atomic_inject = old_rxd;
+    // rxm (seen with 2.1) segfaults in rxm_get_addr when an endpoint's own address is inserted
+    // into an AV that already holds peers.
+    q.broken_self_insert = prov.ends_with("ofi_rxm");
+    return q;
+}
+}  // namespace
+
 auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_resource*) -> result<endpoint> {
     if (!dom.valid() || !info.valid()) return make_unexpected(errc::invalid_argument);
     const ::fi_info* fi = info.native();
@@ -54,15 +72,13 @@ auto endpoint::adopt_native(::fid_ep* ep, const ::fi_info& fi, domain& dom) -> e
     out.max_msg_size_ = fi.ep_attr ? fi.ep_attr->max_msg_size : 0;
     out.needs_context_ = (fi.mode & (FI_CONTEXT | FI_CONTEXT2)) != 0;
     out.needs_dest_ = out.type_ == endpoint_types::rdm || out.type_ == endpoint_types::dgram;
-    const std::string_view prov = fi.fabric_attr && fi.fabric_attr->prov_name ? fi.fabric_attr->prov_name : "";
-    out.quirks_.getopt_needs_enable = prov == "shm";
-    // libfabric 2.1's rxd sends fetch/compare atomics with an uninitialised segment count
-    // (rxd_tx_entry_init_atomic) and looks up the peer of fi_inject_atomic with the remote
-    // address (rxd_atomic_inject): results are garbage, hangs or endless EAGAIN.
-    const bool old_rxd = prov.ends_with("ofi_rxd") && ::fi_version() < FI_VERSION(2, 2);
-    out.quirks_.broken_fetch_atomics = old_rxd;
-    out.quirks_.broken_atomic_inject = old_rxd;
+    out.quirks_ = quirks_of(fi);
     return out;
+}
+
+auto endpoint::quirks_for(const fabric_info& info) noexcept -> provider_quirks {
+    const ::fi_info* fi = info.native();
+    return fi != nullptr ? quirks_of(*fi) : provider_quirks{};
 }
 
 auto endpoint::bind_cq(completion_queue& cq, cq_bind flags) noexcept -> void_result {

@@ -291,37 +291,15 @@ auto memory_region::register_dmabuf(domain& dom, const dmabuf_region& buffer, co
         // from attr->mr_iov, which for FI_MR_DMABUF aliases the fi_mr_dmabuf pointer: remote
         // accesses then miss. These providers only ever use the mapping of a DMA-BUF, so
         // registering the mapped range is the same registration without the defect.
-        auto out = register_memory(dom, {static_cast<std::byte*>(buffer.base_addr) + buffer.offset, buffer.length},
-                                   request);
-        return out;
+        return register_memory(dom, {static_cast<std::byte*>(buffer.base_addr) + buffer.offset, buffer.length},
+                               request);
     }
     ::fi_mr_dmabuf dmabuf{buffer.fd, buffer.offset, buffer.length, buffer.base_addr};
     ::fi_mr_attr attr{};
     attr.dmabuf = &dmabuf;
-    attr.iov_count = 1;
-    attr.access = request.access.get();
-    attr.offset = request.offset;
-    attr.requested_key = request.requested_key != 0
-                             ? request.requested_key
-                             : (mode.any(mr_mode_flags::prov_key) ? 0 : next_requested_key.fetch_add(1));
-    set_device(attr, request);
-    const std::uint64_t flags = FI_MR_DMABUF | (request.rma_events ? FI_RMA_EVENT : 0);
-    ::fid_mr* m = nullptr;
-    if (const int rc = ::fi_mr_regattr(dom.native(), &attr, flags, &m); rc != 0) return native_unexpected(rc);
-    memory_region out;
-    out.h_ = detail::unique_fid<::fid_mr>{m};
-    out.h_.set_parent(dom.child_tracker());
-    out.desc_ = ::fi_mr_desc(m);
-    out.base_ = base != 0 ? static_cast<std::byte*>(buffer.base_addr) + buffer.offset : nullptr;
-    out.length_ = buffer.length;
-    out.offset_ = request.offset;
-    out.access_ = request.access;
-    out.mode_ = mode;
-    out.domain_ = dom.native();
-    out.rma_events_ = request.rma_events;
-    out.needs_enable_ =
-        (request.rma_events && mode.any(mr_mode_flags::rma_event)) || mode.any(mr_mode_flags::endpoint);
-    return out;
+    return register_native(dom, attr, FI_MR_DMABUF,
+                           base != 0 ? static_cast<std::byte*>(buffer.base_addr) + buffer.offset : nullptr,
+                           buffer.length, request);
 }
 
 auto memory_region::register_memory(domain& dom, std::span<std::byte> buffer,
@@ -329,10 +307,16 @@ auto memory_region::register_memory(domain& dom, std::span<std::byte> buffer,
     -> result<memory_region> {
     if (auto ok = registration_check(dom, request); !ok) return std::unexpected(ok.error());
     if (buffer.data() == nullptr && !buffer.empty()) return make_unexpected(errc::invalid_argument);
-    const auto mode = dom.get_memory_region_mode();
     ::iovec iov{buffer.data(), buffer.size()};
     ::fi_mr_attr attr{};
     attr.mr_iov = &iov;
+    return register_native(dom, attr, 0, buffer.data(), buffer.size(), request);
+}
+
+auto memory_region::register_native(domain& dom, ::fi_mr_attr& attr, std::uint64_t flags, std::byte* base,
+                                    std::size_t length, const memory_registration& request)
+    -> result<memory_region> {
+    const auto mode = dom.get_memory_region_mode();
     attr.iov_count = 1;
     attr.access = request.access.get();
     attr.offset = request.offset;
@@ -340,15 +324,15 @@ auto memory_region::register_memory(domain& dom, std::span<std::byte> buffer,
                              ? request.requested_key
                              : (mode.any(mr_mode_flags::prov_key) ? 0 : next_requested_key.fetch_add(1));
     set_device(attr, request);
-    const std::uint64_t flags = request.rma_events ? FI_RMA_EVENT : 0;
+    if (request.rma_events) flags |= FI_RMA_EVENT;
     ::fid_mr* m = nullptr;
     if (const int rc = ::fi_mr_regattr(dom.native(), &attr, flags, &m); rc != 0) return native_unexpected(rc);
     memory_region out;
     out.h_ = detail::unique_fid<::fid_mr>{m};
     out.h_.set_parent(dom.child_tracker());
     out.desc_ = ::fi_mr_desc(m);
-    out.base_ = buffer.data();
-    out.length_ = buffer.size();
+    out.base_ = base;
+    out.length_ = length;
     out.offset_ = request.offset;
     out.access_ = request.access;
     out.mode_ = mode;

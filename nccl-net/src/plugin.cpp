@@ -72,14 +72,9 @@ void forward_log(void* user, spdlog::level::level_enum lv, const char* file, int
 // ---------------------------------------------------------------- profiler events
 // One start event per isend and per sub-receive that comes with a profiler handle; the stop
 // event when the host's view of the request ends (test reported it done, or close failed it).
-auto describe(lp::host_event& ev) -> loom_net_event_v1* {
-    static_assert(sizeof(loom_net_event_v1) <= sizeof(ev.info) && alignof(loom_net_event_v1) <= 8);
-    return std::construct_at(reinterpret_cast<loom_net_event_v1*>(ev.info.data()));
-}
-
 void start_event(profiler_callback_t prof, lp::host_event& ev, void* phandle, const loom_net_event_v1& what) {
-    auto* info = describe(ev);
-    *info = what;
+    static_assert(sizeof(loom_net_event_v1) <= sizeof(ev.info) && alignof(loom_net_event_v1) <= 8);
+    auto* info = std::construct_at(reinterpret_cast<loom_net_event_v1*>(ev.info.data()), what);
     ev.handle = nullptr;
     if (prof(&ev.handle, profiler_net_start, phandle, loom_profiler_id_v1, info) != success) ev.handle = nullptr;
 }
@@ -361,7 +356,7 @@ auto device_pointer_support(const lp::nic& n) -> int {
     if (info == nullptr || (info->caps & FI_HMEM) == 0) return 0;
     auto cuda = loom::gpu::cuda_driver::instance();
     if (!cuda || (*cuda)->device_count() < 1) return 0;
-    if (n.provider.find("ofi_rxm") != std::string::npos) return 0;  // no flush reads there (see engine::iflush)
+    if (!lp::flush_reads(n)) return 0;  // device memory needs iflush's read-back
     int out = ptr_cuda;
     bool all_dmabuf = true;
     for (int d = 0; d < (*cuda)->device_count(); ++d) all_dmabuf = all_dmabuf && (*cuda)->dmabuf_supported(d);

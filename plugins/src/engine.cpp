@@ -136,6 +136,21 @@ void for_each_op(request_base& r, F&& f) {
     }
 }
 
+/// A request from the channel's pool, reset for a new operation; nullptr when all are in use.
+template <class C>
+auto take_request(C& c) noexcept -> decltype(&c.pool[0]) {
+    if (c.free_list.empty()) return nullptr;
+    auto& r = c.pool[static_cast<std::size_t>(c.free_list.back())];
+    c.free_list.pop_back();
+    r.gen += 1;
+    r.chan = &c;
+    r.done = false;
+    r.released = false;
+    r.error = status::ok;
+    r.started = clock::now();
+    return &r;
+}
+
 auto ops_busy(request_base& r) noexcept -> bool {
     bool any = false;
     for_each_op(r, [&](const op& o) { any = any || busy(o); });
@@ -411,15 +426,6 @@ void engine::connect_rails(channel_base& c, const std::vector<address>& remote) 
         c.rail_peer[static_cast<std::size_t>(k)] = *fa;
         c.rails = k + 1;
     }
-}
-
-auto engine::register_rails(std::byte* p, std::size_t n, std::span<mr_handle> out) -> bool {
-    for (int k = 1; k < rail_count(); ++k) {
-        auto h = rail_cache(k).lookup(std::span<std::byte>{p, n}, full_access);
-        if (!h) return false;
-        out[static_cast<std::size_t>(k - 1)] = std::move(*h);
-    }
-    return true;
 }
 
 // ---------------------------------------------------------------- submission
@@ -1100,6 +1106,10 @@ void engine::deregister(memory_handle& m) noexcept {
     slab_of<memory_handle>().put(&m);
 }
 
+auto flush_reads(const nic& n) noexcept -> bool {
+    return n.rma && !endpoint::quirks_for(n.info).broken_self_insert;
+}
+
 auto engine::is_live(const memory_handle* m) const noexcept -> bool {
     return m != nullptr && m->magic.load(std::memory_order_relaxed) == magic_mr && m->eng == this;
 }
@@ -1109,22 +1119,14 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
     -> result<send_request*> {
     if (s.state != chan_state::ready) return make_unexpected(errc::io_error);
     if (data == nullptr && size != 0) return make_unexpected(errc::invalid_argument);
-    if (mh != nullptr && (!is_live(mh) || !mh->reg.contains(data, size))) {
+    if (!covers(mh, data, size)) {
         LOOM_WARN("send of {} bytes at {}: stale registration, or the buffer lies outside it", size, data);
         return make_unexpected(errc::invalid_argument);
     }
     if (s.free_list.empty()) return nullptr;
     const auto seq = s.seqs.next(tag);
     if (!seq) return make_unexpected(errc::no_space);
-    const int idx = s.free_list.back();
-    s.free_list.pop_back();
-    send_request& r = s.pool[static_cast<std::size_t>(idx)];
-    r.gen += 1;
-    r.chan = &s;
-    r.done = false;
-    r.released = false;
-    r.error = status::ok;
-    r.started = clock::now();
+    send_request& r = *take_request(s);
     r.data = static_cast<const std::byte*>(data);
     r.size = size;
     r.user_tag = tag;
@@ -1171,22 +1173,14 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
     for (int i = 0; i < n; ++i) {
         if (data[i] == nullptr && sizes[i] != 0) return make_unexpected(errc::invalid_argument);
         if (sizes[i] > imm_len_mask) return make_unexpected(errc::invalid_argument);
-        memory_handle* m = mh != nullptr ? mh[i] : nullptr;
-        if (m != nullptr && (!is_live(m) || !m->reg.contains(data[i], sizes[i]))) {
+        if (!covers(mh != nullptr ? mh[i] : nullptr, data[i], sizes[i])) {
             LOOM_WARN("receive {} of {} bytes at {} lies outside its registration", i, sizes[i], data[i]);
             return make_unexpected(errc::invalid_argument);
         }
     }
-    if (rc.free_list.empty()) return nullptr;
-    const int idx = rc.free_list.back();
-    rc.free_list.pop_back();
-    recv_request& r = rc.pool[static_cast<std::size_t>(idx)];
-    r.gen += 1;
-    r.chan = &rc;
-    r.done = false;
-    r.released = false;
-    r.error = status::ok;
-    r.started = clock::now();
+    recv_request* taken = take_request(rc);
+    if (taken == nullptr) return nullptr;
+    recv_request& r = *taken;
     r.n = r.remaining = n;
     r.magic.store(magic_rreq, std::memory_order_relaxed);
     r.active = true;
@@ -1309,15 +1303,13 @@ auto engine::iflush(receiver& rc, int n, void* const* data, const std::size_t* s
     int reads = 0;
     for (int i = 0; i < n; ++i) {
         memory_handle* m = mh != nullptr ? mh[i] : nullptr;
-        if (m != nullptr && (!is_live(m) || !m->reg.contains(data[i], sizes[i]))) return make_unexpected(errc::invalid_argument);
+        if (!covers(m, data[i], sizes[i])) return make_unexpected(errc::invalid_argument);
         const bool needs = sizes[i] > 0 && m != nullptr && (all || m->device);
         want[static_cast<std::size_t>(i)] = needs;
         reads += needs ? 1 : 0;
     }
     if (reads == 0) return nullptr;
-    // ofi_rxm (libfabric 2.1) crashes inserting an endpoint's own address into its AV, which
-    // the loopback read needs: no flush reads there (and no device memory is advertised).
-    if (!nic_.rma || nic_.provider.find("ofi_rxm") != std::string::npos) return make_unexpected(errc::not_supported);
+    if (!flush_reads(nic_)) return make_unexpected(errc::not_supported);
     if (flush_buf_.empty()) {  // first flush: a landing area and this endpoint in its own AV
         flush_buf_.resize(8 * max_slots);
         auto reg = cache_->lookup(std::span<std::byte>{flush_buf_}, full_access);
@@ -1333,21 +1325,13 @@ auto engine::iflush(receiver& rc, int n, void* const* data, const std::size_t* s
         flush_reg_ = std::move(*reg);
         self_addr_ = *me;
     }
-    if (rc.free_list.empty()) return make_unexpected(errc::again);
-    const int idx = rc.free_list.back();
-    rc.free_list.pop_back();
-    recv_request& r = rc.pool[static_cast<std::size_t>(idx)];
-    r.gen += 1;
-    r.chan = &rc;
-    r.done = false;
-    r.released = false;
-    r.error = status::ok;
-    r.started = clock::now();
+    recv_request* taken = take_request(rc);
+    if (taken == nullptr) return make_unexpected(errc::again);
+    recv_request& r = *taken;
     r.n = n;
     r.remaining = reads;
     r.magic.store(magic_rreq, std::memory_order_relaxed);
     r.active = true;
-    const bool virt = main_->virt_addr;
     for (int i = 0; i < n; ++i) {
         auto& s = r.slots[static_cast<std::size_t>(i)];
         s.data = static_cast<std::byte*>(data[i]);
@@ -1357,16 +1341,11 @@ auto engine::iflush(receiver& rc, int n, void* const* data, const std::size_t* s
         s.received = s.expected = s.landed = 0;
         s.host_reg = mh != nullptr ? mh[i] : nullptr;
         if (s.done) continue;
-        auto key = s.host_reg->reg.key();
-        if (!key) {
+        if (!slot_keys(s, 1)) {  // rail 0's key and RMA address of the buffer
             fail_request(r, status::system);
             return &r;
         }
-        s.rkey[0] = *key;
-        s.raddr[0] = virt ? reinterpret_cast<std::uintptr_t>(s.data)
-                          : static_cast<std::uint64_t>(s.data - s.host_reg->reg.address());
         s.recv_op.kind = op_kind::flush_read;
-        s.recv_op.slot = static_cast<std::uint8_t>(i);
         ++stats_.flush_reads;
         post(s.recv_op);
     }

@@ -418,4 +418,25 @@ TEST_P(core_options, min_multi_recv_and_length_checks) {
 
 INSTANTIATE_TEST_SUITE_P(providers, core_options, ::testing::ValuesIn(providers()), param_name);
 
+/// The quirks an endpoint reports are those quirks_for() predicts from its info (the plugin
+/// runtime decides on them before opening anything); rxm refuses self-insertion.
+TEST(core_quirks, endpoint_quirks_match_the_prediction_from_info) {
+    for (const auto& p : providers()) {
+        loop_stack s;
+        if (p == "tcp;ofi_rxm" || p == "tcp" || p == "shm") {
+            ASSERT_NO_FATAL_FAILURE(must_open_loop(p, {}, s));
+        } else if (!open_loop(p, {}, s).empty()) {
+            continue;
+        }
+        const auto predicted = loom::endpoint::quirks_for(s.info);
+        const auto& q = s.ep.quirks();
+        EXPECT_EQ(q.getopt_needs_enable, predicted.getopt_needs_enable) << p;
+        EXPECT_EQ(q.broken_fetch_atomics, predicted.broken_fetch_atomics) << p;
+        EXPECT_EQ(q.broken_atomic_inject, predicted.broken_atomic_inject) << p;
+        EXPECT_EQ(q.broken_self_insert, predicted.broken_self_insert) << p;
+        EXPECT_EQ(q.broken_self_insert, p.ends_with("ofi_rxm")) << p;
+        EXPECT_EQ(q.getopt_needs_enable, p == "shm") << p;
+    }
+}
+
 }  // namespace

@@ -42,15 +42,8 @@ class core_mr_cache : public ::testing::TestWithParam<std::string> {
 protected:
     void SetUp() override { ASSERT_NO_FATAL_FAILURE(must_open_loop(GetParam(), {}, s_)); }
 
-    /// Sends `out` to `in` through the loopback endpoint with the given descriptors.
     void roundtrip(std::span<const std::byte> out, void* out_desc, std::span<std::byte> in, void* in_desc) {
-        loom::request_context rctx, sctx;
-        loom_test::progress prog(s_.cq);
-        ASSERT_EQ(outcome(s_.ep.recv(in, loom::fabric_addrs::unspecified, in_desc, &rctx)), "ok");
-        ASSERT_EQ(outcome(prog.retry([&] { return s_.ep.send(out, s_.self, out_desc, &sctx); }, 2s)), "ok");
-        const auto ev = completed(prog, &rctx);
-        EXPECT_EQ(ev.bytes_transferred, out.size());
-        (void)completed(prog, &sctx);
+        loop_roundtrip(s_, out, out_desc, in, in_desc);
     }
 
     loop_stack s_;

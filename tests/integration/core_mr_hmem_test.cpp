@@ -40,19 +40,7 @@ struct mapped_fd {
 
 constexpr auto rw = loom::mr_access_flags::send | loom::mr_access_flags::recv;
 
-class core_mr_hmem : public ::testing::TestWithParam<std::string> {
-protected:
-    /// Sends `out` to `in` through the loopback endpoint with the given descriptors.
-    void roundtrip(loop_stack& s, std::span<const std::byte> out, void* out_desc, std::span<std::byte> in, void* in_desc) {
-        loom::request_context rctx, sctx;
-        loom_test::progress prog(s.cq);
-        ASSERT_EQ(outcome(s.ep.recv(in, loom::fabric_addrs::unspecified, in_desc, &rctx)), "ok");
-        ASSERT_EQ(outcome(prog.retry([&] { return s.ep.send(out, s.self, out_desc, &sctx); }, 2s)), "ok");
-        const auto ev = completed(prog, &rctx);
-        EXPECT_EQ(ev.bytes_transferred, out.size());
-        (void)completed(prog, &sctx);
-    }
-};
+class core_mr_hmem : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(core_mr_hmem, dmabuf_registration_carries_a_loopback_send) {
     loop_stack s;
@@ -74,12 +62,12 @@ TEST_P(core_mr_hmem, dmabuf_registration_carries_a_loopback_send) {
 
     // Host → DMA-BUF, then DMA-BUF → host: the bytes land in the registered file range.
     const auto in = std::span{buf.map + page + 128, page};
-    ASSERT_NO_FATAL_FAILURE(roundtrip(s, host, host_mr->descriptor(), in, mr->descriptor()));
+    ASSERT_NO_FATAL_FAILURE(loop_roundtrip(s, host, host_mr->descriptor(), in, mr->descriptor()));
     EXPECT_FALSE(loom_test::check_pattern(in, 77).has_value());
     std::vector<std::byte> back(page);
     auto back_mr = loom::memory_region::register_memory(s.domain, std::span{back}, rw);
     ASSERT_TRUE(back_mr);
-    ASSERT_NO_FATAL_FAILURE(roundtrip(s, in, mr->descriptor(), back, back_mr->descriptor()));
+    ASSERT_NO_FATAL_FAILURE(loop_roundtrip(s, in, mr->descriptor(), back, back_mr->descriptor()));
     EXPECT_FALSE(loom_test::check_pattern(back, 77).has_value());
 }
 

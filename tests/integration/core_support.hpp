@@ -141,6 +141,19 @@ inline auto completed(loom_test::progress& prog, const void* ctx, std::chrono::m
     return *ev;
 }
 
+/// Sends `out` to `in` through the loopback endpoint of `s` with the given descriptors and waits
+/// for both completions (the receive must carry every byte).
+inline void loop_roundtrip(loop_stack& s, std::span<const std::byte> out, void* out_desc, std::span<std::byte> in,
+                           void* in_desc) {
+    loom::request_context rctx, sctx;
+    loom_test::progress prog(s.cq);
+    ASSERT_EQ(outcome(s.ep.recv(in, loom::fabric_addrs::unspecified, in_desc, &rctx)), "ok");
+    ASSERT_EQ(outcome(prog.retry([&] { return s.ep.send(out, s.self, out_desc, &sctx); }, 2s)), "ok");
+    const auto ev = completed(prog, &rctx);
+    EXPECT_EQ(ev.bytes_transferred, out.size());
+    (void)completed(prog, &sctx);
+}
+
 /// The next event of the queue (polling), or nullopt after `timeout`.
 inline auto next_event(loom::completion_queue& cq, std::chrono::milliseconds timeout)
     -> std::optional<loom::completion_event> {

@@ -159,8 +159,11 @@ public:
         bool getopt_needs_enable{false};  ///< shm: fi_getopt before fi_enable crashes
         bool broken_fetch_atomics{false}; ///< udp;ofi_rxd <= 2.1: fetch/compare atomics
         bool broken_atomic_inject{false}; ///< udp;ofi_rxd <= 2.1: fi_inject_atomic
+        bool broken_self_insert{false};   ///< *;ofi_rxm: inserting its own address into an AV with peers crashes
     };
     [[nodiscard]] auto quirks() const noexcept -> const provider_quirks& { return quirks_; }
+    /// The quirks an endpoint opened from `info` will report.
+    [[nodiscard]] static auto quirks_for(const fabric_info& info) noexcept -> provider_quirks;
     /// The owner count this context is linked to (identity checks), or nullptr.
     [[nodiscard]] auto owner() const noexcept -> const std::atomic<long>* { return owner_link_.parent(); }
     /// Marks an adopted context as enabled (contexts of a scalable endpoint are enabled by

@@ -150,6 +150,11 @@ public:
     auto close() noexcept -> void_result { return h_.close(); }
 
 private:
+    /// Fills the fields every registration shares (access, offset, key, device), registers
+    /// `attr` and wraps the result; [base, base+length) is what address()/size() report.
+    [[nodiscard]] static auto register_native(domain& dom, ::fi_mr_attr& attr, std::uint64_t flags, std::byte* base,
+                                              std::size_t length, const memory_registration& request)
+        -> result<memory_region>;
     detail::unique_fid<::fid_mr> h_;
     void* desc_{nullptr};
     std::byte* base_{nullptr};

@@ -355,6 +355,10 @@ public:
                               memory_handle* const* mh, bool all) -> result<recv_request*>;
 
     [[nodiscard]] auto is_live(const memory_handle* m) const noexcept -> bool;
+    /// No handle, or a live one of this engine whose registration holds [p, p+n).
+    [[nodiscard]] auto covers(const memory_handle* m, const void* p, std::size_t n) const noexcept -> bool {
+        return m == nullptr || (is_live(m) && m->reg.contains(p, n));
+    }
 
     /// Called (under the engine lock) once for every request marked `profiled` when the host's
     /// view of it ends: reported done by test(), or failed by close(). Adaptors close the host
@@ -384,7 +388,6 @@ private:
     auto encode_rails(std::span<std::byte> out) const -> std::size_t;
     auto decode_rails(std::span<const std::byte> in, std::vector<address>& out) const -> bool;
     void connect_rails(channel_base& c, const std::vector<address>& remote) noexcept;
-    auto register_rails(std::byte* p, std::size_t n, std::span<mr_handle> out) -> bool;
     auto slot_keys(recv_slot& s, int rails) -> bool;
     void fail_request(request_base& r, status st) noexcept;
     void finish_slot(recv_request& r, recv_slot& s) noexcept;
@@ -430,6 +433,10 @@ private:
     std::atomic<bool> stop_{false};
     std::thread progress_thread_{};  ///< LOOM_PROGRESS_THREAD=1: drives progress() in the background
 };
+
+/// Whether iflush can read back received data on this NIC: RMA, and an AV that takes the
+/// endpoint's own address.
+[[nodiscard]] auto flush_reads(const nic& n) noexcept -> bool;
 
 /// Hash identifying this host (boot id + hostname); peers compare it to know they share a host.
 [[nodiscard]] auto this_host_id() noexcept -> std::uint64_t;
