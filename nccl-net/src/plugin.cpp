@@ -439,9 +439,10 @@ auto irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int* t
         return internal_error;
     for (int i = 0; i < n; ++i)
         if (sizes[i] > max_bytes) return internal_error;
+    std::array<lp::memory_handle*, lp::max_slots> mh;  // checked by the engine; [0, n) set
+    for (int i = 0; i < n; ++i)
+        mh[static_cast<std::size_t>(i)] = mhandles != nullptr ? static_cast<lp::memory_handle*>(mhandles[i]) : nullptr;
     std::lock_guard lock(rc->eng->mutex());
-    std::array<lp::memory_handle*, lp::max_slots> mh{};  // checked by the engine
-    for (int i = 0; mhandles != nullptr && i < n; ++i) mh[static_cast<std::size_t>(i)] = static_cast<lp::memory_handle*>(mhandles[i]);
     auto r = rc->eng->irecv(*rc, n, data, sizes, tags, mh.data());
     if (!r) return code_of(r.error());
     if (*r != nullptr && phandles != nullptr) {
@@ -516,10 +517,10 @@ auto test(void* request, int* done, int* sizes) -> result_t {
     lp::engine* e = r->chan->eng;
     std::lock_guard lock(e->mutex());
     if (r->magic.load(std::memory_order_relaxed) != m) return internal_error;
-    std::array<std::size_t, lp::max_slots> s{};
+    std::array<std::size_t, lp::max_slots> s;  // [0, n) set by a finished test
     bool finished = false;
     const int n = m == lp::magic_rreq ? static_cast<lp::recv_request*>(r)->n : 1;
-    const auto st = e->test(*r, finished, s.data(), n);
+    const auto st = e->test(*r, finished, sizes != nullptr ? s.data() : nullptr, n);
     *done = finished ? 1 : 0;
     if (finished && sizes != nullptr)
         for (int i = 0; i < n; ++i) sizes[i] = static_cast<int>(std::min<std::size_t>(s[static_cast<std::size_t>(i)], INT_MAX));

@@ -138,7 +138,7 @@ void for_each_op(request_base& r, F&& f) {
 
 /// A request from the channel's pool, reset for a new operation; nullptr when all are in use.
 template <class C>
-auto take_request(C& c) noexcept -> decltype(&c.pool[0]) {
+auto take_request(C& c, clock::time_point now) noexcept -> decltype(&c.pool[0]) {
     if (c.free_list.empty()) return nullptr;
     auto& r = c.pool[static_cast<std::size_t>(c.free_list.back())];
     c.free_list.pop_back();
@@ -147,14 +147,24 @@ auto take_request(C& c) noexcept -> decltype(&c.pool[0]) {
     r.done = false;
     r.released = false;
     r.error = status::ok;
-    r.started = clock::now();
+    r.started = now;
     return &r;
 }
 
 auto ops_busy(request_base& r) noexcept -> bool {
-    bool any = false;
-    for_each_op(r, [&](const op& o) { any = any || busy(o); });
-    return any;
+    if (r.is_send) {
+        // Only a rendezvous posts the CTS receive and the writes.
+        auto& q = static_cast<send_request&>(r);
+        if (busy(q.main)) return true;
+        if (!q.rendezvous) return false;
+        return busy(q.cts_op) || std::ranges::any_of(q.write_ops, busy);
+    }
+    auto& q = static_cast<recv_request&>(r);
+    for (int i = 0; i < q.n; ++i) {
+        const auto& s = q.slots[static_cast<std::size_t>(i)];
+        if (busy(s.recv_op) || busy(s.cts_op)) return true;
+    }
+    return false;
 }
 
 }  // namespace
@@ -196,12 +206,18 @@ auto discover_nics(const config& cfg) -> result<std::vector<nic>> {
     for (const auto& prov : candidates) {
         bool rma = true;
         result<provider_range> all = make_unexpected(errc::no_data);
-        if (want_hmem) all = query_all({.capabilities = full | capability::hmem, .ep_type = endpoint_types::rdm, .provider = prov});
-        if (!all || all->empty()) all = query_all({.capabilities = full, .ep_type = endpoint_types::rdm, .provider = prov});
+        // FI_THREAD_DOMAIN: every call into a rail's objects is made under its engine's mutex,
+        // so the provider may drop its own locks.
+        const auto dom = threading_mode::domain;
+        if (want_hmem)
+            all = query_all({.capabilities = full | capability::hmem, .ep_type = endpoint_types::rdm, .provider = prov,
+                             .threading = dom});
+        if (!all || all->empty())
+            all = query_all({.capabilities = full, .ep_type = endpoint_types::rdm, .provider = prov, .threading = dom});
         if (!all || all->empty()) {
             rma = false;
             all = query_all({.capabilities = capability::tagged | capability::msg, .ep_type = endpoint_types::rdm,
-                             .provider = prov});
+                             .provider = prov, .threading = dom});
         }
         if (!all || all->empty()) continue;
         std::vector<nic> out;
@@ -237,18 +253,6 @@ auto discover_nics(const config& cfg) -> result<std::vector<nic>> {
 }
 
 // ---------------------------------------------------------------- tag sequences
-auto tag_sequences::next(std::uint32_t tag) noexcept -> std::optional<std::uint32_t> {
-    std::uint32_t h = (tag * 2654435761U) % tag_table_size;
-    for (int i = 0; i < tag_table_size; ++i, h = (h + 1) % tag_table_size) {
-        auto& e = e_[h];
-        if (!e.used) {
-            e = {tag, 1, true};
-            return 0;
-        }
-        if (e.tag == tag) return (e.seq++) & 0xfffU;
-    }
-    return std::nullopt;
-}
 void tag_sequences::reset() noexcept { e_ = {}; }
 
 // ---------------------------------------------------------------- engine set-up
@@ -467,21 +471,7 @@ auto engine::submit(op& o) noexcept -> int {
     }
     case op_kind::recv_slot: {
         auto& r = *static_cast<recv_request*>(o.owner);
-        auto& s = r.slots[o.slot];
-        const bool small = s.capacity < scratch_size;
-        std::span<std::byte> buf = small ? std::span<std::byte>{s.scratch} : std::span<std::byte>{s.data, s.capacity};
-        const auto tag = make_tag(kind_data, r.chan->id, s.seq, s.user_tag);
-        if (buf.size() < eager_max_ && !discard_.empty()) {
-            // Pad the receive to the eager limit with a shared discard area: an eager message
-            // larger than this receive then lands whole (the excess in the discard area) and
-            // the provider never truncates (several providers get truncation wrong).
-            const std::array<::iovec, 2> iov{{{buf.data(), buf.size()}, {discard_.data(), eager_max_ - buf.size()}}};
-            void* const descs[2] = {small ? nullptr : s.desc, discard_reg_.descriptor()};
-            const bool any_desc = descs[0] != nullptr || descs[1] != nullptr;
-            return code(ep_.tagged_recvv(iov, any_desc ? std::span<void* const>{descs} : std::span<void* const>{},
-                                         tag, kind_rts_bit, fabric_addrs::unspecified, &o));
-        }
-        return code(ep_.tagged_recv(buf, tag, kind_rts_bit, fabric_addrs::unspecified, small ? nullptr : s.desc, &o));
+        return submit_recv_slot(r, r.slots[o.slot], o);
     }
     case op_kind::cts_send: {
         auto& r = *static_cast<recv_request*>(o.owner);
@@ -516,6 +506,26 @@ auto engine::submit(op& o) noexcept -> int {
     }
     }
     return -FI_EINVAL;
+}
+
+auto engine::submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> int {
+    const bool small = s.capacity < scratch_size;
+    std::span<std::byte> buf = small ? std::span<std::byte>{s.scratch} : std::span<std::byte>{s.data, s.capacity};
+    const auto tag = make_tag(kind_data, r.chan->id, s.seq, s.user_tag);
+    void_result rc;
+    if (buf.size() < eager_max_ && !discard_.empty()) {
+        // Pad the receive to the eager limit with a shared discard area: an eager message
+        // larger than this receive then lands whole (the excess in the discard area) and
+        // the provider never truncates (several providers get truncation wrong).
+        const std::array<::iovec, 2> iov{{{buf.data(), buf.size()}, {discard_.data(), eager_max_ - buf.size()}}};
+        void* const descs[2] = {small ? nullptr : s.desc, discard_reg_.descriptor()};
+        const bool any_desc = descs[0] != nullptr || descs[1] != nullptr;
+        rc = ep_.tagged_recvv(iov, any_desc ? std::span<void* const>{descs} : std::span<void* const>{}, tag,
+                              kind_rts_bit, fabric_addrs::unspecified, &o);
+    } else {
+        rc = ep_.tagged_recv(buf, tag, kind_rts_bit, fabric_addrs::unspecified, small ? nullptr : s.desc, &o);
+    }
+    return rc ? 0 : -rc.error().value();
 }
 
 void engine::post(op& o) noexcept {
@@ -561,25 +571,29 @@ void engine::fail_op(op& o, int rc) noexcept {
 }
 
 // ---------------------------------------------------------------- progress
-void engine::progress() noexcept {
+void engine::poll_rail(rail& r) noexcept {
     auto& evs = events_;  // a member: events are built once, not on every call
-    for (int k = 0; k < rail_count(); ++k) {
-        auto& cq = rail_at(k).cq;
-        for (int round = 0; round < 64; ++round) {
-            auto n = cq.read(evs);
-            if (!n || *n == 0) break;
-            for (std::size_t i = 0; i < *n; ++i) dispatch(evs[i]);
-            if (*n < evs.size()) break;
-        }
+    for (int round = 0; round < 64; ++round) {
+        auto n = r.cq.read(evs);
+        if (!n || *n == 0) return;
+        for (std::size_t i = 0; i < *n; ++i) dispatch(evs[i]);
+        if (*n < evs.size()) return;
     }
-    if (!deferred_.empty()) {
+}
+
+void engine::progress() noexcept {
+    poll_rail(*main_);
+    for (auto& r : extra_) poll_rail(*r);
+    if (!deferred_.empty()) [[unlikely]] {
         retrying_.swap(deferred_);
         for (op* o : retrying_) settle(*o, submit(*o));
         retrying_.clear();
     }
     // Peer checks at most every 100 ms; the clock is read every 64th call only.
-    if ((++progress_calls_ & 63U) == 0) {
-        if (const auto now = clock::now(); now >= next_peer_check_) {
+    if ((++progress_calls_ & 63U) == 0) [[unlikely]] {
+        const auto now = clock::now();
+        coarse_now_ = now;
+        if (now >= next_peer_check_) {
             next_peer_check_ = now + std::chrono::milliseconds(100);
             check_peers();
         }
@@ -1110,9 +1124,6 @@ auto flush_reads(const nic& n) noexcept -> bool {
     return n.rma && !endpoint::quirks_for(n.info).broken_self_insert;
 }
 
-auto engine::is_live(const memory_handle* m) const noexcept -> bool {
-    return m != nullptr && m->magic.load(std::memory_order_relaxed) == magic_mr && m->eng == this;
-}
 
 // ---------------------------------------------------------------- data path
 auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t tag, memory_handle* mh)
@@ -1126,7 +1137,7 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
     if (s.free_list.empty()) return nullptr;
     const auto seq = s.seqs.next(tag);
     if (!seq) return make_unexpected(errc::no_space);
-    send_request& r = *take_request(s);
+    send_request& r = *take_request(s, coarse_now_);
     r.data = static_cast<const std::byte*>(data);
     r.size = size;
     r.user_tag = tag;
@@ -1178,7 +1189,7 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
             return make_unexpected(errc::invalid_argument);
         }
     }
-    recv_request* taken = take_request(rc);
+    recv_request* taken = take_request(rc, coarse_now_);
     if (taken == nullptr) return nullptr;
     recv_request& r = *taken;
     r.n = r.remaining = n;
@@ -1200,8 +1211,14 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
         s.seq = *seq;
         s.host_reg = mh != nullptr ? mh[i] : nullptr;
         s.desc = s.host_reg != nullptr ? s.host_reg->reg.descriptor() : nullptr;
+        // post(s.recv_op), without its dispatch on the operation kind
         s.recv_op.kind = op_kind::recv_slot;
-        post(s.recv_op);
+        s.recv_op.gen = r.gen;
+        s.recv_op.deferred = false;
+        if (const int rc = submit_recv_slot(r, s, s.recv_op); rc == 0) [[likely]]
+            s.recv_op.in_flight = true;
+        else
+            settle(s.recv_op, rc);
     }
     return &r;
 }
@@ -1274,13 +1291,7 @@ void engine::release(request_base& r) noexcept {
     recycle(r);
 }
 
-auto engine::test(request_base& req, bool& done, std::size_t* sizes, int n_sizes) -> status {
-    if (!req.done) progress();  // a request done at submission (inject) needs no queue read
-    if (!req.done) {
-        done = false;
-        return status::ok;
-    }
-    done = true;
+auto engine::complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> status {
     const status st = req.error;
     if (sizes != nullptr) {
         if (req.is_send) {
@@ -1325,7 +1336,7 @@ auto engine::iflush(receiver& rc, int n, void* const* data, const std::size_t* s
         flush_reg_ = std::move(*reg);
         self_addr_ = *me;
     }
-    recv_request* taken = take_request(rc);
+    recv_request* taken = take_request(rc, coarse_now_);
     if (taken == nullptr) return make_unexpected(errc::again);
     recv_request& r = *taken;
     r.n = n;

@@ -123,23 +123,27 @@ auto run_mpi(int& argc, char**& argv, const rank_body& body) -> int {
     int rank = 0, size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size != 2) {
-        // Point-to-point between exactly two ranks; pairs of ranks (or all-to-all) are a later
-        // extension. Every rank sees the same size, so every rank leaves here alike.
+    if (size < 2 || size % 2 != 0) {
+        // The operations are point-to-point: every rank needs a partner. Every rank sees the
+        // same size, so every rank leaves here alike.
         if (rank == 0)
             std::fprintf(stderr,
-                         "loom-bench: the MPI launcher needs exactly 2 ranks (mpirun -np 2), not %d: "
-                         "the operations are point-to-point between rank 0 and rank 1\n",
+                         "loom-bench: the MPI launcher needs an even number of ranks (pairs: rank r with "
+                         "rank r + size/2), not %d\n",
                          size);
         MPI_Finalize();
         return 2;
     }
-    MPI_Comm comm = MPI_COMM_NULL;  // private: no other MPI traffic can match the channel's tag
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    const int pairs = size / 2;
+    const int pair = rank % pairs, role = rank / pairs;
+    // One communicator per pair (private: no other MPI traffic can match the channel's tag);
+    // within it the initiator (first half of the job) is rank 0.
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, pair, role, &comm);
     int rc = 0;
     {
-        mpi_channel ch(comm, 1 - rank);
-        rc = body(ch, rank, size);
+        mpi_channel ch(comm, 1 - role);
+        rc = body(ch, role, size, pair);
         ch.drain();
     }
     std::fflush(nullptr);

@@ -99,9 +99,11 @@ ratio of every path to raw.
   --window N         requests in flight for stream, rma_*, atomic_fadd, msgrate: 1..30 (default 16)
   --local N          fork N ranks on this machine (the default launcher; N must be 2)
   --launcher L       local (fork, as --local 2) or mpi (MPI_Init; rank and size from MPI,
-                     addresses, barriers and results exchanged through MPI; exactly 2 ranks).
-                     Default: mpi when started by Open MPI's mpirun (OMPI_COMM_WORLD_SIZE is
-                     set), else local. Under mpi rank 0 prints the table and writes the files.
+                     addresses, barriers and results exchanged through MPI; an even number
+                     of ranks: rank r pairs with rank r + size/2 and all pairs measure at
+                     once). Default: mpi when started by Open MPI's mpirun
+                     (OMPI_COMM_WORLD_SIZE is set), else local. Under mpi rank 0 prints its
+                     pair's table and writes the files.
   --nccl-plugin PATH plugin to load (default: the one built with this tool)
   --json FILE        write results as JSON ("-": stdout, the table then goes to stderr)
   --csv FILE         write results as CSV ("-": stdout)
@@ -120,7 +122,7 @@ Under mpirun (Open MPI; in a container as root, e.g.):
          loom-bench --provider shm ...
 (pml ob1 with these BTLs keeps Open MPI itself off libfabric.)
 shm needs both ranks on one node; tcp/"tcp;ofi_rxm" across nodes want --iface NAME.
-Not implemented yet: the nvshmem/nixl paths; more than 2 ranks (pairs) under MPI.
+Not implemented yet: the nvshmem/nixl paths (their plugins do not exist yet).
 )";
 
 struct options {
@@ -343,7 +345,8 @@ auto write_file(const std::string& file, const std::string& text) -> bool {
 
 /// One rank's whole run, the same under every launcher (`launcher` names it in the report):
 /// `ch` reaches the other rank.
-auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* launcher) -> int {
+auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* launcher, int pair = 0) -> int {
+    const bool reporter = rank == 0 && pair == 0;  // the other pairs measure alongside, silently
     const auto wants = [&](auto pred) { return std::any_of(o.ops.begin(), o.ops.end(), pred); };
     std::size_t capacity = std::max<std::size_t>(8, *std::max_element(o.sizes.begin(), o.sizes.end()));
     for (operation op : o.ops)
@@ -394,11 +397,12 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
     info.provider = o.provider;
     info.domain = paths.front()->domain_name();
     info.ranks = ranks;
+    info.pairs = std::max(1, ranks / 2);
     info.launcher = launcher;
     info.window = o.sched.window;
     info.repetitions = o.reps;
     info.paths = o.paths;
-    const progress_line prog{rank == 0 && !o.quiet, ::isatty(2) != 0};
+    const progress_line prog{reporter && !o.quiet, ::isatty(2) != 0};
 
     std::vector<point> points;
     bool failed = false, wrong = false;
@@ -526,7 +530,7 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
     paths.clear();
     std::free(tx);
     std::free(rx);
-    if (rank != 0) return failed ? 1 : (wrong ? 3 : 0);
+    if (!reporter) return failed ? 1 : (wrong ? 3 : 0);
 
     const bool json_stdout = o.json == "-";
     const std::string table = render_table(info, points);
@@ -567,7 +571,7 @@ int main(int argc, char** argv) {
     if (mpi) {
         if (!mpi_available() && o.launcher == options::launch::automatic)
             std::fprintf(stderr, "loom-bench: started by mpirun (OMPI_COMM_WORLD_SIZE is set)\n");
-        return run_mpi(argc, argv, [&o](channel& ch, int rank, int size) { return run_rank(o, ch, rank, size, "mpi"); });
+        return run_mpi(argc, argv, [&o](channel& ch, int rank, int size, int pair) { return run_rank(o, ch, rank, size, "mpi", pair); });
     }
 
     int sv[2];

@@ -324,11 +324,13 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
             window_note = ", window " + std::to_string(info.window);
             if (m == metric::bandwidth) window_note += " (fewer when a window exceeds 64M)";
         }
+        const std::string pairs_note =
+            info.pairs > 1 ? ", " + std::to_string(info.pairs) + " pairs at once (figures of pair 0)" : std::string{};
         std::snprintf(line, sizeof line,
-                      "#\n# loom-bench %s: provider %s%s%s, %d ranks (%s), %d repetitions interleaved%s\n",
+                      "#\n# loom-bench %s: provider %s%s%s, %d ranks (%s)%s, %d repetitions interleaved%s\n",
                       std::string(name_of(op)).c_str(), info.provider.c_str(),
                       info.domain.empty() ? "" : " domain ", info.domain.c_str(), info.ranks,
-                      info.launcher.c_str(), info.repetitions, window_note.c_str());
+                      info.launcher.c_str(), pairs_note.c_str(), info.repetitions, window_note.c_str());
         out += line;
         switch (m) {
             case metric::latency:
@@ -421,6 +423,7 @@ auto render_json(const run_info& info, std::span<const point> points) -> std::st
     o += "  \"domain\": \"" + json_escape(info.domain) + "\",\n";
     o += "  \"launcher\": \"" + json_escape(info.launcher) + "\",\n";
     o += "  \"ranks\": " + std::to_string(info.ranks) + ",\n";
+    o += "  \"pairs\": " + std::to_string(info.pairs) + ",\n";
     o += "  \"window\": " + std::to_string(info.window) + ",\n";
     o += "  \"repetitions\": " + std::to_string(info.repetitions) + ",\n";
     o += "  \"paths\": [";

@@ -110,6 +110,8 @@ struct run_info {
     std::string domain;
     std::string launcher{"local"};
     int ranks{2};
+    /// Pairs of ranks measuring at the same time (ranks / 2); the figures are pair 0's.
+    int pairs{1};
     int window{16};
     int repetitions{5};
     std::vector<std::string> paths;  // in display order; "raw" first when present

@@ -50,13 +50,31 @@ check "verified false" 0 "$(count '"verified": false' "$json")"
 check "tables" 1 "$(count 'loom-bench pingpong: provider shm domain shm, 2 ranks (mpi)' "$dir/table.txt")"
 check "stream table" 1 "$(count 'loom-bench stream:' "$dir/table.txt")"
 
-# Point-to-point needs exactly two ranks: three are refused with a clear message.
+# Four ranks: two pairs (0-2, 1-3) measure at once; rank 0 reports pair 0 once, every path
+# verified. Few iterations: four spinning ranks share this machine's cores.
+mpi4=("${mpi[@]}")
+mpi4[3]=4
+json4=$dir/out4.json
+"$mpirun" "${mpi4[@]}" "$bench" --provider shm --paths raw,loom,nccl --sizes 8,4K --reps 2 --iters 20 --quiet \
+  --json "$json4" >"$dir/np4.txt" 2>&1
+rc=$?
+check "-np 4 exit status" 0 "$rc"
+[ "$rc" -eq 0 ] || cat "$dir/np4.txt"
+check "-np 4 ranks" 1 "$(count '"ranks": 4,' "$json4")"
+check "-np 4 pairs" 1 "$(count '"pairs": 2,' "$json4")"
+check "-np 4 all_verified" 1 "$(count '"all_verified": true' "$json4")"
+for p in raw loom nccl; do
+  check "-np 4 $p verified at every point" 4 "$(count "\"$p\": {\"verified\": true, \"time_us\"" "$json4")"
+done
+check "-np 4 one table" 1 "$(count 'loom-bench pingpong: provider shm domain shm, 4 ranks (mpi), 2 pairs at once (figures of pair 0)' "$dir/np4.txt")"
+
+# Point-to-point needs partners: three ranks are refused with a clear message.
 mpi3=("${mpi[@]}")
 mpi3[3]=3
 "$mpirun" "${mpi3[@]}" "$bench" --provider shm --sizes 8 --reps 1 --quiet >"$dir/np3.txt" 2>&1
 rc=$?
 [ "$rc" -ne 0 ] || { echo "FAIL: -np 3 succeeded"; fail=1; }
-check "-np 3 message" 1 "$(count 'the MPI launcher needs exactly 2 ranks (mpirun -np 2), not 3' "$dir/np3.txt")"
+check "-np 3 message" 1 "$(count 'the MPI launcher needs an even number of ranks (pairs: rank r with rank r + size/2), not 3' "$dir/np3.txt")"
 
-[ "$fail" -eq 0 ] && echo "PASS: loom-bench under mpirun -np 2, every path verified at every point"
+[ "$fail" -eq 0 ] && echo "PASS: loom-bench under mpirun -np 2 and -np 4, every path verified at every point"
 exit "$fail"

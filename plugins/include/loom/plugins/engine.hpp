@@ -24,6 +24,7 @@
 #include <loom/fabric.hpp>
 #include <loom/fabric_info.hpp>
 #include <loom/mr_cache.hpp>
+#include <loom/plugins/spin_mutex.hpp>
 
 #include <array>
 #include <atomic>
@@ -101,8 +102,20 @@ struct op : request_context {
 /// Per-(channel, user tag) sequence counters (open addressing, no allocation).
 class tag_sequences {
 public:
-    /// The next sequence number for `tag`; nullopt when the table is full.
-    [[nodiscard]] auto next(std::uint32_t tag) noexcept -> std::optional<std::uint32_t>;
+    /// The next sequence number for `tag`; nullopt when the table is full. Inline: the first
+    /// probe hits for every tag but colliding ones.
+    [[nodiscard]] auto next(std::uint32_t tag) noexcept -> std::optional<std::uint32_t> {
+        std::uint32_t h = (tag * 2654435761U) % tag_table_size;
+        for (int i = 0; i < tag_table_size; ++i, h = (h + 1) % tag_table_size) {
+            auto& e = e_[h];
+            if (!e.used) {
+                e = {tag, 1, true};
+                return 0;
+            }
+            if (e.tag == tag) return (e.seq++) & 0xfffU;
+        }
+        return std::nullopt;
+    }
     void reset() noexcept;
 
 private:
@@ -313,7 +326,8 @@ public:
     [[nodiscard]] auto local_address() const noexcept -> const address& { return self_; }
     [[nodiscard]] auto eager_max() const noexcept -> std::size_t { return eager_max_; }
     [[nodiscard]] auto stats() const noexcept -> const engine_stats& { return stats_; }
-    [[nodiscard]] auto mutex() noexcept -> std::mutex& { return mu_; }
+    /// The engine lock (a spin lock: ABI calls hold it briefly; see spin_mutex.hpp).
+    [[nodiscard]] auto mutex() noexcept -> spin_mutex& { return mu_; }
 
     // All calls below require the engine lock (the adaptors take it per ABI call).
 
@@ -346,7 +360,18 @@ public:
     [[nodiscard]] auto irecv(receiver& r, int n, void* const* data, const std::size_t* sizes, const int* tags,
                              memory_handle* const* mh) -> result<recv_request*>;
     /// Progresses and reports completion; a done request is released. sizes: n entries.
-    [[nodiscard]] auto test(request_base& req, bool& done, std::size_t* sizes, int n_sizes) -> status;
+    [[nodiscard]] auto test(request_base& req, bool& done, std::size_t* sizes, int n_sizes) -> status {
+        // Inline: hosts poll a pending request many times; only the last call completes it.
+        if (!req.done) {
+            progress();  // a request done at submission (inject) needs no queue read
+            if (!req.done) {
+                done = false;
+                return status::ok;
+            }
+        }
+        done = true;
+        return complete(req, sizes, n_sizes);
+    }
     /// Makes received data visible to its device: an RMA read (from this endpoint to itself) of
     /// a few bytes of every non-empty buffer that is device memory (or of every registered
     /// buffer when `all`). nullptr when nothing needs a read (done), as NCCL expects; the
@@ -354,7 +379,9 @@ public:
     [[nodiscard]] auto iflush(receiver& r, int n, void* const* data, const std::size_t* sizes,
                               memory_handle* const* mh, bool all) -> result<recv_request*>;
 
-    [[nodiscard]] auto is_live(const memory_handle* m) const noexcept -> bool;
+    [[nodiscard]] auto is_live(const memory_handle* m) const noexcept -> bool {
+        return m != nullptr && m->magic.load(std::memory_order_relaxed) == magic_mr && m->eng == this;
+    }
     /// No handle, or a live one of this engine whose registration holds [p, p+n).
     [[nodiscard]] auto covers(const memory_handle* m, const void* p, std::size_t n) const noexcept -> bool {
         return m == nullptr || (is_live(m) && m->reg.contains(p, n));
@@ -373,6 +400,9 @@ private:
     auto submit(op& o) noexcept -> int;              // 0, -FI_EAGAIN or another -FI_E*
     void post(op& o) noexcept;                       // first submission of an operation
     void settle(op& o, int rc) noexcept;             // in flight, done inline, queued on EAGAIN, or failed
+    auto submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> int;
+    auto complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> status;  // test() of a done request
+    void poll_rail(rail& r) noexcept;
     void fail_op(op& o, int rc) noexcept;            // a submission failed for good
     void dispatch(const completion_event& ev) noexcept;
     void on_remote_write(std::uint64_t imm) noexcept;
@@ -413,7 +443,7 @@ private:
     mr_handle discard_reg_{};
     std::size_t eager_max_{0};
     std::size_t inject_size_{0};
-    std::mutex mu_{};
+    spin_mutex mu_{};
     std::uint32_t next_id_{1};
     std::unordered_map<std::uint32_t, receiver*> receivers_{};
     std::unordered_map<const void*, std::pair<handle_bytes, sender*>> connecting_{};
@@ -422,6 +452,9 @@ private:
     std::vector<channel_base*> channels_{};  ///< open senders and receivers (peer checks)
     clock::time_point next_peer_check_{};
     std::uint64_t progress_calls_{0};
+    /// The clock as of the last progress call that read it (every 64th): requests are stamped
+    /// with it, so submissions read no clock. A stale stamp only makes a peer check come early.
+    clock::time_point coarse_now_{clock::now()};
     std::array<completion_event, 16> events_{};
     engine_stats stats_{};
     std::uint64_t host_id_{0};

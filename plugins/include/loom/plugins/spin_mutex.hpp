@@ -1,0 +1,48 @@
+#pragma once
+// The engine lock: one atomic exchange to take it, one release store to give it back. Plugin
+// ABI calls hold it for a few hundred instructions, so a waiter spins briefly and then yields
+// its core (on machines with fewer cores than spinning threads the holder must get to run).
+#include <atomic>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace loom::plugins {
+
+class spin_mutex {
+public:
+    spin_mutex() = default;
+    spin_mutex(const spin_mutex&) = delete;
+    auto operator=(const spin_mutex&) -> spin_mutex& = delete;
+
+    void lock() noexcept {
+        while (held_.exchange(true, std::memory_order_acquire)) {
+            unsigned spins = 0;
+            while (held_.load(std::memory_order_relaxed)) {
+                if (++spins < spin_limit)
+                    pause();
+                else
+                    std::this_thread::yield();
+            }
+        }
+    }
+    [[nodiscard]] auto try_lock() noexcept -> bool {
+        return !held_.load(std::memory_order_relaxed) && !held_.exchange(true, std::memory_order_acquire);
+    }
+    void unlock() noexcept { held_.store(false, std::memory_order_release); }
+
+private:
+    static constexpr unsigned spin_limit = 128;
+    static void pause() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+        _mm_pause();
+#elif defined(__aarch64__)
+        asm volatile("yield" ::: "memory");
+#endif
+    }
+    std::atomic<bool> held_{false};
+};
+
+}  // namespace loom::plugins
