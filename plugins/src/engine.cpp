@@ -584,6 +584,7 @@ void engine::poll_rail(rail& r) noexcept {
 void engine::progress() noexcept {
     poll_rail(*main_);
     for (auto& r : extra_) poll_rail(*r);
+    if (recycle_head_ != nullptr) drain_recycles();
     if (!deferred_.empty()) [[unlikely]] {
         retrying_.swap(deferred_);
         for (op* o : retrying_) settle(*o, submit(*o));
@@ -1134,24 +1135,31 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
         LOOM_WARN("send of {} bytes at {}: stale registration, or the buffer lies outside it", size, data);
         return make_unexpected(errc::invalid_argument);
     }
-    if (s.free_list.empty()) return nullptr;
+    if (s.free_list.empty()) {
+        drain_recycles();
+        if (s.free_list.empty()) return nullptr;
+    }
     const auto seq = s.seqs.next(tag);
     if (!seq) return make_unexpected(errc::no_space);
+    const bool rendezvous = nic_.rma && size > eager_max_;
+    // A small message leaves before any bookkeeping: the request is filled in while it travels.
+    const bool injected = !rendezvous && size <= inject_size_ &&
+                          ep_.tagged_inject({static_cast<const std::byte*>(data), size},
+                                            make_tag(kind_data, s.remote_id, *seq, tag), s.peer);
     send_request& r = *take_request(s, coarse_now_);
     r.data = static_cast<const std::byte*>(data);
     r.size = size;
     r.user_tag = tag;
     r.seq = *seq;
     r.desc = mh != nullptr ? mh->reg.descriptor() : nullptr;
-    r.rendezvous = nic_.rma && size > eager_max_;
+    r.rendezvous = rendezvous;
     r.written = r.to_write = 0;
     r.stripes = 1;
     r.magic.store(magic_sreq, std::memory_order_relaxed);
     r.active = true;
     if (!r.rendezvous) {
         ++stats_.eager_sends;
-        if (size <= inject_size_ &&
-            ep_.tagged_inject({r.data, size}, make_tag(kind_data, s.remote_id, r.seq, tag), s.peer)) {
+        if (injected) {
             ++stats_.injects;
             r.done = true;
             return &r;
@@ -1189,6 +1197,7 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
             return make_unexpected(errc::invalid_argument);
         }
     }
+    if (rc.free_list.empty()) drain_recycles();
     recv_request* taken = take_request(rc, coarse_now_);
     if (taken == nullptr) return nullptr;
     recv_request& r = *taken;
@@ -1287,8 +1296,27 @@ void engine::release(request_base& r) noexcept {
     r.magic.store(magic_dead, std::memory_order_relaxed);
     r.active = false;
     r.released = true;
-    if (!r.done || r.error != status::ok) cancel_ops(r);
-    recycle(r);
+    if (!r.done || r.error != status::ok) {
+        cancel_ops(r);
+        recycle(r);
+        return;
+    }
+    // A request completed normally goes back to its pool later (the next progress call, or when
+    // the pool runs dry): the host's next submission is not kept waiting for the bookkeeping.
+    if (r.recycle_queued) return;
+    r.recycle_queued = true;
+    r.recycle_next = recycle_head_;
+    recycle_head_ = &r;
+}
+
+void engine::drain_recycles() noexcept {
+    while (recycle_head_ != nullptr) {
+        request_base* r = recycle_head_;
+        recycle_head_ = r->recycle_next;
+        r->recycle_next = nullptr;
+        r->recycle_queued = false;
+        recycle(*r);  // no-op when a late completion already recycled it
+    }
 }
 
 auto engine::complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> status {
@@ -1336,6 +1364,7 @@ auto engine::iflush(receiver& rc, int n, void* const* data, const std::size_t* s
         flush_reg_ = std::move(*reg);
         self_addr_ = *me;
     }
+    if (rc.free_list.empty()) drain_recycles();
     recv_request* taken = take_request(rc, coarse_now_);
     if (taken == nullptr) return make_unexpected(errc::again);
     recv_request& r = *taken;
@@ -1386,6 +1415,7 @@ void engine::close(listener& l) noexcept {
 
 template <class C>
 void engine::retire(C& c, std::initializer_list<op*> own) noexcept {
+    drain_recycles();  // nothing of this channel's pool may stay on the list past its close
     for (auto& r : c.pool) {
         if (r.active) {
             fail_request(r, status::system);

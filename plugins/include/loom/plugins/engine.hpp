@@ -180,6 +180,8 @@ struct request_base {
     bool done{false};
     bool released{false};  ///< handed back by the host; recycled once no op is in flight
     bool profiled{false};  ///< host events are open: the release hook runs when the host's view ends
+    bool recycle_queued{false};            ///< on the engine's list of requests to put back in their pool
+    request_base* recycle_next{nullptr};   ///< that list's link
     status error{status::ok};
     clock::time_point started{};
 };
@@ -403,6 +405,7 @@ private:
     auto submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> int;
     auto complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> status;  // test() of a done request
     void poll_rail(rail& r) noexcept;
+    void drain_recycles() noexcept;  // puts released requests back in their pools
     void fail_op(op& o, int rc) noexcept;            // a submission failed for good
     void dispatch(const completion_event& ev) noexcept;
     void on_remote_write(std::uint64_t imm) noexcept;
@@ -444,6 +447,7 @@ private:
     std::size_t eager_max_{0};
     std::size_t inject_size_{0};
     spin_mutex mu_{};
+    request_base* recycle_head_{nullptr};  ///< released requests not yet back in their pools
     std::uint32_t next_id_{1};
     std::unordered_map<std::uint32_t, receiver*> receivers_{};
     std::unordered_map<const void*, std::pair<handle_bytes, sender*>> connecting_{};
