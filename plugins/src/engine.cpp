@@ -331,6 +331,7 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
     }
     e->host_id_ = this_host_id();
     e->deferred_.reserve(1024);
+    e->unposted_.reserve(1024);
     if (cfg.progress_thread) {
         engine* self = e.get();
         e->progress_thread_ = std::thread([self] {
@@ -581,7 +582,16 @@ void engine::poll_rail(rail& r) noexcept {
     }
 }
 
+void engine::post_unposted() noexcept {
+    for (op* o : unposted_) {
+        o->deferred = false;
+        settle(*o, submit(*o));
+    }
+    unposted_.clear();
+}
+
 void engine::progress() noexcept {
+    if (!unposted_.empty()) post_unposted();
     poll_rail(*main_);
     for (auto& r : extra_) poll_rail(*r);
     if (recycle_head_ != nullptr) drain_recycles();
@@ -1162,10 +1172,11 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
         if (injected) {
             ++stats_.injects;
             r.done = true;
-            return &r;
+        } else {
+            r.main.kind = op_kind::send_eager;
+            post(r.main);
         }
-        r.main.kind = op_kind::send_eager;
-        post(r.main);
+        if (!unposted_.empty()) post_unposted();  // receives the host posted before this send
         return &r;
     }
     ++stats_.rendezvous_sends;
@@ -1181,6 +1192,7 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
     post(r.cts_op);
     r.main.kind = op_kind::send_rts;
     post(r.main);
+    if (!unposted_.empty()) post_unposted();
     return &r;
 }
 
@@ -1220,14 +1232,11 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
         s.seq = *seq;
         s.host_reg = mh != nullptr ? mh[i] : nullptr;
         s.desc = s.host_reg != nullptr ? s.host_reg->reg.descriptor() : nullptr;
-        // post(s.recv_op), without its dispatch on the operation kind
+        // Posted at the engine's next call (post_unposted): a send the host posts next goes first.
         s.recv_op.kind = op_kind::recv_slot;
         s.recv_op.gen = r.gen;
-        s.recv_op.deferred = false;
-        if (const int rc = submit_recv_slot(r, s, s.recv_op); rc == 0) [[likely]]
-            s.recv_op.in_flight = true;
-        else
-            settle(s.recv_op, rc);
+        s.recv_op.deferred = true;
+        unposted_.push_back(&s.recv_op);
     }
     return &r;
 }
@@ -1282,6 +1291,7 @@ void engine::cancel_ops(request_base& r) noexcept {
     for_each_op(r, [&](op& o) {
         if (o.deferred) {
             std::erase(deferred_, &o);
+            std::erase(unposted_, &o);
             o.deferred = false;
         }
         if (o.in_flight && cancellable(o)) (void)ep_.cancel(&o);

@@ -406,6 +406,7 @@ private:
     auto complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> status;  // test() of a done request
     void poll_rail(rail& r) noexcept;
     void drain_recycles() noexcept;  // puts released requests back in their pools
+    void post_unposted() noexcept;   // hands irecv's receives to the provider
     void fail_op(op& o, int rc) noexcept;            // a submission failed for good
     void dispatch(const completion_event& ev) noexcept;
     void on_remote_write(std::uint64_t imm) noexcept;
@@ -453,6 +454,9 @@ private:
     std::unordered_map<const void*, std::pair<handle_bytes, sender*>> connecting_{};
     std::vector<op*> deferred_{};
     std::vector<op*> retrying_{};  ///< swapped with deferred_ while retrying (both keep their capacity)
+    /// Receives accepted by irecv and handed to the provider at the engine's next call (isend,
+    /// progress): a send posted right after a receive leaves first. Marked `deferred`.
+    std::vector<op*> unposted_{};
     std::vector<channel_base*> channels_{};  ///< open senders and receivers (peer checks)
     clock::time_point next_peer_check_{};
     std::uint64_t progress_calls_{0};
