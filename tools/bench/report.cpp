@@ -275,10 +275,11 @@ auto iterations_for(operation op, std::size_t size, const schedule_params& p) ->
     const std::size_t per_iter =
         std::max<std::size_t>(1, size) * static_cast<std::size_t>(messages_per_iteration(op, size, p));
     const std::size_t n = p.byte_budget / per_iter;
-    // Bandwidth windows move the most bytes: a quarter of the iterations. Rates (small messages,
-    // atomics) keep the full count so that one measurement lasts long enough to time.
-    const bool bw = metric_of(op) == metric::bandwidth;
-    const int max_it = bw ? std::max(1, p.max_iterations / 4) : p.max_iterations;
+    // An iteration of a windowed operation (stream, RMA, message rate, fetch-adds) is a whole
+    // window: a quarter of the ping-pong count. The caps keep small-message measurements long
+    // enough to time well (10000 ping-pongs: ~10 ms on shm) without slowing the big sizes,
+    // which the byte budget bounds.
+    const int max_it = is_windowed(op) ? std::max(1, p.max_iterations / 4) : p.max_iterations;
     const int min_it = is_windowed(op) ? std::max(1, p.min_iterations / 2) : p.min_iterations;
     if (n >= static_cast<std::size_t>(max_it)) return max_it;
     return std::max(min_it, static_cast<int>(n));

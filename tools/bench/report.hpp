@@ -65,7 +65,7 @@ inline constexpr std::size_t msgrate_max_size = 4096;
 
 struct schedule_params {
     std::size_t byte_budget{std::size_t{16} << 20};  ///< payload bytes one measurement aims to move
-    int max_iterations{1000};
+    int max_iterations{10000};  ///< ping-pong; windowed operations get a quarter (windows)
     int min_iterations{2};
     int fixed_iterations{0};  ///< --iters: the same count at every size (0: scaled)
     int window{16};           ///< messages in flight per streaming iteration

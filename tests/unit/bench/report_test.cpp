@@ -227,11 +227,11 @@ TEST(BenchSchedule, ParsesListsRangesAndSuffixes) {
 }
 
 TEST(BenchSchedule, IterationsShrinkWithSizeWithinBounds) {
-    schedule_params p;  // 16 MiB budget, 2..1000 ping-pong iterations, window 16
-    EXPECT_EQ(iterations_for(operation::pingpong, 8, p), 1000);
+    schedule_params p;  // 16 MiB budget, 2..10000 ping-pong iterations, window 16
+    EXPECT_EQ(iterations_for(operation::pingpong, 8, p), 10000);
     EXPECT_EQ(iterations_for(operation::pingpong, 1 << 20, p), 8);
     EXPECT_EQ(iterations_for(operation::pingpong, std::size_t{64} << 20, p), 2);
-    EXPECT_EQ(iterations_for(operation::stream, 8, p), 250);
+    EXPECT_EQ(iterations_for(operation::stream, 8, p), 2500);
     EXPECT_EQ(iterations_for(operation::stream, 1 << 16, p), 16);
     EXPECT_EQ(iterations_for(operation::stream, std::size_t{64} << 20, p), 1);
     int last = 1 << 30;
@@ -303,11 +303,11 @@ TEST(BenchSchedule, SizesPerOperation) {
 
 TEST(BenchSchedule, WindowedOperationsCountTheirWindow) {
     schedule_params p;
-    // Bandwidth windows: a quarter of the iterations, like stream; rates: the full count.
-    EXPECT_EQ(iterations_for(operation::rma_write, 8, p), 250);
+    // Every windowed operation: a quarter of the ping-pong count, in windows.
+    EXPECT_EQ(iterations_for(operation::rma_write, 8, p), 2500);
     EXPECT_EQ(iterations_for(operation::rma_read, 1 << 16, p), 16);
-    EXPECT_EQ(iterations_for(operation::msgrate, 8, p), 1000);
-    EXPECT_EQ(iterations_for(operation::atomic_fadd, 8, p), 1000);
+    EXPECT_EQ(iterations_for(operation::msgrate, 8, p), 2500);
+    EXPECT_EQ(iterations_for(operation::atomic_fadd, 8, p), 2500);
     EXPECT_EQ(messages_per_iteration(operation::atomic_fadd, 8, p), 16);
     EXPECT_EQ(messages_per_iteration(operation::rma_write, std::size_t{16} << 20, p), 4);
     EXPECT_EQ(messages_per_iteration(operation::msgrate, 64, p), 16);
