@@ -206,18 +206,22 @@ auto discover_nics(const config& cfg) -> result<std::vector<nic>> {
     for (const auto& prov : candidates) {
         bool rma = true;
         result<provider_range> all = make_unexpected(errc::no_data);
-        // FI_THREAD_DOMAIN: every call into a rail's objects is made under its engine's mutex,
-        // so the provider may drop its own locks.
-        const auto dom = threading_mode::domain;
-        if (want_hmem)
-            all = query_all({.capabilities = full | capability::hmem, .ep_type = endpoint_types::rdm, .provider = prov,
-                             .threading = dom});
-        if (!all || all->empty())
-            all = query_all({.capabilities = full, .ep_type = endpoint_types::rdm, .provider = prov, .threading = dom});
+        // FI_THREAD_DOMAIN: every call into a rail's objects is made under its engine's lock,
+        // so the provider may drop its own locks. A provider that cannot offer it (one that
+        // needs serialization per endpoint or completion queue) is asked again without.
+        auto query = [&](capability caps) -> result<provider_range> {
+            result<provider_range> r = make_unexpected(errc::no_data);
+            for (const auto dom : {threading_mode::domain, threading_mode::unspecified}) {
+                r = query_all({.capabilities = caps, .ep_type = endpoint_types::rdm, .provider = prov, .threading = dom});
+                if (r && !r->empty()) break;
+            }
+            return r;
+        };
+        if (want_hmem) all = query(full | capability::hmem);
+        if (!all || all->empty()) all = query(full);
         if (!all || all->empty()) {
             rma = false;
-            all = query_all({.capabilities = capability::tagged | capability::msg, .ep_type = endpoint_types::rdm,
-                             .provider = prov, .threading = dom});
+            all = query(capability::tagged | capability::msg);
         }
         if (!all || all->empty()) continue;
         std::vector<nic> out;
@@ -573,12 +577,33 @@ void engine::fail_op(op& o, int rc) noexcept {
 
 // ---------------------------------------------------------------- progress
 void engine::poll_rail(rail& r) noexcept {
-    auto& evs = events_;  // a member: events are built once, not on every call
+    // The queue is read natively (tagged format, fixed at creation) into a stack batch; only
+    // the fields dispatch needs are copied into the one reused event. Error entries go through
+    // completion_queue::read, which also fetches the provider's error text.
+    std::array<::fi_cq_tagged_entry, 16> raw;
+    auto& ev = events_[0];
     for (int round = 0; round < 64; ++round) {
-        auto n = r.cq.read(evs);
-        if (!n || *n == 0) return;
-        for (std::size_t i = 0; i < *n; ++i) dispatch(evs[i]);
-        if (*n < evs.size()) return;
+        const ssize_t n = ::fi_cq_read(r.cq.native(), raw.data(), raw.size());
+        if (n == -FI_EAGAIN) return;
+        if (n < 0) {
+            auto e = r.cq.read(std::span{events_}.first(1));  // -FI_EAVAIL: the error entry
+            if (!e || *e == 0) return;
+            dispatch(events_[0]);
+            continue;
+        }
+        if (ev.error || ev.provider_errno != 0 || ev.overflow_length != 0 || !ev.error_text.empty()) [[unlikely]]
+            ev = completion_event{};
+        for (ssize_t i = 0; i < n; ++i) {
+            const auto& x = raw[static_cast<std::size_t>(i)];
+            ev.context = x.op_context;
+            ev.flags = op_flag{x.flags};
+            ev.bytes_transferred = x.len;
+            ev.buffer = x.buf;
+            ev.data = x.data;
+            ev.tag = x.tag;
+            dispatch(ev);
+        }
+        if (static_cast<std::size_t>(n) < raw.size()) return;
     }
 }
 

@@ -110,6 +110,18 @@ auto nics_for(const char* provider, const char* ifaces) -> std::vector<lp::nic> 
     return n ? *n : std::vector<lp::nic>{};
 }
 
+TEST(PluginEngine, DomainsAreOpenedForSerializedAccess) {
+    // Every engine call runs under the engine lock, so the providers here are asked for
+    // FI_THREAD_DOMAIN (and drop their own locks).
+    for (const char* provider : {"shm", "tcp", "tcp;ofi_rxm"}) {
+        auto nics = nics_for(provider, provider[0] == 's' ? "" : "lo");
+        ASSERT_FALSE(nics.empty()) << provider;
+        const auto dom = nics[0].info.get_domain_attr();
+        ASSERT_TRUE(dom.has_value()) << provider;
+        EXPECT_EQ(dom->threading, loom::threading_mode::domain) << provider;
+    }
+}
+
 TEST(PluginEngine, SizeChoosesEagerOrRendezvous) {
     auto nics = nics_for("tcp", "lo");
     ASSERT_EQ(nics.size(), 1U);
