@@ -595,6 +595,26 @@ void engine::poll_rail(rail& r) noexcept {
             ev = completion_event{};
         for (ssize_t i = 0; i < n; ++i) {
             const auto& x = raw[static_cast<std::size_t>(i)];
+            if (x.op_context != nullptr && tag_kind(x.tag) == kind_data) {
+                // The common completion, an eager message into a live receive: handled here
+                // as on_recv_op would, without building the event.
+                auto* o = static_cast<op*>(request_context::from_native(x.op_context));
+                if (o->kind == op_kind::recv_slot) {
+                    auto& q = *static_cast<recv_request*>(o->owner);
+                    if (q.magic.load(std::memory_order_relaxed) == magic_rreq && q.gen == o->gen) [[likely]] {
+                        o->in_flight = false;
+                        auto& sl = q.slots[o->slot];
+                        if (!sl.done) {
+                            ++stats_.recvs;
+                            sl.received = std::min(x.len, sl.capacity);
+                            if (sl.capacity < scratch_size && sl.received != 0)
+                                std::memcpy(sl.data, sl.scratch.data(), sl.received);
+                            finish_slot(q, sl);
+                        }
+                        continue;
+                    }
+                }
+            }
             ev.context = x.op_context;
             ev.flags = op_flag{x.flags};
             ev.bytes_transferred = x.len;
@@ -850,12 +870,6 @@ void engine::on_remote_write(std::uint64_t imm) noexcept {
         s.received = s.expected;
         finish_slot(r, s);
     }
-}
-
-void engine::finish_slot(recv_request& r, recv_slot& s) noexcept {
-    if (s.done) return;
-    s.done = true;
-    if (--r.remaining == 0) r.done = true;
 }
 
 void engine::fail_request(request_base& r, status st) noexcept {

@@ -424,7 +424,11 @@ private:
     void connect_rails(channel_base& c, const std::vector<address>& remote) noexcept;
     auto slot_keys(recv_slot& s, int rails) -> bool;
     void fail_request(request_base& r, status st) noexcept;
-    void finish_slot(recv_request& r, recv_slot& s) noexcept;
+    static void finish_slot(recv_request& r, recv_slot& s) noexcept {
+        if (s.done) return;
+        s.done = true;
+        if (--r.remaining == 0) r.done = true;
+    }
     void check_peers() noexcept;
     auto peer_alive(const channel_base& c) const noexcept -> bool;
     auto new_channel_id() -> result<std::uint32_t>;
