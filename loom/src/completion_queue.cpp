@@ -113,7 +113,19 @@ auto completion_queue::poll() -> std::optional<completion_event> {
     return ev;
 }
 
-auto completion_queue::read(std::span<completion_event> out) -> result<std::size_t> {
+auto completion_queue::read_failed(::ssize_t rc, completion_event& first) -> result<std::size_t> {
+    if (rc == -FI_EAVAIL) return read_error(first) ? 1 : 0;
+    return native_unexpected(rc);
+}
+
+void completion_queue::clear_error(completion_event& ev) noexcept {
+    ev.error = std::error_code{};
+    ev.provider_errno = 0;
+    ev.overflow_length = 0;
+    ev.error_text.clear();
+}
+
+auto completion_queue::read_any(std::span<completion_event> out) -> result<std::size_t> {
     if (!h_) return make_unexpected(errc::bad_state);
     if (out.empty()) return 0;
     alignas(::fi_cq_tagged_entry) std::array<std::byte, batch_max * sizeof(::fi_cq_tagged_entry)> raw;
