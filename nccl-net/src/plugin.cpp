@@ -317,8 +317,12 @@ template <class C, std::uint32_t Magic>
 auto close_comm(void* comm) -> result_t {
     auto* c = as<C>(comm, Magic);
     if (c == nullptr) return internal_error;
-    std::lock_guard lock(c->eng->mutex());
-    c->eng->close(*c);
+    {
+        std::lock_guard lock(c->eng->mutex());
+        c->eng->close(*c);
+    }
+    // After the engine lock is given back: a finalize that sees no open comms may destroy the
+    // engine (and its lock) at once.
     --state().open_comms;
     return success;
 }

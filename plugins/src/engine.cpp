@@ -581,25 +581,26 @@ void engine::poll_rail(rail& r) noexcept {
     // the fields dispatch needs are copied into the one reused event. Error entries go through
     // completion_queue::read, which also fetches the provider's error text.
     std::array<::fi_cq_tagged_entry, 16> raw;
-    auto& ev = events_[0];
+    auto& ev = event_;
     for (int round = 0; round < 64; ++round) {
         const ssize_t n = ::fi_cq_read(r.cq.native(), raw.data(), raw.size());
         if (n == -FI_EAGAIN) return;
         if (n < 0) {
-            auto e = r.cq.read(std::span{events_}.first(1));  // -FI_EAVAIL: the error entry
+            auto e = r.cq.read({&event_, 1});  // -FI_EAVAIL: the error entry
             if (!e || *e == 0) return;
-            dispatch(events_[0]);
+            dispatch(event_);
             continue;
         }
         if (ev.error || ev.provider_errno != 0 || ev.overflow_length != 0 || !ev.error_text.empty()) [[unlikely]]
             ev = completion_event{};
         for (ssize_t i = 0; i < n; ++i) {
             const auto& x = raw[static_cast<std::size_t>(i)];
-            if (x.op_context != nullptr && tag_kind(x.tag) == kind_data) {
+            if (x.op_context != nullptr) {
                 // The common completion, an eager message into a live receive: handled here
-                // as on_recv_op would, without building the event.
+                // as on_recv_op would, without building the event. (The tag is read only for
+                // receives: a send's completion leaves it undefined.)
                 auto* o = static_cast<op*>(request_context::from_native(x.op_context));
-                if (o->kind == op_kind::recv_slot) {
+                if (o->kind == op_kind::recv_slot && tag_kind(x.tag) == kind_data) {
                     auto& q = *static_cast<recv_request*>(o->owner);
                     if (q.magic.load(std::memory_order_relaxed) == magic_rreq && q.gen == o->gen) [[likely]] {
                         o->in_flight = false;
@@ -1112,6 +1113,8 @@ auto engine::accept(listener& l) -> result<receiver*> {
     r->accept_op.kind = op_kind::accept_send;
     r->magic.store(magic_recv);
     receivers_[r->id] = r;
+    // Room for every receive this engine's channels can queue: irecv never allocates.
+    unposted_.reserve(receivers_.size() * static_cast<std::size_t>(recv_pool_size * max_slots));
     r->is_sender = false;
     channels_.push_back(r);
     post(r->accept_op);
@@ -1369,6 +1372,7 @@ void engine::drain_recycles() noexcept {
 }
 
 auto engine::complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> status {
+    if (!unposted_.empty()) post_unposted();  // every engine call hands queued receives over
     const status st = req.error;
     if (sizes != nullptr) {
         if (req.is_send) {
@@ -1385,6 +1389,7 @@ auto engine::complete(request_base& req, std::size_t* sizes, int n_sizes) noexce
 
 auto engine::iflush(receiver& rc, int n, void* const* data, const std::size_t* sizes, memory_handle* const* mh,
                     bool all) -> result<recv_request*> {
+    if (!unposted_.empty()) post_unposted();  // the receives being flushed completed; others go now too
     if (rc.state != chan_state::ready) return make_unexpected(errc::io_error);
     if (n < 1 || n > max_slots || data == nullptr || sizes == nullptr) return make_unexpected(errc::invalid_argument);
     std::array<bool, max_slots> want{};
@@ -1447,7 +1452,16 @@ void engine::drain(channel_base& c, const std::function<bool()>& pending) noexce
     while (pending() && clock::now() < deadline) {
         progress();
         if (!peer_alive(c)) break;
+        relax_lock();
     }
+}
+
+void engine::relax_lock() noexcept {
+    // The caller holds the engine lock (every engine call does): give other threads a turn at
+    // the engine during a wait that may last seconds, instead of making them spin for it.
+    mu_.unlock();
+    std::this_thread::yield();
+    mu_.lock();
 }
 
 void engine::close(listener& l) noexcept {
@@ -1456,7 +1470,10 @@ void engine::close(listener& l) noexcept {
     if (l.recv_op.in_flight) {
         (void)ep_.cancel(&l.recv_op);
         const auto deadline = clock::now() + std::chrono::milliseconds(1000);
-        while (l.recv_op.in_flight && clock::now() < deadline) progress();
+        while (l.recv_op.in_flight && clock::now() < deadline) {
+            progress();
+            relax_lock();
+        }
     }
     l.state = chan_state::closed;
     if (!l.recv_op.in_flight) slab_of<listener>().put(&l);  // otherwise retired for good

@@ -139,7 +139,11 @@ auto run_mpi(int& argc, char**& argv, const rank_body& body) -> int {
     // One communicator per pair (private: no other MPI traffic can match the channel's tag);
     // within it the initiator (first half of the job) is rank 0.
     MPI_Comm comm = MPI_COMM_NULL;
-    MPI_Comm_split(MPI_COMM_WORLD, pair, role, &comm);
+    if (MPI_Comm_split(MPI_COMM_WORLD, pair, role, &comm) != MPI_SUCCESS) {
+        std::fprintf(stderr, "loom-bench: rank %d: MPI_Comm_split failed\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
+    }
     int rc = 0;
     {
         mpi_channel ch(comm, 1 - role);

@@ -411,7 +411,7 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
     std::size_t done_points = 0;
     for (operation op : o.ops) {
         const auto op_sizes = sizes_for(op, o.sizes);
-        if (op_sizes.empty() && rank == 0)
+        if (op_sizes.empty() && reporter)
             std::fprintf(stderr, "loom-bench: %s: no size up to %s in --sizes, skipped\n",
                          std::string(name_of(op)).c_str(), format_size(msgrate_max_size).c_str());
         for (std::size_t size : op_sizes) {
@@ -501,7 +501,7 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
                     }
                     if (mine.ok == 0 || peer.ok == 0) {
                         samples.error = !err.empty() ? err : "peer: " + peer_err;
-                        if (rank == 0)
+                        if (rank == 0)  // every pair's initiator: a failure in any pair is shown
                             std::fprintf(stderr, "\nloom-bench: %s %s %s: %s\n", o.paths[k].c_str(),
                                          std::string(name_of(op)).c_str(), format_size(size).c_str(),
                                          samples.error.c_str());

@@ -407,6 +407,7 @@ private:
     void poll_rail(rail& r) noexcept;
     void drain_recycles() noexcept;  // puts released requests back in their pools
     void post_unposted() noexcept;   // hands irecv's receives to the provider
+    void relax_lock() noexcept;      // lets other threads in during a long wait (lock held)
     void fail_op(op& o, int rc) noexcept;            // a submission failed for good
     void dispatch(const completion_event& ev) noexcept;
     void on_remote_write(std::uint64_t imm) noexcept;
@@ -467,7 +468,7 @@ private:
     /// The clock as of the last progress call that read it (every 64th): requests are stamped
     /// with it, so submissions read no clock. A stale stamp only makes a peer check come early.
     clock::time_point coarse_now_{clock::now()};
-    std::array<completion_event, 16> events_{};
+    completion_event event_{};  ///< the one event poll_rail fills (built once, reused)
     engine_stats stats_{};
     std::uint64_t host_id_{0};
     release_hook release_hook_{nullptr};

@@ -42,7 +42,7 @@ private:
         asm volatile("yield" ::: "memory");
 #endif
     }
-    std::atomic<bool> held_{false};
+    alignas(64) std::atomic<bool> held_{false};  // its own cache line: spinners do not disturb the holder's data
 };
 
 }  // namespace loom::plugins
