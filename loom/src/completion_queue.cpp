@@ -33,16 +33,9 @@ void fill_from_native(completion_event& ev, cq_format fmt, const void* raw) noex
             ev.data = e->data;
             break;
         }
-        case cq_format::tagged: {
-            const auto* e = static_cast<const ::fi_cq_tagged_entry*>(raw);
-            ev.context = e->op_context;
-            ev.flags = op_flag{e->flags};
-            ev.bytes_transferred = e->len;
-            ev.buffer = e->buf;
-            ev.data = e->data;
-            ev.tag = e->tag;
+        case cq_format::tagged:
+            completion_queue::assign(ev, *static_cast<const ::fi_cq_tagged_entry*>(raw));
             break;
-        }
     }
 }
 
@@ -139,20 +132,14 @@ auto completion_queue::read_any(std::span<completion_event> out) -> result<std::
     const std::size_t stride = entry_size(attr_.format);
     for (std::size_t i = 0; i < static_cast<std::size_t>(rc); ++i) {
         auto& ev = out[i];
-        // Reset in place (no temporary event: its string and error_code cost more than the
-        // read itself on fast providers); error fields only when a previous use set them.
+        // Fields the format does not carry read as empty.
         ev.flags = op_flag{};
         ev.bytes_transferred = 0;
         ev.buffer = nullptr;
         ev.data = 0;
         ev.tag = 0;
         ev.source = fabric_addrs::unspecified;
-        if (ev.error || ev.provider_errno != 0 || ev.overflow_length != 0 || !ev.error_text.empty()) [[unlikely]] {
-            ev.error = std::error_code{};
-            ev.provider_errno = 0;
-            ev.overflow_length = 0;
-            ev.error_text.clear();
-        }
+        clear_error_if_set(ev);
         fill_from_native(ev, attr_.format, raw.data() + i * stride);
         if (attr_.want_source) ev.source = fabric_addr{src[i]};
     }

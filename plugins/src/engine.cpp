@@ -577,55 +577,35 @@ void engine::fail_op(op& o, int rc) noexcept {
 
 // ---------------------------------------------------------------- progress
 void engine::poll_rail(rail& r) noexcept {
-    // The queue is read natively (tagged format, fixed at creation) into a stack batch; only
-    // the fields dispatch needs are copied into the one reused event. Error entries go through
-    // completion_queue::read, which also fetches the provider's error text.
-    std::array<::fi_cq_tagged_entry, 16> raw;
-    auto& ev = event_;
+    auto& evs = events_;  // a member: events are built once, not on every call
     for (int round = 0; round < 64; ++round) {
-        const ssize_t n = ::fi_cq_read(r.cq.native(), raw.data(), raw.size());
-        if (n == -FI_EAGAIN) return;
-        if (n < 0) {
-            auto e = r.cq.read({&event_, 1});  // -FI_EAVAIL: the error entry
-            if (!e || *e == 0) return;
-            dispatch(event_);
-            continue;
-        }
-        if (ev.error || ev.provider_errno != 0 || ev.overflow_length != 0 || !ev.error_text.empty()) [[unlikely]]
-            ev = completion_event{};
-        for (ssize_t i = 0; i < n; ++i) {
-            const auto& x = raw[static_cast<std::size_t>(i)];
-            if (x.op_context != nullptr) {
-                // The common completion, an eager message into a live receive: handled here
-                // as on_recv_op would, without building the event. (The tag is read only for
-                // receives: a send's completion leaves it undefined.)
-                auto* o = static_cast<op*>(request_context::from_native(x.op_context));
-                if (o->kind == op_kind::recv_slot && tag_kind(x.tag) == kind_data) {
-                    auto& q = *static_cast<recv_request*>(o->owner);
-                    if (q.magic.load(std::memory_order_relaxed) == magic_rreq && q.gen == o->gen) [[likely]] {
-                        o->in_flight = false;
-                        auto& sl = q.slots[o->slot];
-                        if (!sl.done) {
-                            ++stats_.recvs;
-                            sl.received = std::min(x.len, sl.capacity);
-                            if (sl.capacity < scratch_size && sl.received != 0)
-                                std::memcpy(sl.data, sl.scratch.data(), sl.received);
-                            finish_slot(q, sl);
-                        }
-                        continue;
-                    }
-                }
-            }
-            ev.context = x.op_context;
-            ev.flags = op_flag{x.flags};
-            ev.bytes_transferred = x.len;
-            ev.buffer = x.buf;
-            ev.data = x.data;
-            ev.tag = x.tag;
-            dispatch(ev);
-        }
-        if (static_cast<std::size_t>(n) < raw.size()) return;
+        auto n = r.cq.read(evs);
+        if (!n || *n == 0) return;
+        for (std::size_t i = 0; i < *n; ++i)
+            if (!land_eager(evs[i])) dispatch(evs[i]);
+        if (*n < evs.size()) return;
     }
+}
+
+auto engine::land_eager(const completion_event& ev) noexcept -> bool {
+    // The common completion, an eager message into a live receive, without dispatch's
+    // routing. (The tag is read only for receives: a send's completion leaves it undefined.)
+    if (ev.context == nullptr || ev.has_error()) return false;
+    auto* o = static_cast<op*>(ev.request());
+    if (o->kind != op_kind::recv_slot || tag_kind(ev.tag) != kind_data) return false;
+    auto& q = *static_cast<recv_request*>(o->owner);
+    if (q.magic.load(std::memory_order_relaxed) != magic_rreq || q.gen != o->gen) return false;
+    o->in_flight = false;
+    land(q, q.slots[o->slot], ev.bytes_transferred);
+    return true;
+}
+
+void engine::land(recv_request& r, recv_slot& s, std::size_t len) noexcept {
+    if (s.done) return;
+    ++stats_.recvs;
+    s.received = std::min(len, s.capacity);
+    if (s.capacity < scratch_size && s.received != 0) std::memcpy(s.data, s.scratch.data(), s.received);
+    finish_slot(r, s);
 }
 
 void engine::post_unposted() noexcept {
@@ -816,10 +796,7 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
         return;
     }
     if (tag_kind(ev.tag) == kind_data) {
-        ++stats_.recvs;
-        s.received = std::min(ev.bytes_transferred, s.capacity);
-        if (small && s.received != 0) std::memcpy(s.data, s.scratch.data(), s.received);
-        finish_slot(r, s);
+        land(r, s, ev.bytes_transferred);
         return;
     }
     // Rendezvous request (no payload, the size in the immediate data): answer with where the
@@ -1187,10 +1164,7 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
         LOOM_WARN("send of {} bytes at {}: stale registration, or the buffer lies outside it", size, data);
         return make_unexpected(errc::invalid_argument);
     }
-    if (s.free_list.empty()) {
-        drain_recycles();
-        if (s.free_list.empty()) return nullptr;
-    }
+    if (!has_free(s)) return nullptr;
     const auto seq = s.seqs.next(tag);
     if (!seq) return make_unexpected(errc::no_space);
     const bool rendezvous = nic_.rma && size > eager_max_;
@@ -1198,7 +1172,7 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
     const bool injected = !rendezvous && size <= inject_size_ &&
                           ep_.tagged_inject({static_cast<const std::byte*>(data), size},
                                             make_tag(kind_data, s.remote_id, *seq, tag), s.peer);
-    send_request& r = *take_request(s, coarse_now_);
+    send_request& r = *take_request(s, coarse_now_);  // has_free made sure
     r.data = static_cast<const std::byte*>(data);
     r.size = size;
     r.user_tag = tag;
@@ -1251,28 +1225,18 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
             return make_unexpected(errc::invalid_argument);
         }
     }
-    if (rc.free_list.empty()) drain_recycles();
-    recv_request* taken = take_request(rc, coarse_now_);
-    if (taken == nullptr) return nullptr;
-    recv_request& r = *taken;
-    r.n = r.remaining = n;
-    r.magic.store(magic_rreq, std::memory_order_relaxed);
-    r.active = true;
+    if (!has_free(rc)) return nullptr;
+    recv_request& r = start_recv(rc, n, n);
     for (int i = 0; i < n; ++i) {
         auto& s = r.slots[static_cast<std::size_t>(i)];
-        s.data = static_cast<std::byte*>(data[i]);
-        s.capacity = sizes[i];
+        reset_slot(s, data[i], sizes[i], mh != nullptr ? mh[i] : nullptr);
         s.user_tag = static_cast<std::uint32_t>(tags[i]);
-        s.done = s.rendezvous = false;
-        s.received = s.expected = s.landed = 0;
-        s.has_key = false;
         const auto seq = rc.seqs.next(s.user_tag);
         if (!seq) {
             fail_request(r, status::invalid_usage);
             return &r;
         }
         s.seq = *seq;
-        s.host_reg = mh != nullptr ? mh[i] : nullptr;
         s.desc = s.host_reg != nullptr ? s.host_reg->reg.descriptor() : nullptr;
         // Posted at the engine's next call (post_unposted): a send the host posts next goes first.
         s.recv_op.kind = op_kind::recv_slot;
@@ -1361,6 +1325,23 @@ void engine::release(request_base& r) noexcept {
     recycle_head_ = &r;
 }
 
+auto engine::start_recv(receiver& rc, int n, int remaining) noexcept -> recv_request& {
+    recv_request& r = *take_request(rc, coarse_now_);  // the caller made sure with has_free
+    r.n = n;
+    r.remaining = remaining;
+    r.magic.store(magic_rreq, std::memory_order_relaxed);
+    r.active = true;
+    return r;
+}
+
+void engine::reset_slot(recv_slot& s, void* data, std::size_t size, memory_handle* host_reg) noexcept {
+    s.data = static_cast<std::byte*>(data);
+    s.capacity = size;
+    s.done = s.rendezvous = s.has_key = false;
+    s.received = s.expected = s.landed = 0;
+    s.host_reg = host_reg;
+}
+
 void engine::drain_recycles() noexcept {
     while (recycle_head_ != nullptr) {
         request_base* r = recycle_head_;
@@ -1418,22 +1399,12 @@ auto engine::iflush(receiver& rc, int n, void* const* data, const std::size_t* s
         flush_reg_ = std::move(*reg);
         self_addr_ = *me;
     }
-    if (rc.free_list.empty()) drain_recycles();
-    recv_request* taken = take_request(rc, coarse_now_);
-    if (taken == nullptr) return make_unexpected(errc::again);
-    recv_request& r = *taken;
-    r.n = n;
-    r.remaining = reads;
-    r.magic.store(magic_rreq, std::memory_order_relaxed);
-    r.active = true;
+    if (!has_free(rc)) return make_unexpected(errc::again);
+    recv_request& r = start_recv(rc, n, reads);
     for (int i = 0; i < n; ++i) {
         auto& s = r.slots[static_cast<std::size_t>(i)];
-        s.data = static_cast<std::byte*>(data[i]);
-        s.capacity = sizes[i];
+        reset_slot(s, data[i], sizes[i], mh != nullptr ? mh[i] : nullptr);
         s.done = !want[static_cast<std::size_t>(i)];
-        s.rendezvous = s.has_key = false;
-        s.received = s.expected = s.landed = 0;
-        s.host_reg = mh != nullptr ? mh[i] : nullptr;
         if (s.done) continue;
         if (!slot_keys(s, 1)) {  // rail 0's key and RMA address of the buffer
             fail_request(r, status::system);

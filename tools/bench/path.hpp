@@ -106,6 +106,19 @@ public:
     [[nodiscard]] virtual auto domain_name() const -> std::string { return {}; }
 };
 
+/// When the provider refuses the capabilities asked for, the next one to give up (atomics
+/// first, then RMA) and why, for the "skipped" note of the operations that needed it.
+inline void drop_capability(bool& rma, bool& atomic, std::string& rma_note, std::string& atomic_note,
+                            const std::string& provider) {
+    if (atomic) {
+        atomic = false;
+        atomic_note = "provider " + provider + " offers no FI_ATOMIC";
+    } else {
+        rma = false;
+        rma_note = "provider " + provider + " offers no FI_RMA";
+    }
+}
+
 [[nodiscard]] auto make_raw_path() -> std::unique_ptr<path>;
 [[nodiscard]] auto make_loom_path() -> std::unique_ptr<path>;
 [[nodiscard]] auto make_nccl_path() -> std::unique_ptr<path>;

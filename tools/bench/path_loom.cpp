@@ -39,13 +39,7 @@ public:
         };
         auto all = query();
         while (!all && all.error() == make_error_code(loom::errc::no_data) && (rma || atomic)) {
-            if (atomic) {
-                atomic = false;
-                atomic_note_ = "provider " + cfg.provider + " offers no FI_ATOMIC";
-            } else {
-                rma = false;
-                rma_note_ = "provider " + cfg.provider + " offers no FI_RMA";
-            }
+            drop_capability(rma, atomic, rma_note_, atomic_note_, cfg.provider);
             all = query();
         }
         if (!all) return err("query_all", all.error());

@@ -58,13 +58,7 @@ public:
                 grc = -FI_ENODATA;
             }
             if (grc != -FI_ENODATA || (!rma && !atomic)) break;
-            if (atomic) {
-                atomic = false;
-                atomic_note_ = "provider " + cfg.provider + " offers no FI_ATOMIC";
-            } else {
-                rma = false;
-                rma_note_ = "provider " + cfg.provider + " offers no FI_RMA";
-            }
+            drop_capability(rma, atomic, rma_note_, atomic_note_, cfg.provider);
         }
         if (grc != 0) return fi_err("fi_getinfo", grc);
         info_ = exact(list_, cfg.provider);

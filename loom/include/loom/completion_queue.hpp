@@ -68,23 +68,31 @@ public:
         if (rc == -FI_EAGAIN) return 0;
         if (rc < 0) [[unlikely]] return read_failed(rc, out[0]);
         for (std::size_t i = 0; i < static_cast<std::size_t>(rc); ++i) {
-            auto& ev = out[i];
-            const auto& e = raw[i];
-            if (ev.error || ev.provider_errno != 0 || ev.overflow_length != 0 || !ev.error_text.empty()) [[unlikely]]
-                clear_error(ev);
-            ev.context = e.op_context;
-            ev.flags = op_flag{e.flags};
-            ev.bytes_transferred = e.len;
-            ev.buffer = e.buf;
-            ev.data = e.data;
-            ev.tag = e.tag;
-            ev.source = fabric_addrs::unspecified;
+            clear_error_if_set(out[i]);
+            assign(out[i], raw[i]);
+            out[i].source = fabric_addrs::unspecified;
         }
         return static_cast<std::size_t>(rc);
     }
     /// Waits up to `timeout` for one completion; errc::timed_out when none arrived. Uses the
     /// wait object when the queue has one, otherwise polls (driving provider progress).
     [[nodiscard]] auto wait(std::chrono::milliseconds timeout) -> result<completion_event>;
+
+    /// Events are reused in place (a temporary's string and error_code cost more than the read
+    /// itself on fast providers): error fields are reset only when a previous use set them.
+    static void clear_error_if_set(completion_event& ev) noexcept {
+        if (ev.error || ev.provider_errno != 0 || ev.overflow_length != 0 || !ev.error_text.empty()) [[unlikely]]
+            clear_error(ev);
+    }
+    /// Copies the fields a tagged entry carries (for code that reads a queue natively too).
+    static void assign(completion_event& ev, const ::fi_cq_tagged_entry& e) noexcept {
+        ev.context = e.op_context;
+        ev.flags = op_flag{e.flags};
+        ev.bytes_transferred = e.len;
+        ev.buffer = e.buf;
+        ev.data = e.data;
+        ev.tag = e.tag;
+    }
 
     [[nodiscard]] auto format() const noexcept -> cq_format { return attr_.format; }
     [[nodiscard]] auto attributes() const noexcept -> const cq_attr& { return attr_; }

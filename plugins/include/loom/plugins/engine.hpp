@@ -405,7 +405,17 @@ private:
     auto submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> int;
     auto complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> status;  // test() of a done request
     void poll_rail(rail& r) noexcept;
+    auto land_eager(const completion_event& ev) noexcept -> bool;  // handled: an eager message into a live receive
+    void land(recv_request& r, recv_slot& s, std::size_t len) noexcept;  // an eager message's bytes arrived
     void drain_recycles() noexcept;  // puts released requests back in their pools
+    /// Whether the channel's pool has a request, after putting released ones back if it ran dry.
+    template <class C>
+    auto has_free(C& c) noexcept -> bool {
+        if (c.free_list.empty()) drain_recycles();
+        return !c.free_list.empty();
+    }
+    auto start_recv(receiver& rc, int n, int remaining) noexcept -> recv_request&;  // a fresh receive request
+    static void reset_slot(recv_slot& s, void* data, std::size_t size, memory_handle* host_reg) noexcept;
     void post_unposted() noexcept;   // hands irecv's receives to the provider
     void relax_lock() noexcept;      // lets other threads in during a long wait (lock held)
     void fail_op(op& o, int rc) noexcept;            // a submission failed for good
@@ -468,7 +478,7 @@ private:
     /// The clock as of the last progress call that read it (every 64th): requests are stamped
     /// with it, so submissions read no clock. A stale stamp only makes a peer check come early.
     clock::time_point coarse_now_{clock::now()};
-    completion_event event_{};  ///< the one event poll_rail fills (built once, reused)
+    std::array<completion_event, 16> events_{};
     engine_stats stats_{};
     std::uint64_t host_id_{0};
     release_hook release_hook_{nullptr};

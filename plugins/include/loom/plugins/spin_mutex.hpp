@@ -42,7 +42,8 @@ private:
         asm volatile("yield" ::: "memory");
 #endif
     }
-    alignas(64) std::atomic<bool> held_{false};  // its own cache line: spinners do not disturb the holder's data
+    alignas(64) std::atomic<bool> held_{
+        false};  // its own cache line: spinners do not disturb the holder's data
 };
 
 }  // namespace loom::plugins
