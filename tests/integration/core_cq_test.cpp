@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <ostream>
@@ -95,6 +96,75 @@ TEST_P(core_cq, wait_object_queue_delivers_a_loopback_completion) {
     EXPECT_TRUE(got_recv);
     EXPECT_TRUE(got_send);
     EXPECT_EQ(in, out);
+}
+
+// read() reuses the caller's events in place: an event that carried an error entry (here a
+// truncated receive) comes back without any of the error's fields when a later read() fills it
+// with a successful completion.
+TEST_P(core_cq, a_reused_event_loses_the_error_it_carried) {
+    std::array<std::byte, 64> out{}, big{};
+    std::array<std::byte, 8> small{};
+    loom::request_context r1, r2, s1, s2;
+    loop_stack s;
+    must_open_loop(GetParam(), {.cq = {.size = 64}}, s);
+    loom_test::fill_pattern(out, 5);
+    std::array<loom::completion_event, 4> evs;
+    // Sends, retrying while the provider asks for progress (reading into a scratch array).
+    auto send = [&](loom::request_context& ctx) {
+        std::array<loom::completion_event, 4> scratch;
+        loom::void_result sent;
+        for (int i = 0; i < 2000; ++i) {
+            sent = s.ep.send(out, s.self, nullptr, &ctx);
+            if (sent || !loom::is_again(sent.error())) break;
+            auto n = s.cq.read(scratch);
+            if (!n || *n != 0) return std::string("completion before the send was accepted");
+        }
+        return outcome(sent);
+    };
+    // Reads until `ctx` completed; true when it completed with an error (left in evs[0]).
+    auto until = [&](const void* ctx, bool& failed) -> bool {
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            auto n = s.cq.read(evs);
+            if (!n) {
+                ADD_FAILURE() << "read: " << outcome(n.error());
+                return false;
+            }
+            for (std::size_t i = 0; i < *n; ++i) {
+                // Only the truncated receive may fail; a stale error on any other event is a bug.
+                if (evs[i].context != &r1) {
+                    EXPECT_FALSE(evs[i].has_error()) << i << ": " << outcome(evs[i].error);
+                }
+                if (!evs[i].has_error()) {
+                    EXPECT_EQ(evs[i].provider_errno, 0) << i;
+                    EXPECT_EQ(evs[i].overflow_length, 0u) << i;
+                    EXPECT_TRUE(evs[i].error_text.empty()) << i << ": " << evs[i].error_text;
+                }
+                if (evs[i].context == ctx) {
+                    failed = evs[i].has_error();
+                    if (failed) {
+                        EXPECT_EQ(i, 0u) << "an error entry comes back alone, first";
+                    }
+                    return true;
+                }
+            }
+        }
+        ADD_FAILURE() << "no completion";
+        return false;
+    };
+    ASSERT_EQ(outcome(s.ep.recv(small, loom::fabric_addrs::unspecified, nullptr, &r1)), "ok");
+    ASSERT_EQ(send(s1), "ok");
+    bool failed = false;
+    ASSERT_TRUE(until(&r1, failed));
+    if (!failed) GTEST_SKIP() << GetParam() << " reports no truncation error";
+    ASSERT_TRUE(evs[0].has_error());
+    EXPECT_GT(evs[0].overflow_length + static_cast<std::size_t>(!evs[0].error_text.empty()), 0u);
+    // The next completions land in the same events: the error's fields are gone.
+    ASSERT_EQ(outcome(s.ep.recv(big, loom::fabric_addrs::unspecified, nullptr, &r2)), "ok");
+    ASSERT_EQ(send(s2), "ok");
+    ASSERT_TRUE(until(&r2, failed));
+    EXPECT_FALSE(failed);
+    EXPECT_TRUE(std::equal(out.begin(), out.end(), big.begin()));
 }
 
 TEST_P(core_cq, out_of_range_formats_are_invalid) {

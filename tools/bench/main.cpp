@@ -68,8 +68,11 @@ Measures the same transfers through several paths over one libfabric provider, r
 interleaved (raw, loom, nccl, raw, loom, nccl, ...), and reports median, spread (MAD %) and the
 ratio of every path to raw.
 
-  --paths LIST       comma list of raw, loom, nccl (default raw,loom,nccl)
+  --paths LIST       comma list of raw, loom, nccl, raw2 (default raw,loom,nccl)
                        raw   plain libfabric C calls written for the benchmark (the floor)
+                       raw2  a second, separate instance of raw (own fabric, domain and
+                             endpoint): the A/A control. Its ratio to raw is the machine's
+                             noise floor; a path's ratio means little closer to 1 than that.
                        loom  the loom core API
                        nccl  the built libnccl-net-loom.so driven through ncclNetPlugin_v12
   --ops LIST         comma list of (default pingpong,stream):
@@ -93,7 +96,14 @@ ratio of every path to raw.
                      the plugin
   --ep-type rdm      endpoint type (only rdm is implemented)
   --sizes LIST       e.g. 8,4K,1M or a power-of-two range 8:64M (default 8:64M)
-  --reps N           interleaved repetitions per point (default 5)
+  --reps N           interleaved repetitions per point and round (default 5)
+  --rounds N         open every path N times, one after the other, and measure every point
+                     in each (default 1): each round's endpoints, queues and provider memory
+                     land at new places and the paths are opened in a rotated order, so what
+                     a single instance gains or loses by placement is spread over the paths
+                     (on shm two instances of raw differ by up to 20% at some sizes). The
+                     statistics pool all rounds x reps samples; the ratio is the median of
+                     the paired (same round, same repetition) ratios.
   --iters N          timed iterations per measurement at every size (default: scaled by size)
   --budget BYTES     payload bytes one measurement aims to move when scaling (default 16M)
   --window N         requests in flight for stream, rma_*, atomic_fadd, msgrate: 1..30 (default 16)
@@ -132,6 +142,7 @@ struct options {
     std::string iface;
     std::vector<std::size_t> sizes = default_sizes();
     int reps{5};
+    int rounds{1};
     schedule_params sched{};
     int ranks{2};
     enum class launch { automatic, local, mpi } launcher{launch::automatic};
@@ -179,7 +190,7 @@ auto parse_args(int argc, char** argv, options& o) -> int {
             if (v == nullptr) return bad("--paths needs a list");
             o.paths = split(v);
             for (const auto& p : o.paths)
-                if (p != "raw" && p != "loom" && p != "nccl") {
+                if (p != "raw" && p != "raw2" && p != "loom" && p != "nccl") {
                     if (p == "nvshmem" || p == "nixl") return bad("path '" + p + "' is not implemented yet");
                     return bad("unknown path '" + p + "'");
                 }
@@ -216,6 +227,8 @@ auto parse_args(int argc, char** argv, options& o) -> int {
             o.sizes = *s;
         } else if (a == "--reps") {
             if (!int_value(1, 1000, o.reps)) return bad("--reps wants 1..1000");
+        } else if (a == "--rounds") {
+            if (!int_value(1, 1000, o.rounds)) return bad("--rounds wants 1..1000");
         } else if (a == "--iters") {
             if (!int_value(1, 10000000, o.sched.fixed_iterations))
                 return bad("--iters wants a positive count");
@@ -260,7 +273,9 @@ auto parse_args(int argc, char** argv, options& o) -> int {
     // (std::sort on (rank, name): stable_sort trips clang's deprecation of libstdc++ 12's
     // get_temporary_buffer.)
     std::sort(o.paths.begin(), o.paths.end(), [](const std::string& a, const std::string& b) {
-        auto rank = [](const std::string& p) { return p == "raw" ? 0 : p == "loom" ? 1 : 2; };
+        auto rank = [](const std::string& p) {
+            return p == "raw" ? 0 : p == "raw2" ? 1 : p == "loom" ? 2 : 3;
+        };
         return std::pair{rank(a), std::string_view{a}} < std::pair{rank(b), std::string_view{b}};
     });
     o.paths.erase(std::unique(o.paths.begin(), o.paths.end()), o.paths.end());
@@ -378,49 +393,62 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
     cfg.rma = wants(is_rma);
     cfg.atomic = wants(is_atomic);
 
-    std::vector<std::unique_ptr<path>> paths;
-    for (const auto& name : o.paths) {
-        auto p = name == "raw" ? make_raw_path() : name == "loom" ? make_loom_path() : make_nccl_path();
-        if (auto e = p->open(cfg, buf, ch, rank); !e.empty()) {
-            std::fprintf(stderr, "loom-bench: rank %d: path %s over %s: %s\n", rank, name.c_str(),
-                         o.provider.c_str(), e.c_str());
-            return ch.abandon(1);
-        }
-        if (!ch.barrier()) {
-            std::fprintf(stderr, "loom-bench: rank %d: peer gone while opening %s\n", rank, name.c_str());
-            return ch.abandon(1);
-        }
-        paths.push_back(std::move(p));
-    }
-
     run_info info;
     info.provider = o.provider;
-    info.domain = paths.front()->domain_name();
     info.ranks = ranks;
     info.pairs = std::max(1, ranks / 2);
     info.launcher = launcher;
     info.window = o.sched.window;
     info.repetitions = o.reps;
+    info.rounds = o.rounds;
     info.paths = o.paths;
     const progress_line prog{reporter && !o.quiet, ::isatty(2) != 0};
 
+    // Every point, measured in every round; samples accumulate across rounds.
     std::vector<point> points;
-    bool failed = false, wrong = false;
-    std::size_t total = 0;
-    for (operation op : o.ops) total += sizes_for(op, o.sizes).size();
-    std::size_t done_points = 0;
     for (operation op : o.ops) {
         const auto op_sizes = sizes_for(op, o.sizes);
         if (op_sizes.empty() && reporter)
             std::fprintf(stderr, "loom-bench: %s: no size up to %s in --sizes, skipped\n",
                          std::string(name_of(op)).c_str(), format_size(msgrate_max_size).c_str());
         for (std::size_t size : op_sizes) {
-            if (failed) break;
             point pt;
             pt.op = op;
             pt.size = size;
             pt.iterations = iterations_for(op, size, o.sched);
             pt.window = is_windowed(op) ? window_for(size, o.sched) : 1;
+            points.push_back(std::move(pt));
+        }
+    }
+
+    bool failed = false, wrong = false;
+    for (int round = 0; round < o.rounds && !failed; ++round) {
+        // Each round opens every path anew (fresh endpoints, provider memory at new places)
+        // and rotates the order they are opened in: what one instance of a path gains or loses
+        // by where its objects landed, or by being opened first, is spread over all paths.
+        const std::size_t n_paths = o.paths.size();
+        std::vector<std::unique_ptr<path>> paths(n_paths);
+        for (std::size_t j = 0; j < n_paths; ++j) {
+            const std::size_t k = (j + static_cast<std::size_t>(round)) % n_paths;
+            const auto& name = o.paths[k];
+            auto p = name == "loom" ? make_loom_path() : name == "nccl" ? make_nccl_path() : make_raw_path();
+            if (auto e = p->open(cfg, buf, ch, rank); !e.empty()) {
+                std::fprintf(stderr, "loom-bench: rank %d: path %s over %s: %s\n", rank, name.c_str(),
+                             o.provider.c_str(), e.c_str());
+                return ch.abandon(1);
+            }
+            if (!ch.barrier()) {
+                std::fprintf(stderr, "loom-bench: rank %d: peer gone while opening %s\n", rank, name.c_str());
+                return ch.abandon(1);
+            }
+            paths[k] = std::move(p);
+        }
+        if (round == 0) info.domain = paths.front()->domain_name();
+        std::size_t done_points = 0;
+        for (auto& pt : points) {
+            if (failed) break;
+            const operation op = pt.op;
+            const std::size_t size = pt.size;
             const int warmup = warmup_for(pt.iterations);
             const double messages =
                 static_cast<double>(pt.iterations) * messages_per_iteration(op, size, o.sched);
@@ -456,8 +484,13 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
                     if (prog.tty || (rep == 0 && k == 0))
                         prog.show("[loom-bench] " + o.provider + " " + std::string(name_of(op)) + " " +
                                   format_size(size) + "  rep " + std::to_string(rep + 1) + "/" +
-                                  std::to_string(o.reps) + "  " + o.paths[k] + "  (" +
-                                  std::to_string(done_points + 1) + "/" + std::to_string(total) + ")");
+                                  std::to_string(o.reps) +
+                                  (o.rounds > 1 ? "  round " + std::to_string(round + 1) + "/" +
+                                                      std::to_string(o.rounds)
+                                                : std::string{}) +
+                                  "  " + o.paths[k] + "  (" + std::to_string(done_points + 1) + "/" +
+                                  std::to_string(points.size()) + ")");
+                    // The last repetition of every round checks the payload.
                     const bool verify = rep == o.reps - 1;
                     const std::size_t span = size * static_cast<std::size_t>(pt.window);
                     if (verify) std::memset(buf.rx, 0, span);
@@ -522,12 +555,11 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
                 }
             }
             ++done_points;
-            points.push_back(std::move(pt));
         }
+        if (!ch.barrier()) failed = true;
     }
     prog.clear();
     if (!ch.barrier()) failed = true;
-    paths.clear();
     std::free(tx);
     std::free(rx);
     if (!reporter) return failed ? 1 : (wrong ? 3 : 0);

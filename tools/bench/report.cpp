@@ -71,6 +71,12 @@ auto xml_escape(std::string_view s) -> std::string {
     return out;
 }
 
+/// "7 repetitions interleaved", or "3 rounds x 7 repetitions interleaved".
+auto repetitions_note(const run_info& info) -> std::string {
+    const std::string reps = std::to_string(info.repetitions) + " repetitions interleaved";
+    return info.rounds > 1 ? std::to_string(info.rounds) + " rounds x " + reps : reps;
+}
+
 /// A finite number for JSON (JSON has no NaN/Inf).
 auto jnum(double v) -> std::string {
     if (!std::isfinite(v)) return "null";
@@ -327,11 +333,11 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
         }
         const std::string pairs_note =
             info.pairs > 1 ? ", " + std::to_string(info.pairs) + " pairs at once (figures of pair 0)" : std::string{};
-        std::snprintf(line, sizeof line,
-                      "#\n# loom-bench %s: provider %s%s%s, %d ranks (%s)%s, %d repetitions interleaved%s\n",
+        std::snprintf(line, sizeof line, "#\n# loom-bench %s: provider %s%s%s, %d ranks (%s)%s, %s%s\n",
                       std::string(name_of(op)).c_str(), info.provider.c_str(),
                       info.domain.empty() ? "" : " domain ", info.domain.c_str(), info.ranks,
-                      info.launcher.c_str(), pairs_note.c_str(), info.repetitions, window_note.c_str());
+                      info.launcher.c_str(), pairs_note.c_str(), repetitions_note(info).c_str(),
+                      window_note.c_str());
         out += line;
         switch (m) {
             case metric::latency:
@@ -427,6 +433,7 @@ auto render_json(const run_info& info, std::span<const point> points) -> std::st
     o += "  \"pairs\": " + std::to_string(info.pairs) + ",\n";
     o += "  \"window\": " + std::to_string(info.window) + ",\n";
     o += "  \"repetitions\": " + std::to_string(info.repetitions) + ",\n";
+    o += "  \"rounds\": " + std::to_string(info.rounds) + ",\n";
     o += "  \"paths\": [";
     for (std::size_t i = 0; i < info.paths.size(); ++i)
         o += (i ? ", \"" : "\"") + json_escape(info.paths[i]) + "\"";
@@ -664,8 +671,7 @@ auto render_svg(const run_info& info, std::span<const point> points) -> std::str
     o += "  <title>loom-bench, provider " + xml_escape(info.provider) + "</title>\n";
     o += "  <text x=\"500\" y=\"20\" font-size=\"16\" text-anchor=\"middle\">loom-bench: provider " +
          xml_escape(info.provider) + ", " + std::to_string(info.ranks) + " ranks (" +
-         xml_escape(info.launcher) + "), median of " + std::to_string(info.repetitions) +
-         " interleaved repetitions</text>\n";
+         xml_escape(info.launcher) + "), median of " + repetitions_note(info) + "</text>\n";
     const auto lat = plotted_op(points, true), bw = plotted_op(points, false);
     draw_panel(o,
                {lat ? panel_title(lat, info.window) : "latency (tagged ping-pong, one-way)", "latency (us)",

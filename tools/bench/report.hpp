@@ -113,7 +113,8 @@ struct run_info {
     /// Pairs of ranks measuring at the same time (ranks / 2); the figures are pair 0's.
     int pairs{1};
     int window{16};
-    int repetitions{5};
+    int repetitions{5};              ///< per round
+    int rounds{1};                   ///< times every path was opened anew and every point measured
     std::vector<std::string> paths;  // in display order; "raw" first when present
 };
 

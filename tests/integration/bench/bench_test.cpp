@@ -122,6 +122,27 @@ TEST_F(BenchRun, TcpHasNoAtomicsSoFetchAddIsSkipped) {
     EXPECT_EQ(count(j, "\"verified\": true, \"time_us\""), 2U) << j;  // RMA write, raw and loom
 }
 
+// --rounds opens every path anew per round (rotating the open order) and pools the samples;
+// raw2 is a second, separate instance of raw (the A/A control), with a ratio like any path.
+TEST_F(BenchRun, RoundsReopenThePathsAndRaw2IsAControlInstance) {
+    const std::string json = dir_ + "/rounds.json";
+    const std::string cmd = std::string(LOOM_BENCH_PATH) +
+                            " --local 2 --provider shm --paths loom,raw2,raw,nccl --ops pingpong,stream"
+                            " --sizes 8,4K --reps 2 --rounds 3 --iters 20 --quiet --json " +
+                            json + " > " + dir_ + "/table.txt";
+    ASSERT_EQ(run(cmd), 0) << slurp(dir_ + "/table.txt");
+    const std::string j = slurp(json);
+    EXPECT_NE(j.find("\"paths\": [\"raw\", \"raw2\", \"loom\", \"nccl\"]"), std::string::npos) << j;
+    EXPECT_NE(j.find("\"repetitions\": 2,"), std::string::npos) << j;
+    EXPECT_NE(j.find("\"rounds\": 3,"), std::string::npos) << j;
+    EXPECT_NE(j.find("\"all_verified\": true"), std::string::npos) << j;
+    // 4 points x 4 paths, each with rounds x reps = 6 samples; every path but raw has a ratio.
+    EXPECT_EQ(count(j, "\"samples\": 6}"), 16U) << j;
+    EXPECT_EQ(count(j, "\"ratio_to_raw\": null"), 4U) << j;
+    EXPECT_NE(slurp(dir_ + "/table.txt").find("3 rounds x 2 repetitions interleaved"), std::string::npos);
+    EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --rounds 0 2>/dev/null"), 2);
+}
+
 TEST_F(BenchRun, RejectsTheSocketsProviderAndUnknownOptions) {
     EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --provider sockets 2>/dev/null"), 2);
     EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --no-such-option 2>/dev/null"), 2);

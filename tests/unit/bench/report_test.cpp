@@ -337,6 +337,19 @@ TEST(BenchOutput, TableHasOneRowPerPointAndRatioColumns) {
     EXPECT_EQ(rows, pts.size());
 }
 
+TEST(BenchOutput, RoundsAreNamedInTableJsonAndPlot) {
+    const auto pts = sample_points();
+    auto info = three_paths();
+    EXPECT_NE(render_table(info, pts).find(", 3 repetitions interleaved"), std::string::npos);
+    EXPECT_EQ(render_table(info, pts).find("rounds"), std::string::npos);  // one round: not mentioned
+    EXPECT_NE(render_json(info, pts).find("\"rounds\": 1,"), std::string::npos);
+    info.rounds = 4;
+    EXPECT_NE(render_table(info, pts).find(", 4 rounds x 3 repetitions interleaved"), std::string::npos);
+    EXPECT_NE(render_json(info, pts).find("\"rounds\": 4,"), std::string::npos);
+    EXPECT_NE(render_svg(info, pts).find("median of 4 rounds x 3 repetitions interleaved"),
+              std::string::npos);
+}
+
 TEST(BenchOutput, TableFlagsWrongBytes) {
     auto pts = sample_points();
     pts[1].paths["loom"].verified = false;
