@@ -176,11 +176,15 @@ auto provider_ranking() -> const std::vector<std::string>& {
 }
 
 auto default_eager_max(std::string_view provider) noexcept -> std::size_t {
-    // Measured with loom-bench --paths nccl over loopback, LOOM_EAGER_MAX swept 0 … 16m
-    // (docs/plugins.md): the RMA-write rendezvous wins from 16 KiB up on shm and on
-    // tcp;ofi_rxm (whose own protocol switches to a rendezvous there too), from 64 KiB on tcp.
+    // Measured with loom-bench over loopback, LOOM_EAGER_MAX swept (docs/plugins.md): on shm
+    // eager sends match raw up to 256 KiB (nccl/raw 0.96-1.05 at 128-256 KiB) where the
+    // RTS/CTS round trip of the rendezvous costs 1.2-1.5x from 32 KiB to 256 KiB; a larger
+    // limit pads every receive with more discard space, which slows the eager sizes (1 MiB
+    // all-eager loses). The RMA-write rendezvous wins from 16 KiB on tcp;ofi_rxm (whose own
+    // protocol switches to a rendezvous there too), from 64 KiB on tcp.
     // Truncation is safe at any limit: short receives are padded to it (engine::submit).
-    if (provider == "shm" || provider == "tcp;ofi_rxm") return 16384;
+    if (provider == "shm") return 262144;
+    if (provider == "tcp;ofi_rxm") return 16384;
     return 65536;
 }
 

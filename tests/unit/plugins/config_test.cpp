@@ -124,7 +124,7 @@ TEST(PluginRanking, HardwareBeforeTcpAndEagerDefaults) {
     EXPECT_LT(pos("efa"), pos("tcp"));
     EXPECT_LT(pos("tcp;ofi_rxm"), pos("tcp"));
     EXPECT_EQ(std::find(r.begin(), r.end(), "sockets"), r.end());
-    EXPECT_EQ(loom::plugins::default_eager_max("shm"), 16384U);
+    EXPECT_EQ(loom::plugins::default_eager_max("shm"), 262144U);
     EXPECT_EQ(loom::plugins::default_eager_max("tcp;ofi_rxm"), 16384U);
     EXPECT_EQ(loom::plugins::default_eager_max("tcp"), 65536U);
 }
