@@ -111,6 +111,13 @@ auto completion_queue::read_failed(::ssize_t rc, completion_event& first) -> res
     return native_unexpected(rc);
 }
 
+auto completion_queue::read_tagged_refused() const noexcept -> result<std::size_t> {
+    if (!h_) return make_unexpected(errc::bad_state);
+    if (attr_.format != cq_format::tagged || attr_.want_source)
+        return make_unexpected(errc::invalid_argument);
+    return 0;  // an empty span: nothing to read into
+}
+
 void completion_queue::clear_error(completion_event& ev) noexcept {
     ev.error = std::error_code{};
     ev.provider_errno = 0;

@@ -581,26 +581,41 @@ void engine::fail_op(op& o, int rc) noexcept {
 
 // ---------------------------------------------------------------- progress
 void engine::poll_rail(rail& r) noexcept {
-    auto& evs = events_;  // a member: events are built once, not on every call
+    // The provider's entries in place (read_tagged); everything but an eager message into a
+    // live receive goes through dispatch as a typed event (built in a member, once per entry).
+    // An error entry stops read_tagged: read() then returns it with its details.
+    auto& ents = entries_;
     for (int round = 0; round < 64; ++round) {
-        auto n = r.cq.read(evs);
-        if (!n || *n == 0) return;
-        for (std::size_t i = 0; i < *n; ++i)
-            if (!land_eager(evs[i])) dispatch(evs[i]);
-        if (*n < evs.size()) return;
+        auto n = r.cq.read_tagged(ents);
+        if (!n) [[unlikely]] {
+            if (n.error() != make_error_code(errc::error_available)) return;
+            auto e = r.cq.read(std::span{events_.data(), 1});
+            if (e && *e == 1) dispatch(events_[0]);
+            continue;
+        }
+        if (*n == 0) return;
+        for (std::size_t i = 0; i < *n; ++i) {
+            if (land_eager(ents[i])) continue;
+            auto& ev = events_[0];
+            completion_queue::clear_error_if_set(ev);
+            completion_queue::assign(ev, ents[i].native());
+            ev.source = fabric_addrs::unspecified;
+            dispatch(ev);
+        }
+        if (*n < ents.size()) return;
     }
 }
 
-auto engine::land_eager(const completion_event& ev) noexcept -> bool {
+auto engine::land_eager(const tagged_completion& c) noexcept -> bool {
     // The common completion, an eager message into a live receive, without dispatch's
     // routing. (The tag is read only for receives: a send's completion leaves it undefined.)
-    if (ev.context == nullptr || ev.has_error()) return false;
-    auto* o = static_cast<op*>(ev.request());
-    if (o->kind != op_kind::recv_slot || tag_kind(ev.tag) != kind_data) return false;
+    if (c.context() == nullptr) return false;
+    auto* o = static_cast<op*>(c.request());
+    if (o->kind != op_kind::recv_slot || tag_kind(c.tag()) != kind_data) return false;
     auto& q = *static_cast<recv_request*>(o->owner);
     if (q.magic.load(std::memory_order_relaxed) != magic_rreq || q.gen != o->gen) return false;
     o->in_flight = false;
-    land(q, q.slots[o->slot], ev.bytes_transferred);
+    land(q, q.slots[o->slot], c.bytes_transferred());
     return true;
 }
 

@@ -167,6 +167,93 @@ TEST_P(core_cq, a_reused_event_loses_the_error_it_carried) {
     EXPECT_TRUE(std::equal(out.begin(), out.end(), big.begin()));
 }
 
+// read_tagged: the provider's entries land in the caller's array as they are (typed
+// accessors over fi_cq_tagged_entry); an error entry stops it with error_available and read()
+// then returns that entry with its details; queues it cannot serve are refused up front.
+TEST_P(core_cq, read_tagged_reads_entries_in_place_and_leaves_errors_to_read) {
+    std::array<std::byte, 64> out{}, big{};
+    std::array<std::byte, 8> small{};
+    loom::request_context r1, r2, s1, s2;
+    loop_stack s;
+    must_open_loop(GetParam(), {.cq = {.size = 64}}, s);
+    loom_test::fill_pattern(out, 9);
+    std::array<loom::tagged_completion, 4> tc;
+    auto empty = s.cq.read_tagged(tc);
+    ASSERT_TRUE(empty) << outcome(empty.error());
+    EXPECT_EQ(*empty, 0u);
+    EXPECT_EQ(*s.cq.read_tagged(std::span<loom::tagged_completion>{}), 0u);
+    auto send = [&](loom::request_context& ctx) {
+        loom::void_result sent;
+        for (int i = 0; i < 2000; ++i) {
+            sent = s.ep.tagged_send(out, 0x77, s.self, nullptr, &ctx);
+            if (sent || !loom::is_again(sent.error())) break;
+            auto n = s.cq.read_tagged(tc);
+            if (!n || *n != 0) return std::string("completion before the send was accepted");
+        }
+        return outcome(sent);
+    };
+    // A good message: receive and send completions come back in place.
+    ASSERT_EQ(outcome(s.ep.tagged_recv(big, 0x77, 0, loom::fabric_addrs::unspecified, nullptr, &r1)), "ok");
+    ASSERT_EQ(send(s1), "ok");
+    bool got_recv = false, got_send = false;
+    for (auto deadline = std::chrono::steady_clock::now() + 5s;
+         (!got_recv || !got_send) && std::chrono::steady_clock::now() < deadline;) {
+        auto n = s.cq.read_tagged(tc);
+        ASSERT_TRUE(n) << outcome(n.error());
+        for (std::size_t i = 0; i < *n; ++i) {
+            if (tc[i].request() == &r1) {
+                got_recv = true;
+                EXPECT_EQ(tc[i].bytes_transferred(), out.size());
+                EXPECT_EQ(tc[i].tag(), 0x77u);
+                EXPECT_TRUE(tc[i].flags().any(loom::op_flag::recv));
+                EXPECT_EQ(tc[i].native().len, out.size());
+            } else if (tc[i].context() == static_cast<void*>(&s1)) {
+                got_send = true;
+                EXPECT_TRUE(tc[i].flags().any(loom::op_flag::send));
+            } else {
+                ADD_FAILURE() << "completion with an unknown context";
+            }
+        }
+    }
+    EXPECT_TRUE(got_recv && got_send);
+    EXPECT_TRUE(std::equal(out.begin(), out.end(), big.begin()));
+    // A truncated receive: read_tagged reports error_available, read() delivers the entry.
+    ASSERT_EQ(outcome(s.ep.tagged_recv(small, 0x77, 0, loom::fabric_addrs::unspecified, nullptr, &r2)), "ok");
+    ASSERT_EQ(send(s2), "ok");
+    bool saw_error = false;
+    for (auto deadline = std::chrono::steady_clock::now() + 5s;
+         !saw_error && std::chrono::steady_clock::now() < deadline;) {
+        auto n = s.cq.read_tagged(tc);
+        if (!n) {
+            ASSERT_EQ(outcome(n.error()), "error_available");
+            std::array<loom::completion_event, 2> evs;
+            auto m = s.cq.read(evs);
+            ASSERT_TRUE(m) << outcome(m.error());
+            ASSERT_EQ(*m, 1u);
+            EXPECT_TRUE(evs[0].has_error());
+            EXPECT_EQ(evs[0].context, static_cast<void*>(&r2));
+            saw_error = true;
+        } else if (std::any_of(tc.begin(), tc.begin() + static_cast<std::ptrdiff_t>(*n),
+                               [&](const auto& c) { return c.context() == static_cast<void*>(&r2); })) {
+            GTEST_SKIP() << GetParam() << " reports no truncation error";
+        }
+    }
+    EXPECT_TRUE(saw_error);
+}
+
+TEST_P(core_cq, read_tagged_refuses_queues_it_cannot_serve) {
+    auto st = loom_test::open_stack(GetParam(), base_caps);
+    ASSERT_TRUE(st) << outcome(st.error());
+    std::array<loom::tagged_completion, 2> tc;
+    for (auto f : {loom::cq_format::context, loom::cq_format::msg, loom::cq_format::data}) {
+        auto cq = loom::completion_queue::create(st->domain, {.size = 16, .format = f});
+        ASSERT_TRUE(cq) << outcome(cq.error());
+        EXPECT_EQ(outcome(cq->read_tagged(tc)), "invalid_argument") << static_cast<int>(f);
+    }
+    loom::completion_queue closed;
+    EXPECT_EQ(outcome(closed.read_tagged(tc)), "bad_state");
+}
+
 TEST_P(core_cq, out_of_range_formats_are_invalid) {
     auto st = loom_test::open_stack(GetParam(), base_caps);
     ASSERT_TRUE(st) << outcome(st.error());

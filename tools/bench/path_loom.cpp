@@ -1,5 +1,6 @@
 // The loom core API: query_all → fabric → domain → completion_queue / address_vector →
-// endpoint, registered buffers, tagged_send / tagged_recv and batched completion reads;
+// endpoint, registered buffers, tagged_send / tagged_recv and batched completion reads in place
+// (completion_queue::read_tagged);
 // loom::rma::write_to / read_to and loom::atomic::fetch_add_to for the one-sided operations.
 // Same hints, objects and loops as the raw path.
 #include <array>
@@ -226,18 +227,24 @@ public:
 
 private:
     auto progress() -> bool {
-        auto n = cq_.read(events_);
-        if (!n) return fail("cq read", n.error());
+        // The provider's entries as they are (completion_queue::read_tagged); an error entry
+        // is then read with its details as a typed event.
+        auto n = cq_.read_tagged(entries_);
+        if (!n) [[unlikely]] {
+            if (n.error() != make_error_code(loom::errc::error_available)) return fail("cq read", n.error());
+            std::array<loom::completion_event, 1> ev;
+            auto e = cq_.read(ev);
+            if (!e) return fail("cq read", e.error());
+            if (*e == 1 && ev[0].has_error())
+                error_ = "completion error: " + ev[0].error.message() + " (" + ev[0].error_text + ")";
+            else
+                error_ = "completion error announced, none read";
+            return false;
+        }
         for (std::size_t i = 0; i < *n; ++i) {
-            const auto& ev = events_[i];
-            if (ev.has_error()) {
-                error_ = "completion error: " + ev.error.message() + " (" + ev.error_text + ")";
-                return false;
-            }
-            const auto slot =
-                static_cast<std::size_t>(static_cast<loom::request_context*>(ev.context) - ctx_.data());
+            const auto slot = static_cast<std::size_t>(entries_[i].request() - ctx_.data());
             done_[slot] = true;
-            len_[slot] = ev.bytes_transferred;
+            len_[slot] = entries_[i].bytes_transferred();
         }
         return true;
     }
@@ -264,7 +271,7 @@ private:
     std::array<bool, slot_count> done_{};
     std::array<std::size_t, slot_count> len_{};
     std::array<std::size_t, slot_count> expect_{};
-    std::array<loom::completion_event, 8> events_{};
+    std::array<loom::tagged_completion, 8> entries_{};
     std::string error_;
 };
 

@@ -405,7 +405,8 @@ private:
     auto submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> int;
     auto complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> status;  // test() of a done request
     void poll_rail(rail& r) noexcept;
-    auto land_eager(const completion_event& ev) noexcept -> bool;  // handled: an eager message into a live receive
+    /// An eager message into a live receive, landed without dispatch's routing: true if handled.
+    auto land_eager(const tagged_completion& c) noexcept -> bool;
     void land(recv_request& r, recv_slot& s, std::size_t len) noexcept;  // an eager message's bytes arrived
     void drain_recycles() noexcept;  // puts released requests back in their pools
     /// Whether the channel's pool has a request, after putting released ones back if it ran dry.
@@ -478,7 +479,8 @@ private:
     /// The clock as of the last progress call that read it (every 64th): requests are stamped
     /// with it, so submissions read no clock. A stale stamp only makes a peer check come early.
     clock::time_point coarse_now_{clock::now()};
-    std::array<completion_event, 16> events_{};
+    std::array<tagged_completion, 16> entries_{};  ///< poll_rail reads the provider's entries here
+    std::array<completion_event, 1> events_{};     ///< and builds a typed event here for dispatch
     engine_stats stats_{};
     std::uint64_t host_id_{0};
     release_hook release_hook_{nullptr};
