@@ -33,7 +33,10 @@ namespace {
 /// messages in arrival order, however the peer split them.
 class mpi_channel final : public channel {
 public:
-    mpi_channel(MPI_Comm comm, int peer) : comm_(comm), peer_(peer) {}
+    /// `initiators`: the communicator of every pair's rank 0, ranked by pair (MPI_COMM_NULL on
+    /// the other ranks).
+    mpi_channel(MPI_Comm comm, int peer, MPI_Comm initiators)
+        : comm_(comm), peer_(peer), initiators_(initiators) {}
     mpi_channel(const mpi_channel&) = delete;
     auto operator=(const mpi_channel&) -> mpi_channel& = delete;
     ~mpi_channel() override { drain(); }
@@ -79,6 +82,25 @@ public:
 
     [[nodiscard]] auto barrier() -> bool override { return MPI_Barrier(comm_) == MPI_SUCCESS; }
 
+    [[nodiscard]] auto gather_initiators(const std::vector<double>& mine,
+                                         std::vector<std::vector<double>>& all) -> bool override {
+        all.clear();
+        if (initiators_ == MPI_COMM_NULL || mine.size() > static_cast<std::size_t>(INT_MAX)) return false;
+        int me = 0, n = 0;
+        if (MPI_Comm_rank(initiators_, &me) != MPI_SUCCESS || MPI_Comm_size(initiators_, &n) != MPI_SUCCESS)
+            return false;
+        std::vector<double> flat(me == 0 ? mine.size() * static_cast<std::size_t>(n) : 0);
+        const int count = static_cast<int>(mine.size());
+        if (MPI_Gather(mine.data(), count, MPI_DOUBLE, flat.data(), count, MPI_DOUBLE, 0, initiators_) !=
+            MPI_SUCCESS)
+            return false;
+        if (me == 0)
+            for (int k = 0; k < n; ++k)
+                all.emplace_back(flat.begin() + static_cast<std::ptrdiff_t>(k) * count,
+                                 flat.begin() + static_cast<std::ptrdiff_t>(k + 1) * count);
+        return true;
+    }
+
     auto abandon(int rc) -> int override {
         // The peer may be blocked in MPI_Probe/MPI_Barrier for this rank: end the whole job.
         std::fflush(nullptr);
@@ -108,6 +130,7 @@ private:
     }
     MPI_Comm comm_;
     int peer_;
+    MPI_Comm initiators_;
     std::deque<outgoing> out_;  // deque: elements never move, MPI holds their buffers
     std::vector<std::byte> in_;
     std::size_t in_pos_{0};
@@ -144,13 +167,21 @@ auto run_mpi(int& argc, char**& argv, const rank_body& body) -> int {
         MPI_Abort(MPI_COMM_WORLD, 1);
         return 1;
     }
+    // Every pair's initiator, ranked by pair: the figures of all pairs meet at pair 0's.
+    MPI_Comm initiators = MPI_COMM_NULL;
+    if (MPI_Comm_split(MPI_COMM_WORLD, role == 0 ? 0 : MPI_UNDEFINED, pair, &initiators) != MPI_SUCCESS) {
+        std::fprintf(stderr, "loom-bench: rank %d: MPI_Comm_split failed\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
+    }
     int rc = 0;
     {
-        mpi_channel ch(comm, 1 - role);
+        mpi_channel ch(comm, 1 - role, initiators);
         rc = body(ch, role, size, pair);
         ch.drain();
     }
     std::fflush(nullptr);
+    if (initiators != MPI_COMM_NULL) MPI_Comm_free(&initiators);
     MPI_Comm_free(&comm);
     MPI_Finalize();
     return rc;

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -113,7 +114,9 @@ ratio of every path to raw.
                      of ranks: rank r pairs with rank r + size/2 and all pairs measure at
                      once). Default: mpi when started by Open MPI's mpirun
                      (OMPI_COMM_WORLD_SIZE is set), else local. Under mpi rank 0 prints its
-                     pair's table and writes the files.
+                     pair's table and writes the files; with several pairs it adds what all
+                     pairs did together (sum of bandwidths or rates; latency: the slowest
+                     pair's median), from every pair's medians.
   --nccl-plugin PATH plugin to load (default: the one built with this tool)
   --json FILE        write results as JSON ("-": stdout, the table then goes to stderr)
   --csv FILE         write results as CSV ("-": stdout)
@@ -560,6 +563,35 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
     }
     prog.clear();
     if (!ch.barrier()) failed = true;
+    // Every pair's initiator hands its medians to pair 0's (under MPI with several pairs), which
+    // reports what all pairs did together next to pair 0's own figures.
+    if (rank == 0) {
+        std::vector<double> mine;
+        for (const auto& pt : points)
+            for (const auto& name : o.paths) {
+                const auto it = pt.paths.find(name);
+                const bool has = it != pt.paths.end() && it->second.measured && it->second.skipped.empty() &&
+                                 !it->second.seconds_per_message.empty();
+                mine.push_back(has ? median(it->second.seconds_per_message)
+                                   : std::numeric_limits<double>::quiet_NaN());
+            }
+        std::vector<std::vector<double>> all;
+        if (!ch.gather_initiators(mine, all)) {
+            std::fprintf(stderr, "loom-bench: rank 0 of pair %d: gathering the pairs' figures failed\n",
+                         pair);
+            failed = true;
+        } else if (reporter && all.size() > 1) {
+            std::size_t k = 0;
+            for (auto& pt : points)
+                for (const auto& name : o.paths) {
+                    if (auto it = pt.paths.find(name); it != pt.paths.end())
+                        for (const auto& v : all)
+                            it->second.pair_seconds.push_back(
+                                k < v.size() ? v[k] : std::numeric_limits<double>::quiet_NaN());
+                    ++k;
+                }
+        }
+    }
     std::free(tx);
     std::free(rx);
     if (!reporter) return failed ? 1 : (wrong ? 3 : 0);

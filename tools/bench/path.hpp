@@ -28,6 +28,14 @@ public:
     [[nodiscard]] auto recv_blob(std::vector<std::byte>& b) -> bool;
     /// Both ranks arrive before either leaves.
     [[nodiscard]] virtual auto barrier() -> bool = 0;
+    /// Called by the initiator (rank 0) of every pair of the job, each with a vector of the
+    /// same length: the first pair's initiator receives all of them, pair by pair, in `all`;
+    /// the others receive nothing. One pair (the default): `all` is just `mine`.
+    [[nodiscard]] virtual auto gather_initiators(const std::vector<double>& mine,
+                                                 std::vector<std::vector<double>>& all) -> bool {
+        all.assign(1, mine);
+        return true;
+    }
     /// This rank gives up out of step with its peer (the peer may be blocked waiting for it):
     /// returns `rc` where the peer notices by itself (a closed socketpair), ends the whole job
     /// where it would not (MPI_Abort).

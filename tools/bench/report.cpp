@@ -316,7 +316,63 @@ auto stats_of(const point& pt, const std::string& path) -> std::optional<path_st
     return st;
 }
 
+auto aggregate_of(const point& pt, const std::string& path) -> std::optional<aggregate_stats> {
+    const auto it = pt.paths.find(path);
+    if (it == pt.paths.end() || it->second.pair_seconds.size() < 2 || !it->second.skipped.empty())
+        return std::nullopt;
+    aggregate_stats a;
+    for (double s : it->second.pair_seconds) {
+        if (!std::isfinite(s) || s <= 0) continue;
+        ++a.pairs;
+        a.algbw_gbps += static_cast<double>(pt.size) / s / 1e9;
+        a.rate_per_s += 1 / s;
+        a.slowest_time_us = std::max(a.slowest_time_us, s * 1e6);
+    }
+    if (a.pairs == 0) return std::nullopt;
+    return a;
+}
+
 // ---------------------------------------------------------------- table
+namespace {
+/// Under several pairs: per point, what all pairs together did (sum of bandwidths or rates;
+/// latency: the slowest pair's median). Empty when no point has figures of several pairs.
+auto aggregate_rows(const run_info& info, std::span<const point> points, operation op) -> std::string {
+    const metric m = metric_of(op);
+    std::string rows;
+    char line[256];
+    for (const auto& pt : points) {
+        if (pt.op != op) continue;
+        std::snprintf(line, sizeof line, "%10s", format_size(pt.size).c_str());
+        std::string row = line;
+        bool any = false;
+        for (const auto& p : info.paths) {
+            const auto a = aggregate_of(pt, p);
+            any = any || a.has_value();
+            if (!a)
+                std::snprintf(line, sizeof line, " %12s", "-");
+            else
+                std::snprintf(line, sizeof line, " %12.3f",
+                              m == metric::latency ? a->slowest_time_us
+                              : m == metric::rate  ? a->rate_per_s / 1e6
+                                                   : a->algbw_gbps);
+            row += line;
+        }
+        if (any) rows += row + "\n";
+    }
+    if (rows.empty()) return rows;
+    std::string head = "# all " + std::to_string(info.pairs) + " pairs together: " +
+                       (m == metric::latency ? std::string("the slowest pair's median one-way latency (us)")
+                        : m == metric::rate  ? std::string("sum of the pairs' rates (M/s)")
+                                             : std::string("sum of the pairs' bandwidths (GB/s)")) +
+                       "\n#     size";
+    for (const auto& p : info.paths) {
+        std::snprintf(line, sizeof line, " %12s", p.c_str());
+        head += line;
+    }
+    return head + "\n" + rows;
+}
+}  // namespace
+
 auto render_table(const run_info& info, std::span<const point> points) -> std::string {
     std::string out;
     const bool have_raw = std::find(info.paths.begin(), info.paths.end(), "raw") != info.paths.end();
@@ -332,7 +388,9 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
             if (m == metric::bandwidth) window_note += " (fewer when a window exceeds 64M)";
         }
         const std::string pairs_note =
-            info.pairs > 1 ? ", " + std::to_string(info.pairs) + " pairs at once (figures of pair 0)" : std::string{};
+            info.pairs > 1
+                ? ", " + std::to_string(info.pairs) + " pairs at once (figures of pair 0; all pairs below)"
+                : std::string{};
         std::snprintf(line, sizeof line, "#\n# loom-bench %s: provider %s%s%s, %d ranks (%s)%s, %s%s\n",
                       std::string(name_of(op)).c_str(), info.provider.c_str(),
                       info.domain.empty() ? "" : " domain ", info.domain.c_str(), info.ranks,
@@ -419,6 +477,7 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
             out += row + "\n";
         }
         for (const auto& [p, why] : notes) out += "# " + p + ": skipped, " + why + "\n";
+        out += aggregate_rows(info, points, op);
     }
     return out;
 }
@@ -472,6 +531,14 @@ auto render_json(const run_info& info, std::span<const point> points) -> std::st
                     o += (i ? ", " : "") + jnum(it->second.seconds_per_message[i] * 1e6);
                 o += "]";
                 o += ", \"ratio_to_raw\": " + (st->ratio ? jnum(*st->ratio) : std::string("null"));
+            }
+            if (const auto a = aggregate_of(pt, p)) {
+                o += ", \"pairs_time_us\": [";
+                for (std::size_t i = 0; i < it->second.pair_seconds.size(); ++i)
+                    o += (i ? ", " : "") + jnum(it->second.pair_seconds[i] * 1e6);
+                o += "], \"aggregate\": {\"pairs\": " + std::to_string(a->pairs) +
+                     ", \"algbw_gbps\": " + jnum(a->algbw_gbps) + ", \"rate_per_s\": " + jnum(a->rate_per_s) +
+                     ", \"slowest_time_us\": " + jnum(a->slowest_time_us) + "}";
             }
             o += "}";
         }

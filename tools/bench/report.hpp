@@ -95,6 +95,9 @@ struct path_samples {
     /// Not run by this path (no RMA in the NCCL ABI, no atomics in the provider, ...): why.
     /// A skipped path is neither verified nor wrong.
     std::string skipped;
+    /// Several pairs measuring at once (MPI): every pair's median seconds per message, pair 0
+    /// first (NaN where a pair has none). Empty with one pair.
+    std::vector<double> pair_seconds;
 };
 
 struct point {
@@ -126,6 +129,16 @@ struct path_stats {
     std::optional<double> ratio;  ///< latency: time/raw; bandwidth, rate: bw/raw (paired); nullopt for raw
 };
 [[nodiscard]] auto stats_of(const point& pt, const std::string& path) -> std::optional<path_stats>;
+
+/// What all pairs together achieved at one point (several pairs measuring at once).
+struct aggregate_stats {
+    int pairs{0};               ///< pairs with a measurement
+    double algbw_gbps{0};       ///< sum of every pair's bandwidth at its median time
+    double rate_per_s{0};       ///< sum of every pair's message (or atomic) rate
+    double slowest_time_us{0};  ///< the largest of the pairs' median times
+};
+/// nullopt unless the path has figures of more than one pair at this point.
+[[nodiscard]] auto aggregate_of(const point& pt, const std::string& path) -> std::optional<aggregate_stats>;
 
 [[nodiscard]] auto render_table(const run_info& info, std::span<const point> points) -> std::string;
 [[nodiscard]] auto render_json(const run_info& info, std::span<const point> points) -> std::string;

@@ -61,12 +61,19 @@ rc=$?
 check "-np 4 exit status" 0 "$rc"
 [ "$rc" -eq 0 ] || cat "$dir/np4.txt"
 check "-np 4 ranks" 1 "$(count '"ranks": 4,' "$json4")"
-check "-np 4 pairs" 1 "$(count '"pairs": 2,' "$json4")"
+check "-np 4 pairs" 1 "$(count '  "pairs": 2,' "$json4")"
 check "-np 4 all_verified" 1 "$(count '"all_verified": true' "$json4")"
 for p in raw loom nccl; do
   check "-np 4 $p verified at every point" 4 "$(count "\"$p\": {\"verified\": true, \"time_us\"" "$json4")"
 done
-check "-np 4 one table" 1 "$(count 'loom-bench pingpong: provider shm domain shm, 4 ranks (mpi), 2 pairs at once (figures of pair 0)' "$dir/np4.txt")"
+check "-np 4 one table" 1 "$(count 'loom-bench pingpong: provider shm domain shm, 4 ranks (mpi), 2 pairs at once (figures of pair 0; all pairs below)' "$dir/np4.txt")"
+# What both pairs did together: every pair's median per path and point, and their sum / slowest.
+check "-np 4 pair figures" 12 "$(count '"pairs_time_us": [' "$json4")"
+check "-np 4 aggregates of both pairs" 12 "$(count '"aggregate": {"pairs": 2,' "$json4")"
+check "-np 4 latency of all pairs" 1 "$(count "# all 2 pairs together: the slowest pair's median one-way latency (us)" "$dir/np4.txt")"
+check "-np 4 bandwidth of all pairs" 1 "$(count "# all 2 pairs together: sum of the pairs' bandwidths (GB/s)" "$dir/np4.txt")"
+# One pair: nothing to add up.
+check "-np 2 no aggregate" 0 "$(count '"aggregate"' "$json")"
 
 # Point-to-point needs partners: three ranks are refused with a clear message.
 mpi3=("${mpi[@]}")
@@ -76,5 +83,5 @@ rc=$?
 [ "$rc" -ne 0 ] || { echo "FAIL: -np 3 succeeded"; fail=1; }
 check "-np 3 message" 1 "$(count 'the MPI launcher needs an even number of ranks (pairs: rank r with rank r + size/2), not 3' "$dir/np3.txt")"
 
-[ "$fail" -eq 0 ] && echo "PASS: loom-bench under mpirun -np 2 and -np 4, every path verified at every point"
+[ "$fail" -eq 0 ] && echo "PASS: loom-bench under mpirun -np 2 and -np 4, every path verified at every point, both pairs' figures added up"
 exit "$fail"

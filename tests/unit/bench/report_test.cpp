@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -348,6 +349,38 @@ TEST(BenchOutput, RoundsAreNamedInTableJsonAndPlot) {
     EXPECT_NE(render_json(info, pts).find("\"rounds\": 4,"), std::string::npos);
     EXPECT_NE(render_svg(info, pts).find("median of 4 rounds x 3 repetitions interleaved"),
               std::string::npos);
+}
+
+TEST(BenchOutput, SeveralPairsAddWhatAllPairsDidTogether) {
+    auto pts = sample_points();
+    auto info = three_paths();
+    info.pairs = 2;
+    info.ranks = 4;
+    // ping-pong 8 B: pair medians 1 us and 3 us; stream 1 MiB: 100 us and 200 us per message.
+    pts[0].paths["raw"].pair_seconds = {1e-6, 3e-6};
+    pts[3].paths["raw"].pair_seconds = {1e-4, 2e-4};
+    pts[3].paths["loom"].pair_seconds = {1e-4, std::numeric_limits<double>::quiet_NaN()};  // one pair without
+    const auto lat = aggregate_of(pts[0], "raw");
+    ASSERT_TRUE(lat);
+    EXPECT_EQ(lat->pairs, 2);
+    EXPECT_DOUBLE_EQ(lat->slowest_time_us, 3.0);
+    const auto bw = aggregate_of(pts[3], "raw");
+    ASSERT_TRUE(bw);
+    EXPECT_NEAR(bw->algbw_gbps, (1 << 20) / 1e-4 / 1e9 + (1 << 20) / 2e-4 / 1e9, 1e-9);
+    EXPECT_NEAR(bw->rate_per_s, 1e4 + 5e3, 1e-6);
+    EXPECT_EQ(aggregate_of(pts[3], "loom")->pairs, 1);
+    EXPECT_FALSE(aggregate_of(pts[1], "raw"));  // no pair figures: nothing to add up
+    const auto t = render_table(info, pts);
+    EXPECT_NE(t.find("2 pairs at once (figures of pair 0; all pairs below)"), std::string::npos) << t;
+    EXPECT_NE(t.find("# all 2 pairs together: the slowest pair's median one-way latency (us)"),
+              std::string::npos)
+        << t;
+    EXPECT_NE(t.find("# all 2 pairs together: sum of the pairs' bandwidths (GB/s)"), std::string::npos) << t;
+    EXPECT_NE(t.find("3.000"), std::string::npos) << t;   // slowest pair at 8 B
+    EXPECT_NE(t.find("15.729"), std::string::npos) << t;  // 10.486 + 5.243 GB/s at 1 MiB
+    const auto j = render_json(info, pts);
+    EXPECT_NE(j.find("\"pairs_time_us\": [1, 3], \"aggregate\": {\"pairs\": 2,"), std::string::npos) << j;
+    EXPECT_NE(j.find("\"slowest_time_us\": 3}"), std::string::npos) << j;
 }
 
 TEST(BenchOutput, TableFlagsWrongBytes) {
