@@ -177,13 +177,14 @@ auto provider_ranking() -> const std::vector<std::string>& {
 
 auto default_eager_max(std::string_view provider) noexcept -> std::size_t {
     // Measured with loom-bench over loopback, LOOM_EAGER_MAX swept (docs/plugins.md): on shm
-    // eager sends match raw up to 256 KiB (nccl/raw 0.96-1.05 at 128-256 KiB) where the
-    // RTS/CTS round trip of the rendezvous costs 1.2-1.5x from 32 KiB to 256 KiB; a larger
-    // limit pads every receive with more discard space, which slows the eager sizes (1 MiB
-    // all-eager loses). The RMA-write rendezvous wins from 16 KiB on tcp;ofi_rxm (whose own
-    // protocol switches to a rendezvous there too), from 64 KiB on tcp.
+    // and native tcp eager sends match raw up to 256 KiB (nccl/raw 0.96-1.09 at 128-256 KiB)
+    // where the RTS/CTS round trip of the rendezvous costs 1.2-1.5x from 32 KiB (shm) or
+    // 128 KiB (tcp) to 256 KiB; a larger limit pads every receive with more discard space,
+    // which slows the eager sizes (1 MiB all-eager loses). On tcp;ofi_rxm the RMA-write
+    // rendezvous wins from 16 KiB (rxm's own protocol switches to a rendezvous there too).
+    // Other providers (hardware NICs) keep 64 KiB, untuned here.
     // Truncation is safe at any limit: short receives are padded to it (engine::submit).
-    if (provider == "shm") return 262144;
+    if (provider == "shm" || provider == "tcp") return 262144;
     if (provider == "tcp;ofi_rxm") return 16384;
     return 65536;
 }
@@ -749,14 +750,18 @@ void engine::start_writes(send_request& r) noexcept {
     // Stripe over the rails both sides have when every rail gets a worthwhile share.
     int n = std::min(r.stripes, r.chan->rails);
     if (n > 1 && r.to_write < stripe_min * static_cast<std::size_t>(n)) n = 1;
+    // Page-aligned shares of ceil(to_write / n); the last stripe takes whatever is left (a
+    // share rounded from the floor lost the remainder: 2 x 128 KiB + 1 byte over two rails
+    // never completed).
     const std::size_t page = 4096;
-    const std::size_t share = (r.to_write / static_cast<std::size_t>(n) + page - 1) / page * page;
+    const std::size_t per = (r.to_write + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
+    const std::size_t share = (per + page - 1) / page * page;
     std::size_t off = 0;
     int used = 0;
     for (int k = 0; k < n && off < r.to_write; ++k, ++used) {
         const auto i = static_cast<std::size_t>(k);
         r.stripe_off[i] = off;
-        r.stripe_len[i] = std::min(share, r.to_write - off);
+        r.stripe_len[i] = k == n - 1 ? r.to_write - off : std::min(share, r.to_write - off);
         r.stripe_done[i] = 0;
         off += r.stripe_len[i];
         if (r.src_mr[i] == nullptr) {  // the host registered on rail 0 only (or not at all)

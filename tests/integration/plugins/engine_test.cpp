@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <new>
+#include <optional>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -103,10 +104,12 @@ struct pair_on_one_engine {
     }
 };
 
-auto nics_for(const char* provider, const char* ifaces) -> std::vector<lp::nic> {
+auto nics_for(const char* provider, const char* ifaces, std::optional<std::size_t> eager_max = std::nullopt)
+    -> std::vector<lp::nic> {
     lp::config cfg;
     cfg.provider = provider;
     cfg.iface = ifaces;
+    cfg.eager_max = eager_max;
     auto n = lp::discover_nics(cfg);
     return n ? *n : std::vector<lp::nic>{};
 }
@@ -188,7 +191,8 @@ TEST(PluginEngine, SteadyStateDataPathAllocatesNothing) {
 }
 
 TEST(PluginEngine, VirtualDeviceStripesLargeWritesOverEveryRail) {
-    auto nics = nics_for("tcp", "lo,eth0");
+    // A 16 KiB eager limit, so that a rendezvous below the striping threshold exists.
+    auto nics = nics_for("tcp", "lo,eth0", 16384);
     if (nics.size() < 2) GTEST_SKIP() << "needs two tcp interfaces (lo and eth0)";
     pair_on_one_engine p(nics);
     ASSERT_TRUE(p.eng && p.s && p.r);
@@ -208,6 +212,11 @@ TEST(PluginEngine, VirtualDeviceStripesLargeWritesOverEveryRail) {
     // A receive shorter than the send: the stripes cover exactly what the receiver offered.
     EXPECT_EQ(p.transfer(big, big / 2 + 12345, 6), big / 2 + 12345);
     EXPECT_EQ(p.eng->rail_writes(1), 2U);
+    // Half of it a whole number of pages, one byte over: every byte lands (the last byte used to
+    // belong to no stripe and the transfer never completed).
+    const std::size_t odd = 4 * lp::stripe_min + 1;
+    EXPECT_EQ(p.transfer(odd, odd, 7), odd);
+    EXPECT_EQ(p.eng->rail_writes(1), 3U);
 }
 
 }  // namespace

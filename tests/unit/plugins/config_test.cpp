@@ -126,7 +126,8 @@ TEST(PluginRanking, HardwareBeforeTcpAndEagerDefaults) {
     EXPECT_EQ(std::find(r.begin(), r.end(), "sockets"), r.end());
     EXPECT_EQ(loom::plugins::default_eager_max("shm"), 262144U);
     EXPECT_EQ(loom::plugins::default_eager_max("tcp;ofi_rxm"), 16384U);
-    EXPECT_EQ(loom::plugins::default_eager_max("tcp"), 65536U);
+    EXPECT_EQ(loom::plugins::default_eager_max("tcp"), 262144U);
+    EXPECT_EQ(loom::plugins::default_eager_max("efa"), 65536U);
 }
 
 }  // namespace
