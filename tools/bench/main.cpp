@@ -595,6 +595,8 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
     std::free(tx);
     std::free(rx);
     if (!reporter) return failed ? 1 : (wrong ? 3 : 0);
+    // A failure stops the measurements: the points never reached are not reported.
+    std::erase_if(points, [](const point& p) { return p.paths.empty(); });
 
     const bool json_stdout = o.json == "-";
     const std::string table = render_table(info, points);
