@@ -342,6 +342,7 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
     e->deferred_.reserve(1024);
     e->unposted_.reserve(1024);
     if (cfg.progress_thread) {
+        e->mu_.make_plain();  // two busy threads: no owner to favour
         engine* self = e.get();
         e->progress_thread_ = std::thread([self] {
             while (!self->stop_.load(std::memory_order_relaxed)) {

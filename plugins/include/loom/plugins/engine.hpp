@@ -24,7 +24,7 @@
 #include <loom/fabric.hpp>
 #include <loom/fabric_info.hpp>
 #include <loom/mr_cache.hpp>
-#include <loom/plugins/spin_mutex.hpp>
+#include <loom/plugins/engine_lock.hpp>
 
 #include <array>
 #include <atomic>
@@ -328,8 +328,9 @@ public:
     [[nodiscard]] auto local_address() const noexcept -> const address& { return self_; }
     [[nodiscard]] auto eager_max() const noexcept -> std::size_t { return eager_max_; }
     [[nodiscard]] auto stats() const noexcept -> const engine_stats& { return stats_; }
-    /// The engine lock (a spin lock: ABI calls hold it briefly; see spin_mutex.hpp).
-    [[nodiscard]] auto mutex() noexcept -> spin_mutex& { return mu_; }
+    /// The engine lock (asymmetric: the data-path thread enters without an atomic
+    /// read-modify-write; see engine_lock.hpp).
+    [[nodiscard]] auto mutex() noexcept -> engine_lock& { return mu_; }
 
     // All calls below require the engine lock (the adaptors take it per ABI call).
 
@@ -463,7 +464,7 @@ private:
     mr_handle discard_reg_{};
     std::size_t eager_max_{0};
     std::size_t inject_size_{0};
-    spin_mutex mu_{};
+    engine_lock mu_{};
     request_base* recycle_head_{nullptr};  ///< released requests not yet back in their pools
     std::uint32_t next_id_{1};
     std::unordered_map<std::uint32_t, receiver*> receivers_{};
