@@ -80,12 +80,7 @@ auto completion_queue::read_error(completion_event& ev) -> bool {
         ev.error = native_error(rc);
         return true;
     }
-    ev.context = err.op_context;
-    ev.flags = op_flag{err.flags};
-    ev.bytes_transferred = err.len;
-    ev.buffer = err.buf;
-    ev.data = err.data;
-    ev.tag = err.tag;
+    assign(ev, err);
     ev.overflow_length = err.olen;
     ev.provider_errno = err.prov_errno;
     ev.error = native_error(err.err != 0 ? err.err : FI_EOTHER);

@@ -598,11 +598,8 @@ void engine::poll_rail(rail& r) noexcept {
         if (*n == 0) return;
         for (std::size_t i = 0; i < *n; ++i) {
             if (land_eager(ents[i])) continue;
-            auto& ev = events_[0];
-            completion_queue::clear_error_if_set(ev);
-            completion_queue::assign(ev, ents[i].native());
-            ev.source = fabric_addrs::unspecified;
-            dispatch(ev);
+            completion_queue::refill(events_[0], ents[i].native());
+            dispatch(events_[0]);
         }
         if (*n < ents.size()) return;
     }

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <thread>
 
 namespace loom::plugins {
@@ -24,18 +25,6 @@ auto membarrier_ready() noexcept -> bool {
 /// A full memory barrier on every running thread of this process.
 auto membarrier_all() noexcept -> bool {
     return ::syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
-}
-
-void relax(unsigned& spins) noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    if (++spins < 128) {
-        __builtin_ia32_pause();
-        return;
-    }
-#else
-    ++spins;
-#endif
-    std::this_thread::yield();
 }
 
 }  // namespace
@@ -64,7 +53,7 @@ void engine_lock::exclude_owner() noexcept {
         if (++window_membarriers_ > plain_after) plain_.store(true, std::memory_order_relaxed);
     }
     unsigned spins = 0;
-    while (busy_.load(std::memory_order_acquire) != 0) relax(spins);
+    while (busy_.load(std::memory_order_acquire) != 0) spin_relax(spins);
 }
 
 void engine_lock::lock_slow(const void* me) noexcept {

@@ -57,6 +57,21 @@ TEST_P(core_cq, empty_queue_times_out_with_wait_object) {
     expect_empty_wait_times_out(*cq);
 }
 
+/// Posts with `post` until the provider accepts it; a busy provider asks for progress, driven by
+/// reading `cq`, which must stay empty (nothing can complete before the send is accepted).
+template <class Post>
+auto post_retrying(loom::completion_queue& cq, Post post) -> std::string {
+    std::array<loom::completion_event, 4> scratch;
+    loom::void_result sent;
+    for (int i = 0; i < 2000; ++i) {
+        sent = post();
+        if (sent || !loom::is_again(sent.error())) break;
+        auto n = cq.read(scratch);
+        if (!n || *n != 0) return "completion before the send was accepted";
+    }
+    return outcome(sent);
+}
+
 TEST_P(core_cq, wait_object_queue_delivers_a_loopback_completion) {
     std::array<std::byte, 16> out{}, in{};
     loom::request_context rctx, sctx;
@@ -109,17 +124,8 @@ TEST_P(core_cq, a_reused_event_loses_the_error_it_carried) {
     must_open_loop(GetParam(), {.cq = {.size = 64}}, s);
     loom_test::fill_pattern(out, 5);
     std::array<loom::completion_event, 4> evs;
-    // Sends, retrying while the provider asks for progress (reading into a scratch array).
     auto send = [&](loom::request_context& ctx) {
-        std::array<loom::completion_event, 4> scratch;
-        loom::void_result sent;
-        for (int i = 0; i < 2000; ++i) {
-            sent = s.ep.send(out, s.self, nullptr, &ctx);
-            if (sent || !loom::is_again(sent.error())) break;
-            auto n = s.cq.read(scratch);
-            if (!n || *n != 0) return std::string("completion before the send was accepted");
-        }
-        return outcome(sent);
+        return post_retrying(s.cq, [&] { return s.ep.send(out, s.self, nullptr, &ctx); });
     };
     // Reads until `ctx` completed; true when it completed with an error (left in evs[0]).
     auto until = [&](const void* ctx, bool& failed) -> bool {
@@ -183,14 +189,7 @@ TEST_P(core_cq, read_tagged_reads_entries_in_place_and_leaves_errors_to_read) {
     EXPECT_EQ(*empty, 0u);
     EXPECT_EQ(*s.cq.read_tagged(std::span<loom::tagged_completion>{}), 0u);
     auto send = [&](loom::request_context& ctx) {
-        loom::void_result sent;
-        for (int i = 0; i < 2000; ++i) {
-            sent = s.ep.tagged_send(out, 0x77, s.self, nullptr, &ctx);
-            if (sent || !loom::is_again(sent.error())) break;
-            auto n = s.cq.read_tagged(tc);
-            if (!n || *n != 0) return std::string("completion before the send was accepted");
-        }
-        return outcome(sent);
+        return post_retrying(s.cq, [&] { return s.ep.tagged_send(out, 0x77, s.self, nullptr, &ctx); });
     };
     // A good message: receive and send completions come back in place.
     ASSERT_EQ(outcome(s.ep.tagged_recv(big, 0x77, 0, loom::fabric_addrs::unspecified, nullptr, &r1)), "ok");

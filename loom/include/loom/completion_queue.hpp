@@ -89,11 +89,7 @@ public:
         const ::ssize_t rc = ::fi_cq_read(h_.get(), raw.data(), std::min(out.size(), raw.size()));
         if (rc == -FI_EAGAIN) return 0;
         if (rc < 0) [[unlikely]] return read_failed(rc, out[0]);
-        for (std::size_t i = 0; i < static_cast<std::size_t>(rc); ++i) {
-            clear_error_if_set(out[i]);
-            assign(out[i], raw[i]);
-            out[i].source = fabric_addrs::unspecified;
-        }
+        for (std::size_t i = 0; i < static_cast<std::size_t>(rc); ++i) refill(out[i], raw[i]);
         return static_cast<std::size_t>(rc);
     }
     /// Reads up to out.size() completions straight into `out`, as the provider writes them: no
@@ -122,14 +118,23 @@ public:
         if (ev.error) [[unlikely]]
             clear_error(ev);
     }
-    /// Copies the fields a tagged entry carries (for code that reads a queue natively too).
-    static void assign(completion_event& ev, const ::fi_cq_tagged_entry& e) noexcept {
+    /// Copies the fields a tagged entry carries (fi_cq_tagged_entry, or the same fields of an
+    /// fi_cq_err_entry).
+    template <class Entry>
+    static void assign(completion_event& ev, const Entry& e) noexcept {
         ev.context = e.op_context;
         ev.flags = op_flag{e.flags};
         ev.bytes_transferred = e.len;
         ev.buffer = e.buf;
         ev.data = e.data;
         ev.tag = e.tag;
+    }
+    /// A reused event filled from a tagged entry, as read() does: the entry's fields, no source,
+    /// no error left from an earlier use (for code that reads a queue natively too).
+    static void refill(completion_event& ev, const ::fi_cq_tagged_entry& e) noexcept {
+        clear_error_if_set(ev);
+        assign(ev, e);
+        ev.source = fabric_addrs::unspecified;
     }
 
     [[nodiscard]] auto format() const noexcept -> cq_format { return attr_.format; }

@@ -11,6 +11,20 @@
 
 namespace loom::plugins {
 
+/// One step of a wait for a lock word: a pause for the first 128 steps, then a yield of the core
+/// (on machines with fewer cores than spinning threads the holder must get to run).
+inline void spin_relax(unsigned& spins) noexcept {
+    if (++spins < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+        _mm_pause();
+#elif defined(__aarch64__)
+        asm volatile("yield" ::: "memory");
+#endif
+        return;
+    }
+    std::this_thread::yield();
+}
+
 class spin_mutex {
 public:
     spin_mutex() = default;
@@ -20,12 +34,7 @@ public:
     void lock() noexcept {
         while (held_.exchange(true, std::memory_order_acquire)) {
             unsigned spins = 0;
-            while (held_.load(std::memory_order_relaxed)) {
-                if (++spins < spin_limit)
-                    pause();
-                else
-                    std::this_thread::yield();
-            }
+            while (held_.load(std::memory_order_relaxed)) spin_relax(spins);
         }
     }
     [[nodiscard]] auto try_lock() noexcept -> bool {
@@ -34,14 +43,6 @@ public:
     void unlock() noexcept { held_.store(false, std::memory_order_release); }
 
 private:
-    static constexpr unsigned spin_limit = 128;
-    static void pause() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-        _mm_pause();
-#elif defined(__aarch64__)
-        asm volatile("yield" ::: "memory");
-#endif
-    }
     alignas(64) std::atomic<bool> held_{
         false};  // its own cache line: spinners do not disturb the holder's data
 };
