@@ -97,6 +97,15 @@ auto query_all(const fabric_hints& h, std::pmr::memory_resource* mr) -> result<p
     if (rc != 0) return native_unexpected(rc);
     if (!h.provider.empty()) list = filter_provider(list, h.provider);
     if (list == nullptr) return make_unexpected(errc::no_data);
+    // FI_PROGRESS_CONTROL_UNIFIED is the program's promise to serialize control calls with
+    // data calls. libfabric 2.1's utility layer answers with the provider's own model (it
+    // copies threading and data progress from the hints, not control progress), so the
+    // promise would never reach fi_domain, and with FI_THREAD_DOMAIN the completion queue
+    // would still take a mutex around its endpoint list on every read. Carry it into the
+    // entries (it only narrows what the program may do).
+    if (h.control_progress == progress_mode::control_unified)
+        for (::fi_info* p = list; p != nullptr; p = p->next)
+            if (p->domain_attr != nullptr) p->domain_attr->control_progress = FI_PROGRESS_CONTROL_UNIFIED;
     return provider_range{make_shared_list(list, mr)};
 }
 

@@ -212,12 +212,19 @@ auto discover_nics(const config& cfg) -> result<std::vector<nic>> {
         bool rma = true;
         result<provider_range> all = make_unexpected(errc::no_data);
         // FI_THREAD_DOMAIN: every call into a rail's objects is made under its engine's lock,
-        // so the provider may drop its own locks. A provider that cannot offer it (one that
-        // needs serialization per endpoint or completion queue) is asked again without.
+        // so the provider may drop its own locks; FI_PROGRESS_CONTROL_UNIFIED says the same of
+        // control calls (AV inserts, registrations, closes), which lets the completion queue
+        // drop the mutex around its endpoint list. A provider that cannot offer
+        // FI_THREAD_DOMAIN (one that needs serialization per endpoint or completion queue) is
+        // asked again without.
         auto query = [&](capability caps) -> result<provider_range> {
             result<provider_range> r = make_unexpected(errc::no_data);
             for (const auto dom : {threading_mode::domain, threading_mode::unspecified}) {
-                r = query_all({.capabilities = caps, .ep_type = endpoint_types::rdm, .provider = prov, .threading = dom});
+                r = query_all({.capabilities = caps,
+                               .ep_type = endpoint_types::rdm,
+                               .provider = prov,
+                               .threading = dom,
+                               .control_progress = progress_mode::control_unified});
                 if (r && !r->empty()) break;
             }
             return r;

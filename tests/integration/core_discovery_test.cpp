@@ -57,6 +57,39 @@ TEST(core_discovery, provider_names_match_exactly) {
     }
 }
 
+TEST(core_discovery, control_unified_promise_reaches_the_domain) {
+    // FI_PROGRESS_CONTROL_UNIFIED is the program's promise to serialize control calls with
+    // data calls; libfabric 2.1's utility providers answer with their own model, so loom
+    // carries the hint into every entry (fi_domain reads it there: with FI_THREAD_DOMAIN the
+    // completion queue then reads without a mutex). Without the hint the provider's model stays.
+    for (const std::string p : {"shm", "tcp", "tcp;ofi_rxm", "udp;ofi_rxd"}) {
+        SCOPED_TRACE(p);
+        const loom::fabric_hints plain{.capabilities = base_caps,
+                                       .ep_type = loom::endpoint_types::rdm,
+                                       .provider = p,
+                                       .threading = loom::threading_mode::domain};
+        auto unified_hints = plain;
+        unified_hints.control_progress = loom::progress_mode::control_unified;
+        auto all = loom::query_all(plain);
+        ASSERT_TRUE(all) << outcome(all.error());
+        for (const auto& i : *all)
+            EXPECT_NE(i.get_domain_attr()->control_progress, loom::progress_mode::control_unified);
+        auto unified = loom::query_all(unified_hints);
+        ASSERT_TRUE(unified) << outcome(unified.error());
+        ASSERT_FALSE(unified->empty());
+        for (const auto& i : *unified)
+            EXPECT_EQ(i.get_domain_attr()->control_progress, loom::progress_mode::control_unified);
+        // A domain opened from such an entry works: a loopback stack moves a message.
+        loop_stack s;
+        const auto err = open_loop(*unified->begin(), {}, s);
+        ASSERT_TRUE(err.empty()) << err;
+        std::array<std::byte, 64> out{}, in{};
+        for (std::size_t k = 0; k < out.size(); ++k) out[k] = static_cast<std::byte>(k * 7 + 1);
+        ASSERT_NO_FATAL_FAILURE(loop_roundtrip(s, out, nullptr, in, nullptr));
+        EXPECT_EQ(in, out);
+    }
+}
+
 TEST(core_discovery, copy_native_copies_one_entry) {
     std::optional<loom::fabric_info> copy;
     const ::fi_info* original = nullptr;

@@ -94,9 +94,28 @@ auto open_domain(const std::string& provider, loom::capability caps, Stack& s) -
     return {};
 }
 
+/// Opens the rest of a loopback stack whose info, fabric and domain are open.
+inline auto open_loop_on_domain(const loop_options& o, loop_stack& s) -> std::string;
+
 /// Opens a loopback stack; the error names the step that failed.
 inline auto open_loop(const std::string& provider, const loop_options& o, loop_stack& s) -> std::string {
     if (auto err = open_domain(provider, o.caps, s); !err.empty()) return err;
+    return open_loop_on_domain(o, s);
+}
+
+/// Opens a loopback stack from a given discovery entry.
+inline auto open_loop(const loom::fabric_info& info, const loop_options& o, loop_stack& s) -> std::string {
+    s.info = info;
+    auto fab = loom::fabric::create(s.info);
+    if (!fab) return "fabric: " + outcome(fab.error());
+    s.fabric = std::move(*fab);
+    auto dom = loom::domain::create(s.fabric, s.info);
+    if (!dom) return "domain: " + outcome(dom.error());
+    s.domain = std::move(*dom);
+    return open_loop_on_domain(o, s);
+}
+
+inline auto open_loop_on_domain(const loop_options& o, loop_stack& s) -> std::string {
     auto cq = loom::completion_queue::create(s.domain, o.cq);
     if (!cq) return "cq: " + outcome(cq.error());
     s.cq = std::move(*cq);

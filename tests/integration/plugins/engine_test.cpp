@@ -127,6 +127,9 @@ TEST(PluginEngine, DomainsAreOpenedForSerializedAccess) {
             EXPECT_TRUE(dom->threading == loom::threading_mode::domain || dom->threading == loom::threading_mode::safe);
         else
             EXPECT_EQ(dom->threading, loom::threading_mode::domain) << provider;
+        // Control calls are serialized too (FI_PROGRESS_CONTROL_UNIFIED): no mutex around the
+        // completion queue's endpoint list on every read.
+        EXPECT_EQ(dom->control_progress, loom::progress_mode::control_unified) << provider;
     }
 }
 
