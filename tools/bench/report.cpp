@@ -109,13 +109,56 @@ auto summarize(std::span<const double> values) -> summary {
     return s;
 }
 
-auto paired_ratio(std::span<const double> path, std::span<const double> base) -> std::optional<double> {
+namespace {
+/// path[i] / base[i] over the pairs whose base is positive and whose path value is finite;
+/// nullopt when the lengths differ.
+auto pair_ratios(std::span<const double> path, std::span<const double> base)
+    -> std::optional<std::vector<double>> {
     if (path.size() != base.size()) return std::nullopt;
     std::vector<double> r;
     for (std::size_t i = 0; i < path.size(); ++i)
         if (base[i] > 0 && std::isfinite(path[i])) r.push_back(path[i] / base[i]);
-    if (r.empty()) return std::nullopt;
-    return median(r);
+    return r;
+}
+}  // namespace
+
+auto paired_ratio(std::span<const double> path, std::span<const double> base) -> std::optional<double> {
+    auto r = pair_ratios(path, base);
+    if (!r || r->empty()) return std::nullopt;
+    return median(*r);
+}
+
+auto median_interval(std::span<const double> values, double level) -> std::optional<interval> {
+    const std::size_t n = values.size();
+    if (n == 0 || !(level > 0 && level < 1)) return std::nullopt;
+    // below = P(Binomial(n, 1/2) < k), summed term by term in log space (n may be large).
+    const double nd = static_cast<double>(n);
+    auto term = [&](std::size_t j) {
+        const double jd = static_cast<double>(j);
+        return std::exp(std::lgamma(nd + 1) - std::lgamma(jd + 1) - std::lgamma(nd - jd + 1) -
+                        nd * std::log(2.0));
+    };
+    std::size_t k = 0;  // the interval is [x(k), x(n+1-k)], 1-based; 0: none reaches the level
+    double below = 0;   // P(B < k + 1) after adding term(k)
+    double coverage = 0;
+    for (std::size_t j = 0; 2 * (j + 1) <= n + 1; ++j) {
+        below += term(j);  // P(B <= j) = P(B < j + 1)
+        const double c = 1 - 2 * below;
+        if (c < level) break;
+        k = j + 1;
+        coverage = c;
+    }
+    if (k == 0) return std::nullopt;
+    std::vector<double> v(values.begin(), values.end());
+    std::sort(v.begin(), v.end());
+    return interval{v[k - 1], v[n - k], coverage};
+}
+
+auto paired_ratio_interval(std::span<const double> path, std::span<const double> base, double level)
+    -> std::optional<interval> {
+    auto r = pair_ratios(path, base);
+    if (!r) return std::nullopt;
+    return median_interval(*r, level);
 }
 
 // ---------------------------------------------------------------- operations, sizes, schedule
@@ -311,6 +354,7 @@ auto stats_of(const point& pt, const std::string& path) -> std::optional<path_st
             const auto& p = it->second.seconds_per_message;
             const auto& r = raw->second.seconds_per_message;
             st.ratio = is_latency(pt.op) ? paired_ratio(p, r) : paired_ratio(r, p);
+            st.ratio_ci = is_latency(pt.op) ? paired_ratio_interval(p, r) : paired_ratio_interval(r, p);
         }
     }
     return st;
@@ -374,6 +418,7 @@ auto aggregate_rows(const run_info& info, std::span<const point> points, operati
 }  // namespace
 
 auto render_table(const run_info& info, std::span<const point> points) -> std::string {
+    constexpr std::size_t ratio_width = 23;  // "  1.000" and "  0.990-1.010"
     std::string out;
     const bool have_raw = std::find(info.paths.begin(), info.paths.end(), "raw") != info.paths.end();
     std::vector<operation> ops;
@@ -420,16 +465,20 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
                           "(MAD %), ratio: rate / raw rate\n";
                 break;
         }
+        if (have_raw && info.paths.size() > 1)
+            out +=
+                "# ci95: the ratio's 95 % interval (order statistics of the paired ratios; - below 6 "
+                "samples)\n";
         const char* middle =
             m == metric::rate ? (op == operation::atomic_fadd ? " Mops/s" : " Mmsg/s") : "  algbw";
         // header
         std::string h1 = "#                     ", h2 = "#     size      count";
         for (const auto& p : info.paths) {
             const bool ratio = have_raw && p != "raw";
-            const int width = ratio ? 35 : 27;
+            const int width = ratio ? 50 : 27;
             std::snprintf(line, sizeof line, " %*s", width, (p + "  ").c_str());
             h1 += line;
-            h2 += std::string("    time(us) ") + middle + "  +-%" + (ratio ? "   ratio" : "");
+            h2 += std::string("    time(us) ") + middle + "  +-%" + (ratio ? "   ratio           ci95" : "");
         }
         out += h1 + "   check\n" + h2 + "   \n";
         std::vector<std::pair<std::string, std::string>> notes;  // (path, why skipped)
@@ -448,7 +497,7 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
                     if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
                     std::snprintf(line, sizeof line, " %12s %7s %4s", "skipped", "", "");
                     row += line;
-                    if (ratio) row += "        ";
+                    if (ratio) row += std::string(ratio_width, ' ');
                     continue;
                 }
                 if (it != pt.paths.end() && (!it->second.verified || !it->second.error.empty())) {
@@ -458,7 +507,7 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
                 if (!st) {
                     std::snprintf(line, sizeof line, " %12s %7s %4s", "n/a", "", "");
                     row += line;
-                    if (ratio) row += "        ";
+                    if (ratio) row += std::string(ratio_width, ' ');
                     continue;
                 }
                 const double mid = m == metric::rate ? st->rate_per_s / 1e6 : st->algbw_gbps;
@@ -470,6 +519,12 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
                         std::snprintf(line, sizeof line, "  %6.3f", *st->ratio);
                     else
                         std::snprintf(line, sizeof line, "  %6s", "-");
+                    row += line;
+                    if (st->ratio_ci)
+                        std::snprintf(line, sizeof line, "  %6.3f-%-6.3f", st->ratio_ci->lo,
+                                      st->ratio_ci->hi);
+                    else
+                        std::snprintf(line, sizeof line, "  %13s", "-");
                     row += line;
                 }
             }
@@ -531,6 +586,10 @@ auto render_json(const run_info& info, std::span<const point> points) -> std::st
                     o += (i ? ", " : "") + jnum(it->second.seconds_per_message[i] * 1e6);
                 o += "]";
                 o += ", \"ratio_to_raw\": " + (st->ratio ? jnum(*st->ratio) : std::string("null"));
+                if (st->ratio)
+                    o += ", \"ratio_ci95\": " +
+                         (st->ratio_ci ? "[" + jnum(st->ratio_ci->lo) + ", " + jnum(st->ratio_ci->hi) + "]"
+                                       : std::string("null"));
             }
             if (const auto a = aggregate_of(pt, p)) {
                 o += ", \"pairs_time_us\": [";
@@ -551,8 +610,7 @@ auto render_json(const run_info& info, std::span<const point> points) -> std::st
 auto render_csv(const run_info& info, std::span<const point> points) -> std::string {
     std::string o =
         "provider,op,size,iterations,path,time_us_median,time_us_min,time_us_max,spread_pct,algbw_gbps,ratio_"
-        "to_raw,"
-        "verified\n";
+        "to_raw,ratio_ci95_lo,ratio_ci95_hi,verified\n";
     for (const auto& pt : points) {
         for (const auto& p : info.paths) {
             const auto it = pt.paths.find(p);
@@ -566,8 +624,10 @@ auto render_csv(const run_info& info, std::span<const point> points) -> std::str
                 o += jnum(st->time_us.median) + "," + jnum(st->time_us.min) + "," + jnum(st->time_us.max) +
                      "," + jnum(st->time_us.spread_pct) + "," + jnum(st->algbw_gbps) + "," +
                      (st->ratio ? jnum(*st->ratio) : std::string()) + ",";
+                o += st->ratio_ci ? jnum(st->ratio_ci->lo) + "," + jnum(st->ratio_ci->hi) + ","
+                                  : std::string(",,");
             } else {
-                o += ",,,,,,";
+                o += ",,,,,,,,";
             }
             o += skipped ? "skipped\n" : ok ? "true\n" : "false\n";
         }

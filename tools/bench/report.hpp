@@ -32,6 +32,22 @@ struct summary {
 [[nodiscard]] auto paired_ratio(std::span<const double> path, std::span<const double> base)
     -> std::optional<double>;
 
+/// A distribution-free confidence interval of a median: [lo, hi] are order statistics of the
+/// samples, chosen so that the interval holds the true median with probability `level` or more.
+struct interval {
+    double lo{0};
+    double hi{0};
+    double level{0};  ///< exact coverage of the chosen order statistics (>= the level asked for)
+};
+/// The interval for the median of `values` at `level` (e.g. 0.95): for n sorted samples,
+/// [x(k), x(n+1-k)] with the largest k whose coverage 1 - 2 P(Binomial(n, 1/2) < k) reaches the
+/// level. nullopt when even [min, max] falls short (n < 6 at 95 %) or the level is not in (0, 1).
+[[nodiscard]] auto median_interval(std::span<const double> values, double level = 0.95)
+    -> std::optional<interval>;
+/// The interval of paired_ratio: of the median of path[i] / base[i] over the same pairs.
+[[nodiscard]] auto paired_ratio_interval(std::span<const double> path, std::span<const double> base,
+                                         double level = 0.95) -> std::optional<interval>;
+
 // ---------------------------------------------------------------- operations and schedule
 enum class operation { pingpong, pingpong_untagged, stream, rma_write, rma_read, atomic_fadd, msgrate };
 [[nodiscard]] auto name_of(operation op) -> std::string_view;
@@ -127,6 +143,8 @@ struct path_stats {
     double algbw_gbps{0};         ///< size / median time, GB/s (1e9 bytes)
     double rate_per_s{0};         ///< messages (or atomics) per second: 1 / median time
     std::optional<double> ratio;  ///< latency: time/raw; bandwidth, rate: bw/raw (paired); nullopt for raw
+    /// 95 % interval of the ratio (the paired ratios' median); nullopt below 6 paired samples.
+    std::optional<interval> ratio_ci;
 };
 [[nodiscard]] auto stats_of(const point& pt, const std::string& path) -> std::optional<path_stats>;
 

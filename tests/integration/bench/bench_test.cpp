@@ -139,7 +139,10 @@ TEST_F(BenchRun, RoundsReopenThePathsAndRaw2IsAControlInstance) {
     // 4 points x 4 paths, each with rounds x reps = 6 samples; every path but raw has a ratio.
     EXPECT_EQ(count(j, "\"samples\": 6}"), 16U) << j;
     EXPECT_EQ(count(j, "\"ratio_to_raw\": null"), 4U) << j;
+    // Six paired samples are enough for a 95 % interval of every ratio (4 points x 3 paths).
+    EXPECT_EQ(count(j, "\"ratio_ci95\": ["), 12U) << j;
     EXPECT_NE(slurp(dir_ + "/table.txt").find("3 rounds x 2 repetitions interleaved"), std::string::npos);
+    EXPECT_NE(slurp(dir_ + "/table.txt").find("ci95"), std::string::npos);
     EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --rounds 0 2>/dev/null"), 2);
 }
 

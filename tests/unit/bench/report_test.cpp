@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 #include <map>
@@ -185,6 +186,61 @@ TEST(BenchStats, PairedRatioIsTheMedianOfPerRepetitionRatios) {
     EXPECT_NEAR(*paired_ratio(path, raw), 1.1, 1e-12);
     EXPECT_FALSE(paired_ratio(path, std::vector<double>{1, 2}).has_value());
     EXPECT_FALSE(paired_ratio(std::vector<double>{1}, std::vector<double>{0}).has_value());
+}
+
+TEST(BenchStats, MedianIntervalIsTheOrderStatisticsThatReachTheLevel) {
+    // n = 9: [x(2), x(8)] covers 1 - 2 * 10/512 = 96.1 %; [x(3), x(7)] only 82 %.
+    const std::vector<double> nine{9, 1, 8, 2, 7, 3, 6, 4, 5};
+    const auto a = median_interval(nine);
+    ASSERT_TRUE(a.has_value());
+    EXPECT_DOUBLE_EQ(a->lo, 2);
+    EXPECT_DOUBLE_EQ(a->hi, 8);
+    EXPECT_NEAR(a->level, 1 - 2 * 10.0 / 512, 1e-12);
+    // n = 15: [x(4), x(12)] (1 - 2 * 576/32768 = 96.5 %).
+    std::vector<double> fifteen;
+    for (int i = 15; i >= 1; --i) fifteen.push_back(i);
+    const auto b = median_interval(fifteen);
+    ASSERT_TRUE(b.has_value());
+    EXPECT_DOUBLE_EQ(b->lo, 4);
+    EXPECT_DOUBLE_EQ(b->hi, 12);
+    // n = 6 needs the whole range (96.9 %); n = 5 cannot reach 95 % (93.75 %), 90 % it can.
+    const std::vector<double> six{3, 1, 2, 6, 5, 4};
+    const auto c = median_interval(six);
+    ASSERT_TRUE(c.has_value());
+    EXPECT_DOUBLE_EQ(c->lo, 1);
+    EXPECT_DOUBLE_EQ(c->hi, 6);
+    const std::vector<double> five{1, 2, 3, 4, 5};
+    EXPECT_FALSE(median_interval(five).has_value());
+    EXPECT_TRUE(median_interval(five, 0.9).has_value());
+    EXPECT_FALSE(median_interval(nine, 1.0).has_value());
+    EXPECT_FALSE(median_interval(nine, 0).has_value());
+    EXPECT_FALSE(median_interval(std::vector<double>{}).has_value());
+    // Many samples: the interval narrows around the median and its coverage stays >= 95 %.
+    std::vector<double> many;
+    for (int i = 0; i < 2001; ++i) many.push_back(i);
+    const auto d = median_interval(many);
+    ASSERT_TRUE(d.has_value());
+    EXPECT_LT(d->lo, 1000);
+    EXPECT_GT(d->hi, 1000);
+    EXPECT_LT(d->hi - d->lo, 100);  // about 2 * 1.96 * sqrt(2001) / 2 = 88 ranks wide
+    EXPECT_GE(d->level, 0.95);
+}
+
+TEST(BenchStats, RatioIntervalPairsLikeTheRatio) {
+    // Six repetitions in which the machine's speed varies tenfold: the ratios are 1.1 .. 1.6
+    // whatever the repetition's speed, so the interval is theirs, not the times'.
+    const std::vector<double> raw{1, 10, 1, 5, 2, 3}, path{1.1, 12, 1.3, 7, 3, 4.8};
+    const auto ci = paired_ratio_interval(path, raw);
+    ASSERT_TRUE(ci.has_value());
+    EXPECT_NEAR(ci->lo, 1.1, 1e-12);
+    EXPECT_NEAR(ci->hi, 1.6, 1e-12);
+    const auto r = paired_ratio(path, raw);
+    EXPECT_LE(ci->lo, *r);
+    EXPECT_GE(ci->hi, *r);
+    EXPECT_FALSE(paired_ratio_interval(path, std::vector<double>{1, 2}).has_value());
+    // A pair without a positive base is left out: five pairs are not enough.
+    const std::vector<double> raw0{1, 10, 1, 5, 2, 0};
+    EXPECT_FALSE(paired_ratio_interval(path, raw0).has_value());
 }
 
 TEST(BenchStats, RatioToRawIsTimeForLatencyAndBandwidthForStreams) {
@@ -406,6 +462,35 @@ TEST(BenchOutput, JsonAndCsvCarryEveryPathAndPoint) {
     for (char ch : c) lines += ch == '\n';
     EXPECT_EQ(lines, 1 + pts.size() * 3);
     EXPECT_EQ(c.rfind("provider,op,size,", 0), 0U);
+}
+
+TEST(BenchOutput, RatiosCarryTheirIntervalFromSixSamples) {
+    // Six paired samples: loom/raw = 1.1 .. 1.6 (interval [1.1, 1.6]); three: no interval.
+    auto info = three_paths();
+    info.paths = {"raw", "loom"};
+    info.rounds = 2;
+    const std::vector<point> six{make_point(operation::pingpong, 8,
+                                            {{"raw", {1e-6, 10e-6, 1e-6, 5e-6, 2e-6, 3e-6}},
+                                             {"loom", {1.1e-6, 12e-6, 1.3e-6, 7e-6, 3e-6, 4.8e-6}}})};
+    const auto t = render_table(info, six);
+    EXPECT_NE(t.find("ci95"), std::string::npos) << t;
+    EXPECT_NE(t.find("  1.100-1.600 "), std::string::npos) << t;
+    EXPECT_NE(render_json(info, six).find("\"ratio_ci95\": [1.1, 1.6]"), std::string::npos)
+        << render_json(info, six);
+    const auto c = render_csv(info, six);
+    EXPECT_NE(c.find(",ratio_to_raw,ratio_ci95_lo,ratio_ci95_hi,verified\n"), std::string::npos) << c;
+    EXPECT_NE(c.find(",1.1,1.6,true\n"), std::string::npos) << c;
+    // raw's own row has empty ratio columns (same column count as every row).
+    EXPECT_NE(c.find(",raw,"), std::string::npos);
+    for (std::size_t pos = 0, end; (end = c.find('\n', pos)) != std::string::npos; pos = end + 1)
+        EXPECT_EQ(std::count(c.begin() + static_cast<std::ptrdiff_t>(pos),
+                             c.begin() + static_cast<std::ptrdiff_t>(end), ','),
+                  13)
+            << c.substr(pos, end - pos);
+    const auto three = sample_points();
+    const auto j3 = render_json(three_paths(), three);
+    EXPECT_NE(j3.find("\"ratio_ci95\": null"), std::string::npos) << j3;
+    EXPECT_EQ(j3.find("\"ratio_ci95\": ["), std::string::npos) << j3;
 }
 
 TEST(BenchOutput, SvgParsesAsXmlWithOneSeriesPerPathInEachPanel) {
