@@ -66,8 +66,9 @@ namespace {
 const char* const usage_text = R"(usage: loom-bench [options]
 
 Measures the same transfers through several paths over one libfabric provider, repetitions
-interleaved (raw, loom, nccl, raw, loom, nccl, ...), and reports median, spread (MAD %) and the
-ratio of every path to raw.
+interleaved (raw, loom, nccl, then the paths again in another order: every path runs equally
+often in every place and after every other path), and reports median, spread (MAD %), the
+ratio of every path to raw and the ratio's 95 % interval.
 
   --paths LIST       comma list of raw, loom, nccl, raw2 (default raw,loom,nccl)
                        raw   plain libfabric C calls written for the benchmark (the floor)
@@ -477,14 +478,17 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
                     break;
             }
             for (int rep = 0; rep < o.reps && !failed; ++rep) {
-                for (std::size_t k = 0; k < paths.size() && !failed; ++k) {
+                // The order the paths run in moves from repetition to repetition (and round to
+                // round; run_order): each runs equally often in every place, after every path.
+                for (std::size_t j = 0; j < paths.size() && !failed; ++j) {
+                    const std::size_t k = run_order(paths.size(), round, o.reps, rep, j);
                     auto& p = *paths[k];
                     auto& samples = pt.paths[o.paths[k]];
                     if (auto why = p.unsupported(op); !why.empty()) {
                         samples.skipped = why;
                         continue;
                     }
-                    if (prog.tty || (rep == 0 && k == 0))
+                    if (prog.tty || (rep == 0 && j == 0))
                         prog.show("[loom-bench] " + o.provider + " " + std::string(name_of(op)) + " " +
                                   format_size(size) + "  rep " + std::to_string(rep + 1) + "/" +
                                   std::to_string(o.reps) +

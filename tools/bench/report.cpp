@@ -334,6 +334,21 @@ auto iterations_for(operation op, std::size_t size, const schedule_params& p) ->
     return std::max(min_it, static_cast<int>(n));
 }
 
+auto run_order_cycle(std::size_t n_paths) -> std::size_t { return n_paths % 2 == 0 ? n_paths : 2 * n_paths; }
+
+auto run_order(std::size_t n_paths, int round, int reps, int rep, std::size_t j) -> std::size_t {
+    if (n_paths == 0) return 0;
+    const std::size_t n = n_paths;
+    j %= n;
+    const auto seq = static_cast<std::size_t>(std::max(0, round) * std::max(1, reps) + std::max(0, rep));
+    const std::size_t row = seq % run_order_cycle(n);
+    // Williams' first row 0, 1, n-1, 2, n-2, ...; row r adds r to it (mod n); for odd n the rows
+    // n .. 2n-1 are rows 0 .. n-1 read backwards.
+    const std::size_t col = row < n ? j : n - 1 - j;
+    const std::size_t base = col == 0 ? 0 : col % 2 == 1 ? (col + 1) / 2 : n - col / 2;
+    return (base + row % n) % n;
+}
+
 auto warmup_for(int iterations) -> int { return std::max(1, std::min(100, iterations / 10)); }
 
 // ---------------------------------------------------------------- derived numbers

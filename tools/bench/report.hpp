@@ -101,6 +101,15 @@ struct schedule_params {
 /// this size).
 [[nodiscard]] auto messages_per_iteration(operation op, std::size_t size, const schedule_params& p) -> int;
 
+/// Which path runs `j`-th in repetition `rep` of round `round` (`reps` repetitions per round).
+/// The orders are the rows of a Williams design (a balanced Latin square; for an odd number of
+/// paths, the rows and their mirror images): over one cycle of n rows (2n when n is odd) every
+/// path runs equally often in every place and right after every other path, so neither the
+/// place in a repetition nor what the previous path left behind falls on one path only.
+[[nodiscard]] auto run_order(std::size_t n_paths, int round, int reps, int rep, std::size_t j) -> std::size_t;
+/// Rows in one cycle of run_order: n for an even number of paths, 2n for an odd one.
+[[nodiscard]] auto run_order_cycle(std::size_t n_paths) -> std::size_t;
+
 // ---------------------------------------------------------------- results
 /// One path at one point: per-repetition seconds per message (one-way), in run order.
 struct path_samples {

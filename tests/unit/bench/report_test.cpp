@@ -283,6 +283,39 @@ TEST(BenchSchedule, ParsesListsRangesAndSuffixes) {
     EXPECT_EQ(format_size(1500), "1500");
 }
 
+TEST(BenchSchedule, RunOrderBalancesPlacesAndPredecessors) {
+    // Over one cycle of orders every path runs equally often in every place and right after
+    // every other path (a Williams design), for even and odd numbers of paths, and wherever
+    // the cycle starts (rounds continue it).
+    for (std::size_t n = 1; n <= 6; ++n) {
+        const std::size_t cycle = run_order_cycle(n);
+        EXPECT_EQ(cycle, n % 2 == 0 ? n : 2 * n);
+        for (int reps : {1, 2, 3}) {
+            for (std::size_t start = 0; start < 3; ++start) {
+                std::map<std::pair<std::size_t, std::size_t>, int> place, follows;
+                for (std::size_t s = start; s < start + cycle; ++s) {
+                    const int round = static_cast<int>(s) / reps, rep = static_cast<int>(s) % reps;
+                    std::vector<std::size_t> o;
+                    for (std::size_t j = 0; j < n; ++j) o.push_back(run_order(n, round, reps, rep, j));
+                    auto sorted = o;
+                    std::sort(sorted.begin(), sorted.end());
+                    for (std::size_t j = 0; j < n; ++j) ASSERT_EQ(sorted[j], j) << "not a permutation, n " << n;
+                    for (std::size_t j = 0; j < n; ++j) ++place[{o[j], j}];
+                    for (std::size_t j = 1; j < n; ++j) ++follows[{o[j - 1], o[j]}];
+                }
+                const int per_place = static_cast<int>(cycle / n);
+                EXPECT_EQ(place.size(), n * n) << n;
+                for (const auto& [k, c] : place) EXPECT_EQ(c, per_place) << n;
+                EXPECT_EQ(follows.size(), n * (n - 1)) << n;  // every ordered pair of two paths
+                for (const auto& [k, c] : follows) EXPECT_EQ(c, n % 2 == 0 ? 1 : 2) << n;
+            }
+        }
+    }
+    // The first repetition starts with raw (path 0); n = 4: raw, raw2, nccl, loom.
+    for (std::size_t j = 0; j < 4; ++j) EXPECT_EQ(run_order(4, 0, 3, 0, j), std::vector<std::size_t>({0, 1, 3, 2})[j]);
+    EXPECT_EQ(run_order(0, 0, 1, 0, 0), 0U);
+}
+
 TEST(BenchSchedule, IterationsShrinkWithSizeWithinBounds) {
     schedule_params p;  // 16 MiB budget, 2..10000 ping-pong iterations, window 16
     EXPECT_EQ(iterations_for(operation::pingpong, 8, p), 10000);
