@@ -299,7 +299,8 @@ TEST(BenchSchedule, RunOrderBalancesPlacesAndPredecessors) {
                     for (std::size_t j = 0; j < n; ++j) o.push_back(run_order(n, round, reps, rep, j));
                     auto sorted = o;
                     std::sort(sorted.begin(), sorted.end());
-                    for (std::size_t j = 0; j < n; ++j) ASSERT_EQ(sorted[j], j) << "not a permutation, n " << n;
+                    for (std::size_t j = 0; j < n; ++j)
+                        ASSERT_EQ(sorted[j], j) << "not a permutation, n " << n;
                     for (std::size_t j = 0; j < n; ++j) ++place[{o[j], j}];
                     for (std::size_t j = 1; j < n; ++j) ++follows[{o[j - 1], o[j]}];
                 }
@@ -312,7 +313,8 @@ TEST(BenchSchedule, RunOrderBalancesPlacesAndPredecessors) {
         }
     }
     // The first repetition starts with raw (path 0); n = 4: raw, raw2, nccl, loom.
-    for (std::size_t j = 0; j < 4; ++j) EXPECT_EQ(run_order(4, 0, 3, 0, j), std::vector<std::size_t>({0, 1, 3, 2})[j]);
+    for (std::size_t j = 0; j < 4; ++j)
+        EXPECT_EQ(run_order(4, 0, 3, 0, j), std::vector<std::size_t>({0, 1, 3, 2})[j]);
     EXPECT_EQ(run_order(0, 0, 1, 0, 0), 0U);
 }
 
