@@ -431,11 +431,12 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
         // and rotates the order they are opened in: what one instance of a path gains or loses
         // by where its objects landed, or by being opened first, is spread over all paths.
         const std::size_t n_paths = o.paths.size();
-        std::vector<std::unique_ptr<path>> paths(n_paths);
+        std::vector<path_ptr> paths(n_paths);
         for (std::size_t j = 0; j < n_paths; ++j) {
             const std::size_t k = (j + static_cast<std::size_t>(round)) % n_paths;
             const auto& name = o.paths[k];
-            auto p = name == "loom" ? make_loom_path() : name == "nccl" ? make_nccl_path() : make_raw_path();
+            const std::size_t at = path_offset(round, n_paths, k);  // a new layout every round
+            auto p = name == "loom" ? make_loom_path(at) : name == "nccl" ? make_nccl_path(at) : make_raw_path(at);
             if (auto e = p->open(cfg, buf, ch, rank); !e.empty()) {
                 std::fprintf(stderr, "loom-bench: rank %d: path %s over %s: %s\n", rank, name.c_str(),
                              o.provider.c_str(), e.c_str());

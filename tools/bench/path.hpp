@@ -4,10 +4,12 @@
 // each path is direct calls into that path's API and nothing else.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -127,9 +129,36 @@ inline void drop_capability(bool& rma, bool& atomic, std::string& rma_note, std:
     }
 }
 
-[[nodiscard]] auto make_raw_path() -> std::unique_ptr<path>;
-[[nodiscard]] auto make_loom_path() -> std::unique_ptr<path>;
-[[nodiscard]] auto make_nccl_path() -> std::unique_ptr<path>;
+/// A path object placed at a chosen offset within a page (see path_offset in report.hpp): the
+/// deleter destroys it and frees the page-aligned block it was built in.
+struct path_deleter {
+    void* block{nullptr};
+    void operator()(path* p) const noexcept {
+        p->~path();
+        ::operator delete (block, std::align_val_t{page_bytes});
+    }
+};
+using path_ptr = std::unique_ptr<path, path_deleter>;
+
+/// Builds a T at byte `offset` (a multiple of 64 below page_bytes) of a page-aligned block.
+template <class T>
+[[nodiscard]] auto place_path(std::size_t offset) -> path_ptr {
+    static_assert(alignof(T) <= 64, "path objects are placed at 64-byte granularity");
+    offset = offset % page_bytes / 64 * 64;
+    void* block = ::operator new (sizeof(T) + page_bytes, std::align_val_t{page_bytes});
+    try {
+        T* p = new (static_cast<std::byte*>(block) + offset) T();
+        return path_ptr(p, path_deleter{block});
+    } catch (...) {
+        ::operator delete (block, std::align_val_t{page_bytes});
+        throw;
+    }
+}
+
+/// Each path placed `offset` bytes into a page of its own.
+[[nodiscard]] auto make_raw_path(std::size_t offset = 0) -> path_ptr;
+[[nodiscard]] auto make_loom_path(std::size_t offset = 0) -> path_ptr;
+[[nodiscard]] auto make_nccl_path(std::size_t offset = 0) -> path_ptr;
 
 // ---------------------------------------------------------------- shared loops
 /// Slots: sends 0..W-1, receives max_window..max_window+W-1, acknowledgement send 2·max_window,
@@ -144,6 +173,18 @@ inline constexpr std::size_t ack_bytes = 8;
 [[nodiscard]] constexpr auto is_receive_slot(int slot) -> bool {
     return slot >= max_window && slot != 2 * max_window;
 }
+
+/// What the loops touch per message — operation contexts, completion flags and lengths, and the
+/// completion entries of one poll — in the same layout in every path that posts its own
+/// operations (raw, raw2, loom), on its own cache lines.
+template <class Context, class Entry>
+struct alignas(64) slot_state {
+    std::array<Context, slot_count> ctx{};
+    std::array<bool, slot_count> done{};
+    std::array<std::size_t, slot_count> len{};
+    std::array<std::size_t, slot_count> expect{};
+    std::array<Entry, 8> entries{};  ///< one poll's completions
+};
 
 /// A path's primitive operations, as used by the loops below:
 ///   bool post_send(int slot, std::size_t offset, std::size_t n, bool tagged, bool control)
@@ -219,10 +260,13 @@ inline constexpr auto wait_limit = std::chrono::seconds(60);
 template <class P>
 auto run_operation(P& p, operation op, int rank, std::size_t n, int iterations, int window) -> bool {
     switch (op) {
-        case operation::pingpong: return pingpong_loop(p, rank == 0, n, iterations, true);
-        case operation::pingpong_untagged: return pingpong_loop(p, rank == 0, n, iterations, false);
+        case operation::pingpong:
+            return pingpong_loop(p, rank == 0, n, iterations, true);
+        case operation::pingpong_untagged:
+            return pingpong_loop(p, rank == 0, n, iterations, false);
         case operation::stream:
-        case operation::msgrate: return stream_loop(p, rank == 0, n, iterations, window);
+        case operation::msgrate:
+            return stream_loop(p, rank == 0, n, iterations, window);
         case operation::rma_write:
         case operation::rma_read: {
             const bool read = op == operation::rma_read;

@@ -156,8 +156,8 @@ public:
         const std::span<const std::byte> data{control ? buf_.tx + buf_.capacity : buf_.tx + offset, n};
         for (;;) {
             auto r = tagged
-                         ? ep_.tagged_send(data, control ? tag_ack : tag_data, peer_, tx_desc_, &ctx_[slot])
-                         : ep_.send(data, peer_, tx_desc_, &ctx_[slot]);
+                         ? ep_.tagged_send(data, control ? tag_ack : tag_data, peer_, tx_desc_, &st_.ctx[slot])
+                         : ep_.send(data, peer_, tx_desc_, &st_.ctx[slot]);
             if (r) [[likely]]
                 return true;
             if (!loom::is_again(r.error())) return fail("send", r.error());
@@ -166,11 +166,11 @@ public:
     }
     auto post_recv(int slot, std::size_t offset, std::size_t n, bool tagged, bool control) -> bool {
         const std::span<std::byte> data{control ? buf_.rx + buf_.capacity : buf_.rx + offset, n};
-        expect_[slot] = n;
+        st_.expect[slot] = n;
         for (;;) {
             auto r = tagged ? ep_.tagged_recv(data, control ? tag_ack : tag_data, 0,
-                                              loom::fabric_addrs::unspecified, rx_desc_, &ctx_[slot])
-                            : ep_.recv(data, loom::fabric_addrs::unspecified, rx_desc_, &ctx_[slot]);
+                                              loom::fabric_addrs::unspecified, rx_desc_, &st_.ctx[slot])
+                            : ep_.recv(data, loom::fabric_addrs::unspecified, rx_desc_, &st_.ctx[slot]);
             if (r) [[likely]]
                 return true;
             if (!loom::is_again(r.error())) return fail("recv", r.error());
@@ -184,9 +184,9 @@ public:
             auto remote = (read ? peer_tx_ : peer_rx_).subregion(offset, n);
             if (!remote) return fail("remote range", remote.error());
             auto r = read ? loom::rma::read_to(ep_, std::span{buf_.rx + offset, n}, rx_mr_, peer_, *remote,
-                                               &ctx_[slot])
+                                               &st_.ctx[slot])
                           : loom::rma::write_to(ep_, std::span<const std::byte>{buf_.tx + offset, n}, tx_mr_,
-                                                peer_, *remote, &ctx_[slot]);
+                                                peer_, *remote, &st_.ctx[slot]);
             if (r) [[likely]]
                 return true;
             if (!loom::is_again(r.error())) return fail(read ? "rma read" : "rma write", r.error());
@@ -198,7 +198,7 @@ public:
         for (;;) {
             auto r = loom::atomic::fetch_add_to<std::uint64_t>(ep_, *buf_.operand(),
                                                                buf_.fetch_results() + slot, &tx_mr_, &rx_mr_,
-                                                               peer_, peer_counter_, &ctx_[slot]);
+                                                               peer_, peer_counter_, &st_.ctx[slot]);
             if (r) [[likely]]
                 return true;
             if (!loom::is_again(r.error())) return fail("fetch_add", r.error());
@@ -208,7 +208,7 @@ public:
     auto wait(int slot) -> bool {
         unsigned spins = 0;
         auto deadline = std::chrono::steady_clock::time_point::max();
-        while (!done_[slot]) {
+        while (!st_.done[slot]) {
             if (!progress()) return false;
             if ((++spins & 0xfffU) == 0) {
                 const auto now = std::chrono::steady_clock::now();
@@ -216,10 +216,10 @@ public:
                 if (now > deadline) return fail("wait", make_error_code(loom::errc::timed_out));
             }
         }
-        done_[slot] = false;
-        if (is_receive_slot(slot) && len_[slot] != expect_[slot]) {
-            error_ = "receive of " + std::to_string(expect_[slot]) + " bytes completed with " +
-                     std::to_string(len_[slot]);
+        st_.done[slot] = false;
+        if (is_receive_slot(slot) && st_.len[slot] != st_.expect[slot]) {
+            error_ = "receive of " + std::to_string(st_.expect[slot]) + " bytes completed with " +
+                     std::to_string(st_.len[slot]);
             return false;
         }
         return true;
@@ -229,7 +229,7 @@ private:
     auto progress() -> bool {
         // The provider's entries as they are (completion_queue::read_tagged); an error entry
         // is then read with its details as a typed event.
-        auto n = cq_.read_tagged(entries_);
+        auto n = cq_.read_tagged(st_.entries);
         if (!n) [[unlikely]] {
             if (n.error() != make_error_code(loom::errc::error_available)) return fail("cq read", n.error());
             std::array<loom::completion_event, 1> ev;
@@ -242,9 +242,9 @@ private:
             return false;
         }
         for (std::size_t i = 0; i < *n; ++i) {
-            const auto slot = static_cast<std::size_t>(entries_[i].request() - ctx_.data());
-            done_[slot] = true;
-            len_[slot] = entries_[i].bytes_transferred();
+            const auto slot = static_cast<std::size_t>(st_.entries[i].request() - st_.ctx.data());
+            st_.done[slot] = true;
+            st_.len[slot] = st_.entries[i].bytes_transferred();
         }
         return true;
     }
@@ -267,16 +267,12 @@ private:
     loom::fabric_addr peer_{loom::fabric_addrs::unspecified};
     loom::remote_memory peer_tx_{}, peer_rx_{}, peer_counter_{};
     std::string rma_note_, atomic_note_;
-    std::array<loom::request_context, slot_count> ctx_{};
-    std::array<bool, slot_count> done_{};
-    std::array<std::size_t, slot_count> len_{};
-    std::array<std::size_t, slot_count> expect_{};
-    std::array<loom::tagged_completion, 8> entries_{};
+    slot_state<loom::request_context, loom::tagged_completion> st_;
     std::string error_;
 };
 
 }  // namespace
 
-auto make_loom_path() -> std::unique_ptr<path> { return std::make_unique<loom_path>(); }
+auto make_loom_path(std::size_t offset) -> path_ptr { return place_path<loom_path>(offset); }
 
 }  // namespace loom::bench

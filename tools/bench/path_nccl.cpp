@@ -197,6 +197,6 @@ private:
 
 }  // namespace
 
-auto make_nccl_path() -> std::unique_ptr<path> { return std::make_unique<nccl_path>(); }
+auto make_nccl_path(std::size_t offset) -> path_ptr { return place_path<nccl_path>(offset); }
 
 }  // namespace loom::bench

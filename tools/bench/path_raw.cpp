@@ -163,8 +163,8 @@ public:
         std::byte* p = control ? buf_.tx + buf_.capacity : buf_.tx + offset;
         const std::uint64_t tag = control ? tag_ack : tag_data;
         for (;;) {
-            const ssize_t rc = tagged ? ::fi_tsend(ep_, p, n, tx_desc_, peer_, tag, &ctx_[slot])
-                                      : ::fi_send(ep_, p, n, tx_desc_, peer_, &ctx_[slot]);
+            const ssize_t rc = tagged ? ::fi_tsend(ep_, p, n, tx_desc_, peer_, tag, &st_.ctx[slot])
+                                      : ::fi_send(ep_, p, n, tx_desc_, peer_, &st_.ctx[slot]);
             if (rc == 0) [[likely]]
                 return true;
             if (rc != -FI_EAGAIN) return fail("fi_tsend", rc);
@@ -174,10 +174,10 @@ public:
     auto post_recv(int slot, std::size_t offset, std::size_t n, bool tagged, bool control) -> bool {
         std::byte* p = control ? buf_.rx + buf_.capacity : buf_.rx + offset;
         const std::uint64_t tag = control ? tag_ack : tag_data;
-        expect_[slot] = n;
+        st_.expect[slot] = n;
         for (;;) {
-            const ssize_t rc = tagged ? ::fi_trecv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, tag, 0, &ctx_[slot])
-                                      : ::fi_recv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, &ctx_[slot]);
+            const ssize_t rc = tagged ? ::fi_trecv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, tag, 0, &st_.ctx[slot])
+                                      : ::fi_recv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, &st_.ctx[slot]);
             if (rc == 0) [[likely]]
                 return true;
             if (rc != -FI_EAGAIN) return fail("fi_trecv", rc);
@@ -189,9 +189,9 @@ public:
     auto post_rma(int slot, std::size_t offset, std::size_t n, bool read) -> bool {
         for (;;) {
             const ssize_t rc = read ? ::fi_read(ep_, buf_.rx + offset, n, rx_desc_, peer_,
-                                                remote_.tx_addr + offset, remote_.tx_key, &ctx_[slot])
+                                                remote_.tx_addr + offset, remote_.tx_key, &st_.ctx[slot])
                                     : ::fi_write(ep_, buf_.tx + offset, n, tx_desc_, peer_,
-                                                 remote_.rx_addr + offset, remote_.rx_key, &ctx_[slot]);
+                                                 remote_.rx_addr + offset, remote_.rx_key, &st_.ctx[slot]);
             if (rc == 0) [[likely]]
                 return true;
             if (rc != -FI_EAGAIN) return fail(read ? "fi_read" : "fi_write", rc);
@@ -204,7 +204,7 @@ public:
             const ssize_t rc =
                 ::fi_fetch_atomic(ep_, buf_.operand(), 1, tx_desc_, buf_.fetch_results() + slot, rx_desc_,
                                   peer_, remote_.rx_addr + buf_.capacity + buffers::atomic_offset,
-                                  remote_.rx_key, FI_UINT64, FI_SUM, &ctx_[slot]);
+                                  remote_.rx_key, FI_UINT64, FI_SUM, &st_.ctx[slot]);
             if (rc == 0) [[likely]]
                 return true;
             if (rc != -FI_EAGAIN) return fail("fi_fetch_atomic", rc);
@@ -214,7 +214,7 @@ public:
     auto wait(int slot) -> bool {
         unsigned spins = 0;
         auto deadline = std::chrono::steady_clock::time_point::max();
-        while (!done_[slot]) {
+        while (!st_.done[slot]) {
             if (!progress()) return false;
             if ((++spins & 0xfffU) == 0) {
                 const auto now = std::chrono::steady_clock::now();
@@ -222,10 +222,10 @@ public:
                 if (now > deadline) return fail("completion never arrived", -FI_ETIMEDOUT);
             }
         }
-        done_[slot] = false;
-        if (is_receive_slot(slot) && len_[slot] != expect_[slot]) {
-            error_ = "receive of " + std::to_string(expect_[slot]) + " bytes completed with " +
-                     std::to_string(len_[slot]);
+        st_.done[slot] = false;
+        if (is_receive_slot(slot) && st_.len[slot] != st_.expect[slot]) {
+            error_ = "receive of " + std::to_string(st_.expect[slot]) + " bytes completed with " +
+                     std::to_string(st_.len[slot]);
             return false;
         }
         return true;
@@ -239,14 +239,14 @@ private:
         return nullptr;
     }
     auto progress() -> bool {
-        std::array<::fi_cq_tagged_entry, 8> ev;
+        auto& ev = st_.entries;
         const ssize_t n = ::fi_cq_read(cq_, ev.data(), ev.size());
         if (n > 0) {
             for (ssize_t i = 0; i < n; ++i) {
                 const auto slot =
-                    static_cast<::fi_context2*>(ev[static_cast<std::size_t>(i)].op_context) - ctx_.data();
-                done_[static_cast<std::size_t>(slot)] = true;
-                len_[static_cast<std::size_t>(slot)] = ev[static_cast<std::size_t>(i)].len;
+                    static_cast<::fi_context2*>(ev[static_cast<std::size_t>(i)].op_context) - st_.ctx.data();
+                st_.done[static_cast<std::size_t>(slot)] = true;
+                st_.len[static_cast<std::size_t>(slot)] = ev[static_cast<std::size_t>(i)].len;
             }
             return true;
         }
@@ -295,16 +295,13 @@ private:
     ::fi_addr_t peer_{FI_ADDR_UNSPEC};
     remote_regions remote_{};
     std::string rma_note_, atomic_note_;
-    std::array<::fi_context2, slot_count> ctx_{};
-    std::array<bool, slot_count> done_{};
-    std::array<std::size_t, slot_count> len_{};
-    std::array<std::size_t, slot_count> expect_{};
+    slot_state<::fi_context2, ::fi_cq_tagged_entry> st_;
     std::string error_;
     std::string domain_;
 };
 
 }  // namespace
 
-auto make_raw_path() -> std::unique_ptr<path> { return std::make_unique<raw_path>(); }
+auto make_raw_path(std::size_t offset) -> path_ptr { return place_path<raw_path>(offset); }
 
 }  // namespace loom::bench

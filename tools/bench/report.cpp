@@ -334,6 +334,14 @@ auto iterations_for(operation op, std::size_t size, const schedule_params& p) ->
     return std::max(min_it, static_cast<int>(n));
 }
 
+auto path_offset(int round, std::size_t n_paths, std::size_t k) -> std::size_t {
+    // 37 is odd, so i -> 37 i mod 64 visits all 64 lines; consecutive rounds and paths land far apart.
+    constexpr std::size_t lines = page_bytes / 64;
+    const std::size_t i =
+        static_cast<std::size_t>(std::max(0, round)) * std::max<std::size_t>(1, n_paths) + k;
+    return (i * 37 % lines) * 64;
+}
+
 auto run_order_cycle(std::size_t n_paths) -> std::size_t { return n_paths % 2 == 0 ? n_paths : 2 * n_paths; }
 
 auto run_order(std::size_t n_paths, int round, int reps, int rep, std::size_t j) -> std::size_t {

@@ -107,6 +107,16 @@ struct schedule_params {
 /// path runs equally often in every place and right after every other path, so neither the
 /// place in a repetition nor what the previous path left behind falls on one path only.
 [[nodiscard]] auto run_order(std::size_t n_paths, int round, int reps, int rep, std::size_t j) -> std::size_t;
+/// Bytes of the pages path objects are placed in.
+inline constexpr std::size_t page_bytes = 4096;
+/// Where (bytes into a page, a multiple of 64) path `k` of `n_paths` is built in round `round`.
+/// The fields a path's loops read every message — its endpoint and queue handles, the payload
+/// buffer pointers — sit wherever its object lands, and that moved its speed: the loom path's
+/// members shifted by 1-3 KiB ran 2-5 % slower in shm streams of 16-128 B (8 runs each, raw2
+/// unchanged). Each round therefore places every path at another offset (the paths of a round
+/// at different ones), so what a layout gains or loses is spread over the rounds like the
+/// provider's placement.
+[[nodiscard]] auto path_offset(int round, std::size_t n_paths, std::size_t k) -> std::size_t;
 /// Rows in one cycle of run_order: n for an even number of paths, 2n for an odd one.
 [[nodiscard]] auto run_order_cycle(std::size_t n_paths) -> std::size_t;
 

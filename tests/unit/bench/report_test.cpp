@@ -7,6 +7,7 @@
 #include <cctype>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -316,6 +317,28 @@ TEST(BenchSchedule, RunOrderBalancesPlacesAndPredecessors) {
     for (std::size_t j = 0; j < 4; ++j)
         EXPECT_EQ(run_order(4, 0, 3, 0, j), std::vector<std::size_t>({0, 1, 3, 2})[j]);
     EXPECT_EQ(run_order(0, 0, 1, 0, 0), 0U);
+}
+
+TEST(BenchSchedule, PathOffsetsMoveEveryRoundAndKeepPathsApart) {
+    for (std::size_t n : {1U, 2U, 3U, 4U, 7U}) {
+        for (int round = 0; round < 20; ++round) {
+            std::set<std::size_t> in_round;
+            for (std::size_t k = 0; k < n; ++k) {
+                const std::size_t at = path_offset(round, n, k);
+                EXPECT_EQ(at % 64, 0U);
+                EXPECT_LT(at, page_bytes);
+                in_round.insert(at);
+                if (round > 0) {
+                    EXPECT_NE(at, path_offset(round - 1, n, k)) << "n " << n << " round " << round;
+                }
+            }
+            EXPECT_EQ(in_round.size(), n) << "paths of a round share an offset";
+        }
+        // A path visits page_bytes / 64 / gcd(n, 64) offsets over that many rounds.
+        std::set<std::size_t> seen;
+        for (int round = 0; round < 64; ++round) seen.insert(path_offset(round, n, 0));
+        EXPECT_EQ(seen.size(), 64U / std::gcd<std::size_t>(n, 64)) << n;
+    }
 }
 
 TEST(BenchSchedule, IterationsShrinkWithSizeWithinBounds) {
