@@ -35,12 +35,12 @@ static_assert(static_cast<int>(errc::no_memory_region) == FI_ENOMR);
 static_assert(static_cast<int>(errc::error_available) == FI_EAVAIL);
 static_assert(static_cast<int>(errc::message_too_long) == FI_EMSGSIZE);
 
+// Constant-initialized: usable from any static initializer, and fabric_category() needs no guard.
+constinit const fabric_error_category category_object{};
+
 }  // namespace
 
-auto fabric_category() noexcept -> const std::error_category& {
-    static const fabric_error_category category;
-    return category;
-}
+const std::error_category* const detail::fabric_category_object = &category_object;
 
 auto errc_name(errc e) noexcept -> const char* {
     switch (e) {

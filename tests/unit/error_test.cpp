@@ -1,5 +1,6 @@
 // Unit tests for loom/error.hpp: errc, the libfabric category, native-code mapping.
 #include <loom/error.hpp>
+#include <loom/fabric_info.hpp>
 
 #include "unit_support.hpp"
 
@@ -107,6 +108,22 @@ TEST(Errc, NamesOfEveryEnumerator) {
     for (const auto& row : all_errc) EXPECT_STREQ(loom::errc_name(row.e), row.name);
     EXPECT_STREQ(loom::errc_name(static_cast<errc>(9999)), "unknown");
     EXPECT_STREQ(loom::errc_name(static_cast<errc>(-1)), "unknown");
+}
+
+// Built during static initialization of this test program, before main: the category object is
+// constant-initialized in libloom, so it is already there whatever the initialization order.
+const std::error_code code_from_a_static_initializer = loom::make_error_code(errc::again);
+
+TEST(ErrorCategory, ReadyBeforeMainAndTheSameObjectAcrossTheLibrary) {
+    EXPECT_EQ(&code_from_a_static_initializer.category(), &loom::fabric_category());
+    EXPECT_TRUE(loom::is_again(code_from_a_static_initializer));
+    // An error made inside libloom (an out-of-line function) has the category the inline
+    // fabric_category() gives here: codes compare equal across the library boundary.
+    const auto r = loom::query_fabric({.threading = static_cast<loom::threading_mode>(99)});
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(&r.error().category(), &loom::fabric_category());
+    EXPECT_EQ(r.error(), loom::make_error_code(errc::invalid_argument));
+    EXPECT_EQ(r.error().message(), ::fi_strerror(FI_EINVAL));
 }
 
 TEST(ErrorCategory, NameAndIdentity) {

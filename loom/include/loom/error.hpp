@@ -70,8 +70,17 @@ enum class errc : int {
     no_memory_region = 270,        // FI_ENOMR
 };
 
-/// The category of every loom error: messages come from fi_strerror().
-[[nodiscard]] auto fabric_category() noexcept -> const std::error_category&;
+namespace detail {
+/// The category object, constant-initialized in libloom (no guard, no call to reach it).
+extern const std::error_category* const fabric_category_object;
+}  // namespace detail
+
+/// The category of every loom error: messages come from fi_strerror(). Inline: building or
+/// testing an error code is on hot paths (FI_EAGAIN from every post into a full queue, then
+/// is_again: about one per message for a sender streaming small messages over shm).
+[[nodiscard]] inline auto fabric_category() noexcept -> const std::error_category& {
+    return *detail::fabric_category_object;
+}
 
 [[nodiscard]] inline auto make_error_code(errc e) noexcept -> std::error_code {
     return {static_cast<int>(e), fabric_category()};
