@@ -127,7 +127,10 @@ auto endpoint::enable() noexcept -> void_result {
     if (enabled_) return {};
     if (needs_dest_ && !has_av_) return make_unexpected(errc::no_address_vector);
     auto r = check_native(::fi_enable(h_.get()));
-    if (r) enabled_ = true;
+    if (r) {
+        enabled_ = true;
+        refresh_tx_limits();
+    }
     return r;
 }
 

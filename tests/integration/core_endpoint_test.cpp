@@ -9,6 +9,7 @@
 #include <rdma/fi_endpoint.h>
 
 #include <array>
+#include <limits>
 #include <cstring>
 #include <vector>
 
@@ -109,6 +110,55 @@ TEST_P(core_checks, rdm_operations_need_a_destination) {
     loom::msg::send_message<loom::request_context*> m{.iov = {iov}, .addr = none, .context = &ctx};
     EXPECT_EQ(outcome(loom::msg::sendmsg(s.ep, m)), "invalid_argument");
     expect_quiet(s.cq);
+}
+
+TEST_P(core_checks, send_checks_hold_at_the_limits_after_close_and_after_a_move) {
+    // The send checks take one compare for state, capability and length: every boundary and
+    // state change must still be refused before the provider is called.
+    loop_stack s;
+    ASSERT_NO_FATAL_FAILURE(must_open_loop(GetParam(), {}, s));
+    loom::request_context ctx;
+    std::array<std::byte, 8> data{};
+    const std::size_t max = s.ep.max_msg_size();
+    ASSERT_GT(max, 0U);
+    // max_msg_size passes, one byte more is refused, for both families; other families
+    // (RMA, atomics) take the full checks.
+    for (const auto family : {loom::capability::msg, loom::capability::tagged}) {
+        EXPECT_EQ(s.ep.check_tx(family, max, s.self, &ctx), 0);
+        if (max != std::numeric_limits<std::size_t>::max()) {
+            EXPECT_EQ(s.ep.check_tx(family, max + 1, s.self, &ctx), FI_EINVAL);
+        }
+        EXPECT_EQ(s.ep.check_tx(family, 0, loom::fabric_addrs::unspecified, &ctx), FI_EINVAL);
+    }
+    EXPECT_EQ(s.ep.check_tx(loom::capability::rma, 8, s.self, &ctx), FI_EINVAL);  // no FI_RMA asked
+    // A missing context is refused where the provider needs one.
+    if (s.ep.context_required()) {
+        EXPECT_EQ(outcome(s.ep.send(data, s.self, nullptr, nullptr)), "invalid_argument");
+        EXPECT_EQ(outcome(s.ep.tagged_send(data, any_tag, s.self, nullptr, nullptr)), "invalid_argument");
+    }
+    // A good send still goes (and completes).
+    loom::request_context rctx;
+    std::array<std::byte, 8> in{};
+    loom_test::progress prog(s.cq);
+    ASSERT_EQ(outcome(s.ep.tagged_recv(in, any_tag, 0, &rctx)), "ok");
+    ASSERT_EQ(outcome(prog.retry([&] { return s.ep.tagged_send(data, any_tag, s.self, nullptr, &ctx); }, 2s)),
+              "ok");
+    (void)completed(prog, &ctx);
+    (void)completed(prog, &rctx);
+    // A moved-from endpoint refuses (bad_state) instead of handing the provider a null handle.
+    loom::endpoint moved = std::move(s.ep);
+    EXPECT_EQ(s.ep.check_tx(loom::capability::tagged, 8, s.self, &ctx), FI_EOPBADSTATE);
+    EXPECT_EQ(outcome(s.ep.send(data, s.self, nullptr, &ctx)), "bad_state");
+    EXPECT_EQ(outcome(s.ep.tagged_send(data, any_tag, s.self, nullptr, &ctx)), "bad_state");
+    // The endpoint it moved to sends; once closed it refuses too.
+    ASSERT_EQ(outcome(moved.tagged_recv(in, any_tag, 0, &rctx)), "ok");
+    ASSERT_EQ(outcome(prog.retry([&] { return moved.tagged_send(data, any_tag, s.self, nullptr, &ctx); }, 2s)),
+              "ok");
+    (void)completed(prog, &ctx);
+    (void)completed(prog, &rctx);
+    ASSERT_EQ(outcome(moved.close()), "ok");
+    EXPECT_EQ(outcome(moved.send(data, s.self, nullptr, &ctx)), "bad_state");
+    EXPECT_EQ(outcome(moved.tagged_send(data, any_tag, s.self, nullptr, &ctx)), "bad_state");
 }
 
 TEST_P(core_checks, inject_above_inject_size_is_rejected) {
