@@ -150,6 +150,8 @@ TEST_P(core_checks, send_checks_hold_at_the_limits_after_close_and_after_a_move)
     EXPECT_EQ(s.ep.check_tx(loom::capability::tagged, 8, s.self, &ctx), FI_EOPBADSTATE);
     EXPECT_EQ(outcome(s.ep.send(data, s.self, nullptr, &ctx)), "bad_state");
     EXPECT_EQ(outcome(s.ep.tagged_send(data, any_tag, s.self, nullptr, &ctx)), "bad_state");
+    EXPECT_EQ(outcome(s.ep.tagged_inject(data, any_tag, s.self)), "bad_state");
+    EXPECT_EQ(outcome(s.ep.tagged_recv(in, any_tag, 0, &rctx)), "bad_state");
     // The endpoint it moved to sends; once closed it refuses too.
     ASSERT_EQ(outcome(moved.tagged_recv(in, any_tag, 0, &rctx)), "ok");
     ASSERT_EQ(outcome(prog.retry([&] { return moved.tagged_send(data, any_tag, s.self, nullptr, &ctx); }, 2s)),

@@ -72,11 +72,13 @@ inline constexpr option inject_atomic_size = option::inject_atomic_size;
 
 namespace detail {
 /// A value that a move leaves at T{} in the source (member-wise moves of the owning class
-/// then reset it there).
+/// then reset it there). Reads and assigns like a T.
 template <class T>
 struct zero_on_move {
     T value{};
     zero_on_move() = default;
+    constexpr zero_on_move(T v) noexcept : value(v) {}  // NOLINT(google-explicit-constructor)
+    constexpr operator T() const noexcept { return value; }  // NOLINT(google-explicit-constructor)
     zero_on_move(zero_on_move&& o) noexcept : value(std::exchange(o.value, T{})) {}
     auto operator=(zero_on_move&& o) noexcept -> zero_on_move& {
         value = std::exchange(o.value, T{});
@@ -365,7 +367,7 @@ public:
     }
     [[nodiscard]] auto check_tx_full(capability family, std::size_t len, fabric_addr dest,
                                      context_ptr<void> ctx) const noexcept -> int {
-        if (!enabled_ || !h_) return FI_EOPBADSTATE;
+        if (!enabled_) return FI_EOPBADSTATE;
         if (!caps_.any(family)) return FI_EINVAL;  // wrong endpoint type for this operation
         if (needs_context_ && !ctx) return FI_EINVAL;
         if (needs_dest_ && dest == fabric_addrs::unspecified) return FI_EINVAL;
@@ -420,18 +422,20 @@ private:
     std::size_t max_msg_size_{0};
     bool needs_context_{false};
     bool needs_dest_{false};
-    bool enabled_{false};
+    /// Stays with the handle: a moved-from endpoint is not enabled, so every check refuses it
+    /// (bad_state) instead of handing the provider a null handle.
+    detail::zero_on_move<bool> enabled_{false};
     bool has_av_{false};
     provider_quirks quirks_{};
-    /// check_tx's fast limits: a message of len bytes passes when len < limit, which is
-    /// max_msg_size + 1 while open and enabled with the capability, else 0 — also in a
-    /// moved-from endpoint (the limits do not travel with a move; the full checks then refuse).
+    /// check_tx's fast limits, derived from enabled_, caps_ and max_msg_size_ whenever enabled_
+    /// changes: a message of len bytes passes when len < limit, which is max_msg_size + 1 while
+    /// enabled with the capability, else 0 (also after a move: they stay with the handle too).
     detail::zero_on_move<std::size_t> tx_limit_msg_{}, tx_limit_tagged_{};
     void refresh_tx_limits() noexcept {
-        const std::size_t bound = max_msg_size_ == std::numeric_limits<std::size_t>::max() ? max_msg_size_ : max_msg_size_ + 1;
-        const bool open = enabled_ && static_cast<bool>(h_);
-        tx_limit_msg_.value = open && caps_.any(capability::msg) ? bound : 0;
-        tx_limit_tagged_.value = open && caps_.any(capability::tagged) ? bound : 0;
+        const std::size_t bound =
+            max_msg_size_ == std::numeric_limits<std::size_t>::max() ? max_msg_size_ : max_msg_size_ + 1;
+        tx_limit_msg_ = enabled_ && caps_.any(capability::msg) ? bound : 0;
+        tx_limit_tagged_ = enabled_ && caps_.any(capability::tagged) ? bound : 0;
     }
     friend auto get_native_endpoint_option(const endpoint&, int, int, void*, std::size_t*) noexcept -> void_result;
 };
