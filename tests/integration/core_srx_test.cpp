@@ -179,21 +179,11 @@ struct sender_side {
     void close_cm() { eq.reset(); }
 };
 
-auto open_common(const loom::fabric_info& info, loom::fabric& fab, loom::domain& dom) -> std::string {
-    auto f = loom::fabric::create(info);
-    if (!f) return "fabric: " + outcome(f.error());
-    fab = std::move(*f);
-    auto d = loom::domain::create(fab, info);
-    if (!d) return "domain: " + outcome(d.error());
-    dom = std::move(*d);
-    return {};
-}
-
 auto open_rdm(const std::string& provider, srx_side& a, sender_side& b) -> std::string {
     auto info = srx_info(provider, false, false);
     if (!info) return "query: " + outcome(info.error());
     a.info = *info;
-    if (auto e = open_common(a.info, a.fabric, a.domain); !e.empty()) return e;
+    if (auto e = open_fabric_domain(a.info, a.fabric, a.domain); !e.empty()) return e;
     for (auto* cq : {&a.cq1, &a.cq2}) {
         auto c = loom::completion_queue::create(a.domain, {.size = 64});
         if (!c) return "cq: " + outcome(c.error());
@@ -219,7 +209,7 @@ auto open_rdm(const std::string& provider, srx_side& a, sender_side& b) -> std::
     auto binfo = loom_test::find_info(provider, caps);
     if (!binfo) return "sender query: " + outcome(binfo.error());
     b.info = *binfo;
-    if (auto e = open_common(b.info, b.fabric, b.domain); !e.empty()) return "sender " + e;
+    if (auto e = open_fabric_domain(b.info, b.fabric, b.domain); !e.empty()) return "sender " + e;
     auto cq = loom::completion_queue::create(b.domain, {.size = 64});
     if (!cq) return "sender cq: " + outcome(cq.error());
     b.cq = std::move(*cq);
@@ -248,7 +238,7 @@ auto open_msg(const std::string& provider, srx_side& a, sender_side& b) -> std::
     auto info = srx_info(provider, true, true);
     if (!info) return "query: " + outcome(info.error());
     a.info = *info;
-    if (auto e = open_common(a.info, a.fabric, a.domain); !e.empty()) return e;
+    if (auto e = open_fabric_domain(a.info, a.fabric, a.domain); !e.empty()) return e;
     if (auto e = open_eq(a.fabric, a.eq); !e.empty()) return e;
     ::fid_pep* pep = nullptr;
     if (const int rc =
@@ -277,7 +267,7 @@ auto open_msg(const std::string& provider, srx_side& a, sender_side& b) -> std::
     auto binfo = srx_info(provider, true, false, a.port);
     if (!binfo) return "sender query: " + outcome(binfo.error());
     b.info = *binfo;
-    if (auto e = open_common(b.info, b.fabric, b.domain); !e.empty()) return "sender " + e;
+    if (auto e = open_fabric_domain(b.info, b.fabric, b.domain); !e.empty()) return "sender " + e;
     if (auto e = open_eq(b.fabric, b.eq); !e.empty()) return "sender " + e;
     auto cq = loom::completion_queue::create(b.domain, {.size = 64});
     if (!cq) return "sender cq: " + outcome(cq.error());

@@ -78,6 +78,18 @@ struct loop_options {
     loom::counter_bind counter_flags{loom::counter_bind::send};
 };
 
+/// Opens the fabric and domain of `info`; the error names the step that failed (empty on success).
+inline auto open_fabric_domain(const loom::fabric_info& info, loom::fabric& fab, loom::domain& dom)
+    -> std::string {
+    auto f = loom::fabric::create(info);
+    if (!f) return "fabric: " + outcome(f.error());
+    fab = std::move(*f);
+    auto d = loom::domain::create(fab, info);
+    if (!d) return "domain: " + outcome(d.error());
+    dom = std::move(*d);
+    return {};
+}
+
 /// Opens info, fabric and domain of `provider` into any stack with those three members; the
 /// error names the step that failed (empty on success).
 template <class Stack>
@@ -85,36 +97,10 @@ auto open_domain(const std::string& provider, loom::capability caps, Stack& s) -
     auto info = loom_test::find_info(provider, caps);
     if (!info) return "find_info: " + outcome(info.error());
     s.info = *info;
-    auto fab = loom::fabric::create(s.info);
-    if (!fab) return "fabric: " + outcome(fab.error());
-    s.fabric = std::move(*fab);
-    auto dom = loom::domain::create(s.fabric, s.info);
-    if (!dom) return "domain: " + outcome(dom.error());
-    s.domain = std::move(*dom);
-    return {};
+    return open_fabric_domain(s.info, s.fabric, s.domain);
 }
 
 /// Opens the rest of a loopback stack whose info, fabric and domain are open.
-inline auto open_loop_on_domain(const loop_options& o, loop_stack& s) -> std::string;
-
-/// Opens a loopback stack; the error names the step that failed.
-inline auto open_loop(const std::string& provider, const loop_options& o, loop_stack& s) -> std::string {
-    if (auto err = open_domain(provider, o.caps, s); !err.empty()) return err;
-    return open_loop_on_domain(o, s);
-}
-
-/// Opens a loopback stack from a given discovery entry.
-inline auto open_loop(const loom::fabric_info& info, const loop_options& o, loop_stack& s) -> std::string {
-    s.info = info;
-    auto fab = loom::fabric::create(s.info);
-    if (!fab) return "fabric: " + outcome(fab.error());
-    s.fabric = std::move(*fab);
-    auto dom = loom::domain::create(s.fabric, s.info);
-    if (!dom) return "domain: " + outcome(dom.error());
-    s.domain = std::move(*dom);
-    return open_loop_on_domain(o, s);
-}
-
 inline auto open_loop_on_domain(const loop_options& o, loop_stack& s) -> std::string {
     auto cq = loom::completion_queue::create(s.domain, o.cq);
     if (!cq) return "cq: " + outcome(cq.error());
@@ -140,6 +126,19 @@ inline auto open_loop_on_domain(const loop_options& o, loop_stack& s) -> std::st
     if (!self) return "av insert self: " + outcome(self.error());
     s.self = *self;
     return {};
+}
+
+/// Opens a loopback stack; the error names the step that failed.
+inline auto open_loop(const std::string& provider, const loop_options& o, loop_stack& s) -> std::string {
+    if (auto err = open_domain(provider, o.caps, s); !err.empty()) return err;
+    return open_loop_on_domain(o, s);
+}
+
+/// Opens a loopback stack from a given discovery entry.
+inline auto open_loop(const loom::fabric_info& info, const loop_options& o, loop_stack& s) -> std::string {
+    s.info = info;
+    if (auto err = open_fabric_domain(s.info, s.fabric, s.domain); !err.empty()) return err;
+    return open_loop_on_domain(o, s);
 }
 
 /// Opens a loopback stack or fails the current test (use with ASSERT_NO_FATAL_FAILURE).

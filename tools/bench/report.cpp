@@ -376,8 +376,12 @@ auto stats_of(const point& pt, const std::string& path) -> std::optional<path_st
         if (raw != pt.paths.end() && raw->second.measured) {
             const auto& p = it->second.seconds_per_message;
             const auto& r = raw->second.seconds_per_message;
-            st.ratio = is_latency(pt.op) ? paired_ratio(p, r) : paired_ratio(r, p);
-            st.ratio_ci = is_latency(pt.op) ? paired_ratio_interval(p, r) : paired_ratio_interval(r, p);
+            // latency: path time / raw time; bandwidth and rate: raw time / path time.
+            const auto ratios = is_latency(pt.op) ? pair_ratios(p, r) : pair_ratios(r, p);
+            if (ratios && !ratios->empty()) {
+                st.ratio = median(*ratios);
+                st.ratio_ci = median_interval(*ratios);
+            }
         }
     }
     return st;

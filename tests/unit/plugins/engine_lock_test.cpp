@@ -3,6 +3,8 @@
 // change hands; two busy threads turn it plain; mutual exclusion holds throughout.
 #include <gtest/gtest.h>
 
+#include "lock_checks.hpp"
+
 #include <atomic>
 #include <loom/plugins/engine_lock.hpp>
 #include <mutex>
@@ -124,16 +126,7 @@ TEST(engine_lock, try_lock_fails_while_held_and_plain_from_the_start_works) {
         if (!biased) {
             EXPECT_TRUE(mu.plain());
         }
-        ASSERT_TRUE(mu.try_lock());
-        bool other = true;
-        std::thread([&] { other = mu.try_lock(); }).join();
-        EXPECT_FALSE(other);
-        mu.unlock();
-        std::thread([&] {
-            other = mu.try_lock();
-            if (other) mu.unlock();
-        }).join();
-        EXPECT_TRUE(other);
+        lock_checks::expect_try_lock_excludes_other_threads(mu);
         for (unsigned i = 0; i < 2 * lp::engine_lock::rebias_streak; ++i) {
             std::lock_guard lock(mu);
         }

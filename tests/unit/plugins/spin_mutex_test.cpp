@@ -2,6 +2,8 @@
 // so a waiter must yield for the holder to run), try_lock, and use with std::lock_guard.
 #include <gtest/gtest.h>
 
+#include "lock_checks.hpp"
+
 #include <loom/plugins/spin_mutex.hpp>
 #include <mutex>
 #include <thread>
@@ -32,14 +34,5 @@ TEST(spin_mutex, excludes_under_contention) {
 
 TEST(spin_mutex, try_lock_fails_while_held) {
     lp::spin_mutex mu;
-    ASSERT_TRUE(mu.try_lock());
-    bool other = true;
-    std::thread([&] { other = mu.try_lock(); }).join();
-    EXPECT_FALSE(other);
-    mu.unlock();
-    std::thread([&] {
-        other = mu.try_lock();
-        if (other) mu.unlock();
-    }).join();
-    EXPECT_TRUE(other);
+    lock_checks::expect_try_lock_excludes_other_threads(mu);
 }
