@@ -287,6 +287,17 @@ auto parse_args(int argc, char** argv, options& o) -> int {
 }
 
 // ---------------------------------------------------------------- payload pattern
+/// Calls f() with the stack moved `shift` bytes further down (stack_offset in report.hpp): the
+/// frames of the path and of the provider below it land at another place within their pages.
+template <class F>
+[[gnu::noinline]] auto with_stack_offset(std::size_t shift, F&& f) {
+    void* pad = __builtin_alloca(shift + 16);
+    asm volatile("" : : "r"(pad) : "memory");  // the allocation stays, below f's frames
+    auto r = std::forward<F>(f)();
+    asm volatile("" : : "r"(pad) : "memory");
+    return r;
+}
+
 auto pattern(std::size_t size, std::size_t i) -> std::byte {
     return static_cast<std::byte>((i * 131U + size * 7U + (i >> 8) + (i >> 16)) & 0xffU);
 }
@@ -436,7 +447,10 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
             const std::size_t k = (j + static_cast<std::size_t>(round)) % n_paths;
             const auto& name = o.paths[k];
             const std::size_t at = path_offset(round, n_paths, k);  // a new layout every round
-            auto p = name == "loom" ? make_loom_path(at) : name == "nccl" ? make_nccl_path(at) : make_raw_path(at);
+            const std::size_t copy = code_copy(round, n_paths, k);  // and another copy of its code
+            auto p = name == "loom"   ? make_loom_path(at, copy)
+                     : name == "nccl" ? make_nccl_path(at, copy)
+                                      : make_raw_path(at, copy);
             if (auto e = p->open(cfg, buf, ch, rank); !e.empty()) {
                 std::fprintf(stderr, "loom-bench: rank %d: path %s over %s: %s\n", rank, name.c_str(),
                              o.provider.c_str(), e.c_str());
@@ -507,13 +521,18 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
                         std::fprintf(stderr, "loom-bench: rank %d: peer gone\n", rank);
                         return ch.abandon(1);
                     }
-                    std::string err = p.run(op, rank, size, warmup, pt.window);
-                    double secs = 0;
-                    if (err.empty()) {
-                        const auto t0 = std::chrono::steady_clock::now();
-                        err = p.run(op, rank, size, pt.iterations, pt.window);
-                        secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                    }
+                    // Warm-up and timed run with the stack at this measurement's offset.
+                    auto [err,
+                          secs] = with_stack_offset(stack_offset(round, o.reps, rep, paths.size(), k), [&] {
+                        std::string e = p.run(op, rank, size, warmup, pt.window);
+                        double t = 0;
+                        if (e.empty()) {
+                            const auto t0 = std::chrono::steady_clock::now();
+                            e = p.run(op, rank, size, pt.iterations, pt.window);
+                            t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                        }
+                        return std::pair{std::move(e), t};
+                    });
                     status mine;
                     mine.ok = err.empty() ? 1 : 0;
                     if (verify && err.empty() && receives_data) {
@@ -642,7 +661,9 @@ int main(int argc, char** argv) {
     if (mpi) {
         if (!mpi_available() && o.launcher == options::launch::automatic)
             std::fprintf(stderr, "loom-bench: started by mpirun (OMPI_COMM_WORLD_SIZE is set)\n");
-        return run_mpi(argc, argv, [&o](channel& ch, int rank, int size, int pair) { return run_rank(o, ch, rank, size, "mpi", pair); });
+        return run_mpi(argc, argv, [&o](channel& ch, int rank, int size, int pair) {
+            return run_rank(o, ch, rank, size, "mpi", pair);
+        });
     }
 
     int sv[2];

@@ -11,6 +11,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "report.hpp"
@@ -155,10 +156,23 @@ template <class T>
     }
 }
 
-/// Each path placed `offset` bytes into a page of its own.
-[[nodiscard]] auto make_raw_path(std::size_t offset = 0) -> path_ptr;
-[[nodiscard]] auto make_loom_path(std::size_t offset = 0) -> path_ptr;
-[[nodiscard]] auto make_nccl_path(std::size_t offset = 0) -> path_ptr;
+/// Copy `copy` (modulo code_copies, see code_copy in report.hpp) of path template T, built at
+/// `offset`: every copy is the same source compiled once more, its code at another address
+/// (the tool is built with -fno-ipa-icf so that the compiler keeps them apart).
+template <template <int> class T>
+[[nodiscard]] auto place_copy(std::size_t copy, std::size_t offset) -> path_ptr {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        using factory = path_ptr (*)(std::size_t);
+        static constexpr std::array<factory, sizeof...(I)> table{&place_path<T<static_cast<int>(I)>>...};
+        return table[copy % table.size()](offset);
+    }
+    (std::make_index_sequence<code_copies>{});
+}
+
+/// Each path placed `offset` bytes into a page of its own, from code copy `copy`.
+[[nodiscard]] auto make_raw_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
+[[nodiscard]] auto make_loom_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
+[[nodiscard]] auto make_nccl_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 
 // ---------------------------------------------------------------- shared loops
 /// Slots: sends 0..W-1, receives max_window..max_window+W-1, acknowledgement send 2·max_window,

@@ -16,6 +16,8 @@ auto err(const char* what, const std::error_code& ec) -> std::string {
     return std::string(what) + ": " + ec.message();
 }
 
+/// One code copy of the path (path.hpp: place_copy); every copy is the same code.
+template <int Copy>
 class loom_path final : public path {
 public:
     auto name() const -> std::string override { return "loom"; }
@@ -155,9 +157,9 @@ public:
     auto post_send(int slot, std::size_t offset, std::size_t n, bool tagged, bool control) -> bool {
         const std::span<const std::byte> data{control ? buf_.tx + buf_.capacity : buf_.tx + offset, n};
         for (;;) {
-            auto r = tagged
-                         ? ep_.tagged_send(data, control ? tag_ack : tag_data, peer_, tx_desc_, &st_.ctx[slot])
-                         : ep_.send(data, peer_, tx_desc_, &st_.ctx[slot]);
+            auto r =
+                tagged ? ep_.tagged_send(data, control ? tag_ack : tag_data, peer_, tx_desc_, &st_.ctx[slot])
+                       : ep_.send(data, peer_, tx_desc_, &st_.ctx[slot]);
             if (r) [[likely]]
                 return true;
             if (!loom::is_again(r.error())) return fail("send", r.error());
@@ -273,6 +275,8 @@ private:
 
 }  // namespace
 
-auto make_loom_path(std::size_t offset) -> path_ptr { return place_path<loom_path>(offset); }
+auto make_loom_path(std::size_t offset, std::size_t copy) -> path_ptr {
+    return place_copy<loom_path>(copy, offset);
+}
 
 }  // namespace loom::bench

@@ -28,6 +28,8 @@ void plugin_logger(int level, unsigned long, const char* file, int line, const c
     va_end(ap);
 }
 
+/// One code copy of the path (path.hpp: place_copy); every copy is the same code.
+template <int Copy>
 class nccl_path final : public path {
 public:
     ~nccl_path() override {
@@ -197,6 +199,8 @@ private:
 
 }  // namespace
 
-auto make_nccl_path(std::size_t offset) -> path_ptr { return place_path<nccl_path>(offset); }
+auto make_nccl_path(std::size_t offset, std::size_t copy) -> path_ptr {
+    return place_copy<nccl_path>(copy, offset);
+}
 
 }  // namespace loom::bench

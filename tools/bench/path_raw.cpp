@@ -22,6 +22,8 @@ auto fi_err(const char* what, long rc) -> std::string {
     return std::string(what) + ": " + ::fi_strerror(static_cast<int>(-rc)) + " (" + std::to_string(rc) + ")";
 }
 
+/// One code copy of the path (path.hpp: place_copy); every copy is the same code.
+template <int Copy>
 class raw_path final : public path {
 public:
     ~raw_path() override { close_all(); }
@@ -176,8 +178,9 @@ public:
         const std::uint64_t tag = control ? tag_ack : tag_data;
         st_.expect[slot] = n;
         for (;;) {
-            const ssize_t rc = tagged ? ::fi_trecv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, tag, 0, &st_.ctx[slot])
-                                      : ::fi_recv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, &st_.ctx[slot]);
+            const ssize_t rc = tagged
+                                   ? ::fi_trecv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, tag, 0, &st_.ctx[slot])
+                                   : ::fi_recv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, &st_.ctx[slot]);
             if (rc == 0) [[likely]]
                 return true;
             if (rc != -FI_EAGAIN) return fail("fi_trecv", rc);
@@ -302,6 +305,8 @@ private:
 
 }  // namespace
 
-auto make_raw_path(std::size_t offset) -> path_ptr { return place_path<raw_path>(offset); }
+auto make_raw_path(std::size_t offset, std::size_t copy) -> path_ptr {
+    return place_copy<raw_path>(copy, offset);
+}
 
 }  // namespace loom::bench

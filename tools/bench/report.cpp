@@ -342,6 +342,23 @@ auto path_offset(int round, std::size_t n_paths, std::size_t k) -> std::size_t {
     return (i * 37 % lines) * 64;
 }
 
+auto stack_offset(int round, int reps, int rep, std::size_t n_paths, std::size_t k) -> std::size_t {
+    // Path k's measurements in sequence: i = 0, 1, 2, ... (round by round, repetition by
+    // repetition). 97 is odd, so i -> 97 i mod 256 visits all 256 offsets before repeating one;
+    // the paths of one measurement start from different offsets spread over the page.
+    constexpr std::size_t slots = page_bytes / 16;
+    const auto i = static_cast<std::size_t>(std::max(0, round) * std::max(1, reps) + std::max(0, rep));
+    const std::size_t start = k * slots / std::max<std::size_t>(1, n_paths) + k * 5;
+    return ((i * 97 + start) % slots) * 16;
+}
+
+auto code_copy(int round, std::size_t n_paths, std::size_t k) -> std::size_t {
+    // Consecutive copies for the paths of a round (distinct while n_paths <= code_copies), the
+    // whole set moving on by 3 (odd, so coprime with 8) from round to round.
+    (void)n_paths;
+    return (static_cast<std::size_t>(std::max(0, round)) * 3 + k) % code_copies;
+}
+
 auto run_order_cycle(std::size_t n_paths) -> std::size_t { return n_paths % 2 == 0 ? n_paths : 2 * n_paths; }
 
 auto run_order(std::size_t n_paths, int round, int reps, int rep, std::size_t j) -> std::size_t {

@@ -117,6 +117,26 @@ inline constexpr std::size_t page_bytes = 4096;
 /// at different ones), so what a layout gains or loses is spread over the rounds like the
 /// provider's placement.
 [[nodiscard]] auto path_offset(int round, std::size_t n_paths, std::size_t k) -> std::size_t;
+/// How far below its usual place (bytes, a multiple of 16 below page_bytes) the stack is moved
+/// for measurement `rep` of round `round` of path `k` of `n_paths`. Where the stack falls within
+/// a page decides how its slots alias (modulo 4 KiB) the provider's queues, the completion
+/// entries and the path's own state, and that moved loom/raw in shm streams of 128 B from 0.94
+/// to 1.02 with nothing but the size of the environment changed (address randomization off);
+/// with it on, every process drew one such layout for all its rounds, and the ratio of one
+/// run differed from the next by up to 10 %. Each measurement therefore runs at another offset
+/// (all 256 before any repeats for one path), and a run's ratio is a mean over layouts.
+[[nodiscard]] auto stack_offset(int round, int reps, int rep, std::size_t n_paths, std::size_t k)
+    -> std::size_t;
+/// How many copies of every path's code loom-bench carries (path.hpp: place_copy).
+inline constexpr std::size_t code_copies = 8;
+/// Which code copy path `k` of `n_paths` runs in round `round`. Where a path's loops sit in the
+/// address space decides how their branches share the predictors and caches with the
+/// provider's code; two instances of raw with the very same code differed by up to 3 % in shm
+/// streams of 128 B between builds that only changed another path's source (their code moved
+/// by whole pages), and loom/raw moved by as much with one instruction reordered. Each round
+/// therefore runs every path from another copy (the paths of a round from different ones), so
+/// that placement is averaged over the rounds too; the A/A control (raw2) then includes it.
+[[nodiscard]] auto code_copy(int round, std::size_t n_paths, std::size_t k) -> std::size_t;
 /// Rows in one cycle of run_order: n for an even number of paths, 2n for an odd one.
 [[nodiscard]] auto run_order_cycle(std::size_t n_paths) -> std::size_t;
 

@@ -341,6 +341,54 @@ TEST(BenchSchedule, PathOffsetsMoveEveryRoundAndKeepPathsApart) {
     }
 }
 
+TEST(BenchSchedule, StackOffsetsVisitEveryPlaceInAPageAndKeepPathsApart) {
+    for (std::size_t n : {1U, 2U, 3U, 4U, 7U}) {
+        for (int reps : {1, 2, 3}) {
+            // One path's measurements, round by round and repetition by repetition, visit all
+            // page_bytes / 16 offsets before any repeats.
+            std::set<std::size_t> seen;
+            const int rounds = static_cast<int>(page_bytes / 16) / reps + 1;
+            for (int round = 0; round < rounds; ++round)
+                for (int rep = 0; rep < reps; ++rep) {
+                    if (seen.size() == page_bytes / 16) break;
+                    const std::size_t at = stack_offset(round, reps, rep, n, 0);
+                    EXPECT_EQ(at % 16, 0U);
+                    EXPECT_LT(at, page_bytes);
+                    EXPECT_TRUE(seen.insert(at).second) << "n " << n << " round " << round << " rep " << rep;
+                    std::set<std::size_t> in_measurement;
+                    for (std::size_t k = 0; k < n; ++k)
+                        in_measurement.insert(stack_offset(round, reps, rep, n, k));
+                    EXPECT_EQ(in_measurement.size(), n) << "paths of a measurement share a stack offset";
+                }
+            EXPECT_EQ(seen.size(), page_bytes / 16) << n;
+        }
+    }
+}
+
+TEST(BenchSchedule, CodeCopiesChangeEveryRoundAndDifferWithinOne) {
+    for (std::size_t n : {1U, 2U, 3U, 4U, 7U}) {
+        for (int round = 0; round < 3 * static_cast<int>(code_copies); ++round) {
+            std::set<std::size_t> in_round;
+            for (std::size_t k = 0; k < n; ++k) {
+                const std::size_t c = code_copy(round, n, k);
+                EXPECT_LT(c, code_copies);
+                in_round.insert(c);
+                if (round > 0) {
+                    EXPECT_NE(c, code_copy(round - 1, n, k)) << "n " << n << " round " << round;
+                }
+            }
+            EXPECT_EQ(in_round.size(), n) << "paths of a round run the same code copy";
+        }
+        // Every path runs every copy once in code_copies rounds.
+        for (std::size_t k = 0; k < n; ++k) {
+            std::set<std::size_t> seen;
+            for (int round = 0; round < static_cast<int>(code_copies); ++round)
+                seen.insert(code_copy(round, n, k));
+            EXPECT_EQ(seen.size(), code_copies) << "n " << n << " path " << k;
+        }
+    }
+}
+
 TEST(BenchSchedule, IterationsShrinkWithSizeWithinBounds) {
     schedule_params p;  // 16 MiB budget, 2..10000 ping-pong iterations, window 16
     EXPECT_EQ(iterations_for(operation::pingpong, 8, p), 10000);
