@@ -286,7 +286,7 @@ auto parse_args(int argc, char** argv, options& o) -> int {
     return -1;
 }
 
-// ---------------------------------------------------------------- payload pattern
+// ---------------------------------------------------------------- stack placement
 /// Calls f() with the stack moved `shift` bytes further down (stack_offset in report.hpp): the
 /// frames of the path and of the provider below it land at another place within their pages.
 template <class F>
@@ -298,6 +298,7 @@ template <class F>
     return r;
 }
 
+// ---------------------------------------------------------------- payload pattern
 auto pattern(std::size_t size, std::size_t i) -> std::byte {
     return static_cast<std::byte>((i * 131U + size * 7U + (i >> 8) + (i >> 16)) & 0xffU);
 }
@@ -447,7 +448,7 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
             const std::size_t k = (j + static_cast<std::size_t>(round)) % n_paths;
             const auto& name = o.paths[k];
             const std::size_t at = path_offset(round, n_paths, k);  // a new layout every round
-            const std::size_t copy = code_copy(round, n_paths, k);  // and another copy of its code
+            const std::size_t copy = code_copy(round, k);           // and another copy of its code
             auto p = name == "loom"   ? make_loom_path(at, copy)
                      : name == "nccl" ? make_nccl_path(at, copy)
                                       : make_raw_path(at, copy);

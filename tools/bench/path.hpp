@@ -188,9 +188,12 @@ inline constexpr std::size_t ack_bytes = 8;
     return slot >= max_window && slot != 2 * max_window;
 }
 
+/// Gives up on a wait after this long without the awaited completion (a hung peer).
+inline constexpr auto wait_limit = std::chrono::seconds(60);
+
 /// What the loops touch per message — operation contexts, completion flags and lengths, and the
 /// completion entries of one poll — in the same layout in every path that posts its own
-/// operations (raw, raw2, loom), on its own cache lines.
+/// operations (raw, raw2, loom), on its own cache lines; and their common wait.
 template <class Context, class Entry>
 struct alignas(64) slot_state {
     std::array<Context, slot_count> ctx{};
@@ -198,6 +201,39 @@ struct alignas(64) slot_state {
     std::array<std::size_t, slot_count> len{};
     std::array<std::size_t, slot_count> expect{};
     std::array<Entry, 8> entries{};  ///< one poll's completions
+
+    /// Calls `progress` (the path's completion read: false when it failed, with `error` set)
+    /// until `slot` completed, and consumes that completion; a receive must have brought the
+    /// length posted. False with `error` set after wait_limit without the completion.
+    template <class Progress>
+    auto wait(int slot, std::string& error, Progress&& progress) -> bool {
+        unsigned spins = 0;
+        auto deadline = std::chrono::steady_clock::time_point::max();
+        while (!done[slot]) {
+            if (!progress()) return false;
+            if ((++spins & 0xfffU) == 0) {
+                const auto now = std::chrono::steady_clock::now();
+                if (deadline == std::chrono::steady_clock::time_point::max()) deadline = now + wait_limit;
+                if (now > deadline) return timed_out(slot, error);
+            }
+        }
+        done[slot] = false;
+        if (is_receive_slot(slot) && len[slot] != expect[slot]) return wrong_length(slot, error);
+        return true;
+    }
+
+private:
+    // Out of line: the error texts stay out of the loops' code.
+    [[gnu::cold, gnu::noinline]] static auto timed_out(int slot, std::string& error) -> bool {
+        error = "no completion for slot " + std::to_string(slot) + " within " +
+                std::to_string(wait_limit.count()) + " s";
+        return false;
+    }
+    [[gnu::cold, gnu::noinline]] auto wrong_length(int slot, std::string& error) const -> bool {
+        error = "receive of " + std::to_string(expect[slot]) + " bytes completed with " +
+                std::to_string(len[slot]);
+        return false;
+    }
 };
 
 /// A path's primitive operations, as used by the loops below:
@@ -265,9 +301,6 @@ auto one_sided_loop(P& p, bool initiator, int iterations, int w, Post post) -> b
     }
     return p.post_send(ack_s, 0, ack_bytes, true, true) && p.wait(ack_s);
 }
-
-/// Gives up on a wait after this long without the awaited completion (a hung peer).
-inline constexpr auto wait_limit = std::chrono::seconds(60);
 
 /// The raw and loom paths' operation dispatch: one loop template per operation over the path's
 /// own post/wait primitives (post_rma and post_fadd for the one-sided operations).

@@ -208,23 +208,7 @@ public:
         }
     }
     auto wait(int slot) -> bool {
-        unsigned spins = 0;
-        auto deadline = std::chrono::steady_clock::time_point::max();
-        while (!st_.done[slot]) {
-            if (!progress()) return false;
-            if ((++spins & 0xfffU) == 0) {
-                const auto now = std::chrono::steady_clock::now();
-                if (deadline == std::chrono::steady_clock::time_point::max()) deadline = now + wait_limit;
-                if (now > deadline) return fail("wait", make_error_code(loom::errc::timed_out));
-            }
-        }
-        st_.done[slot] = false;
-        if (is_receive_slot(slot) && st_.len[slot] != st_.expect[slot]) {
-            error_ = "receive of " + std::to_string(st_.expect[slot]) + " bytes completed with " +
-                     std::to_string(st_.len[slot]);
-            return false;
-        }
-        return true;
+        return st_.wait(slot, error_, [this] { return progress(); });
     }
 
 private:

@@ -348,14 +348,13 @@ auto stack_offset(int round, int reps, int rep, std::size_t n_paths, std::size_t
     // the paths of one measurement start from different offsets spread over the page.
     constexpr std::size_t slots = page_bytes / 16;
     const auto i = static_cast<std::size_t>(std::max(0, round) * std::max(1, reps) + std::max(0, rep));
-    const std::size_t start = k * slots / std::max<std::size_t>(1, n_paths) + k * 5;
+    const std::size_t start = k * slots / std::max<std::size_t>(1, n_paths);
     return ((i * 97 + start) % slots) * 16;
 }
 
-auto code_copy(int round, std::size_t n_paths, std::size_t k) -> std::size_t {
-    // Consecutive copies for the paths of a round (distinct while n_paths <= code_copies), the
-    // whole set moving on by 3 (odd, so coprime with 8) from round to round.
-    (void)n_paths;
+auto code_copy(int round, std::size_t k) -> std::size_t {
+    // Consecutive copies for the paths of a round (distinct while there are at most
+    // code_copies paths), the whole set moving on by 3 (odd, so coprime with 8) every round.
     return (static_cast<std::size_t>(std::max(0, round)) * 3 + k) % code_copies;
 }
 

@@ -129,14 +129,14 @@ inline constexpr std::size_t page_bytes = 4096;
     -> std::size_t;
 /// How many copies of every path's code loom-bench carries (path.hpp: place_copy).
 inline constexpr std::size_t code_copies = 8;
-/// Which code copy path `k` of `n_paths` runs in round `round`. Where a path's loops sit in the
+/// Which code copy path `k` runs in round `round`. Where a path's loops sit in the
 /// address space decides how their branches share the predictors and caches with the
 /// provider's code; two instances of raw with the very same code differed by up to 3 % in shm
 /// streams of 128 B between builds that only changed another path's source (their code moved
 /// by whole pages), and loom/raw moved by as much with one instruction reordered. Each round
 /// therefore runs every path from another copy (the paths of a round from different ones), so
 /// that placement is averaged over the rounds too; the A/A control (raw2) then includes it.
-[[nodiscard]] auto code_copy(int round, std::size_t n_paths, std::size_t k) -> std::size_t;
+[[nodiscard]] auto code_copy(int round, std::size_t k) -> std::size_t;
 /// Rows in one cycle of run_order: n for an even number of paths, 2n for an odd one.
 [[nodiscard]] auto run_order_cycle(std::size_t n_paths) -> std::size_t;
 

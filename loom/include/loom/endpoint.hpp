@@ -354,9 +354,10 @@ public:
     [[nodiscard]] auto check_tx(capability family, std::size_t len, fabric_addr dest,
                                 context_ptr<void> ctx) const noexcept -> int {
         // Messages: state, capability and length in one compare against the family's limit,
-        // then destination and context (no load when they are given). A sender posting into
-        // a full queue runs this once per retry: on shm, 8 more cycles there cost 5-8 % of the
-        // small-message bandwidth. Everything else, and every refusal, takes the full checks.
+        // then destination and context (no load when they are given). This runs before every
+        // send: on shm each of the two compares still costs about 2.5 % of the bandwidth of
+        // 64-128 B streams (docs/bench.md). Everything else, and every refusal, takes the full
+        // checks.
         const std::size_t limit = family == capability::tagged ? tx_limit_tagged_.value
                                   : family == capability::msg  ? tx_limit_msg_.value
                                                                : 0;

@@ -76,8 +76,8 @@ extern const std::error_category* const fabric_category_object;
 }  // namespace detail
 
 /// The category of every loom error: messages come from fi_strerror(). Inline: building or
-/// testing an error code is on hot paths (FI_EAGAIN from every post into a full queue, then
-/// is_again: about one per message for a sender streaming small messages over shm).
+/// testing an error code is on hot paths (FI_EAGAIN from a post into a full queue, then
+/// is_again, once per retry).
 [[nodiscard]] inline auto fabric_category() noexcept -> const std::error_category& {
     return *detail::fabric_category_object;
 }

@@ -370,11 +370,11 @@ TEST(BenchSchedule, CodeCopiesChangeEveryRoundAndDifferWithinOne) {
         for (int round = 0; round < 3 * static_cast<int>(code_copies); ++round) {
             std::set<std::size_t> in_round;
             for (std::size_t k = 0; k < n; ++k) {
-                const std::size_t c = code_copy(round, n, k);
+                const std::size_t c = code_copy(round, k);
                 EXPECT_LT(c, code_copies);
                 in_round.insert(c);
                 if (round > 0) {
-                    EXPECT_NE(c, code_copy(round - 1, n, k)) << "n " << n << " round " << round;
+                    EXPECT_NE(c, code_copy(round - 1, k)) << "n " << n << " round " << round;
                 }
             }
             EXPECT_EQ(in_round.size(), n) << "paths of a round run the same code copy";
@@ -383,7 +383,7 @@ TEST(BenchSchedule, CodeCopiesChangeEveryRoundAndDifferWithinOne) {
         for (std::size_t k = 0; k < n; ++k) {
             std::set<std::size_t> seen;
             for (int round = 0; round < static_cast<int>(code_copies); ++round)
-                seen.insert(code_copy(round, n, k));
+                seen.insert(code_copy(round, k));
             EXPECT_EQ(seen.size(), code_copies) << "n " << n << " path " << k;
         }
     }
