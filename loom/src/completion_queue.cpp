@@ -51,6 +51,42 @@ auto entry_size(cq_format fmt) noexcept -> std::size_t {
 
 }  // namespace
 
+namespace {
+template <class... Args>
+auto refuse_read(Args...) noexcept -> ::ssize_t {
+    return -FI_EOPBADSTATE;
+}
+auto refuse_signal(::fid_cq*) noexcept -> int { return -FI_EOPBADSTATE; }
+auto refused_strerror(::fid_cq*, int, const void*, char*, std::size_t) noexcept -> const char* {
+    return "completion queue not open";
+}
+auto refuse_fid(::fid*) noexcept -> int { return -FI_EOPBADSTATE; }
+constinit ::fi_ops_cq refusing_cq_ops{
+    .size = sizeof(::fi_ops_cq),
+    .read = refuse_read,
+    .readfrom = refuse_read,
+    .readerr = refuse_read,
+    .sread = refuse_read,
+    .sreadfrom = refuse_read,
+    .signal = refuse_signal,
+    .strerror = refused_strerror,
+};
+constinit ::fi_ops refusing_cq_fid_ops{
+    .size = sizeof(::fi_ops),
+    .close = refuse_fid,
+    .bind = nullptr,
+    .control = nullptr,
+    .ops_open = nullptr,
+    .tostr = nullptr,
+    .ops_set = nullptr,
+};
+}  // namespace
+
+constinit ::fid_cq detail::refused_cq{
+    .fid = {.fclass = FI_CLASS_CQ, .context = nullptr, .ops = &refusing_cq_fid_ops},
+    .ops = &refusing_cq_ops,
+};
+
 auto completion_queue::create(domain& dom, const cq_attr& attr, std::pmr::memory_resource*)
     -> result<completion_queue> {
     if (!dom.valid()) return make_unexpected(errc::invalid_argument);
@@ -68,6 +104,7 @@ auto completion_queue::create(domain& dom, const cq_attr& attr, std::pmr::memory
     out.h_.set_parent(dom.child_tracker());
     out.attr_ = attr;
     out.domain_ = dom.native();
+    if (attr.format == cq_format::tagged && !attr.want_source) out.fast_ = detail::cq_read_gate{cq};
     return out;
 }
 

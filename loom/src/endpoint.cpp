@@ -9,6 +9,8 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace loom {
@@ -30,6 +32,162 @@ auto quirks_of(const ::fi_info& fi) noexcept -> endpoint::provider_quirks {
     return q;
 }
 }  // namespace
+
+// ---------------------------------------------------------------- send gates
+namespace {
+/// Any native data operation, refused with -Code (the signature comes from the table slot).
+template <int Code, class... Args>
+auto refuse(Args...) noexcept -> ::ssize_t {
+    return -Code;
+}
+template <int Code, class... Args>
+auto refuse_int(Args...) noexcept -> int {
+    return -Code;
+}
+/// Every operation of a stand-in's table refuses with -Code; the endpoint only calls send and
+/// senddata through a gate, the rest are there so that nothing reaches a null slot.
+template <int Code>
+constinit ::fi_ops_msg refusing_msg{
+    .size = sizeof(::fi_ops_msg),
+    .recv = refuse<Code>,
+    .recvv = refuse<Code>,
+    .recvmsg = refuse<Code>,
+    .send = refuse<Code>,
+    .sendv = refuse<Code>,
+    .sendmsg = refuse<Code>,
+    .inject = refuse<Code>,
+    .senddata = refuse<Code>,
+    .injectdata = refuse<Code>,
+};
+template <int Code>
+constinit ::fi_ops_tagged refusing_tagged{
+    .size = sizeof(::fi_ops_tagged),
+    .recv = refuse<Code>,
+    .recvv = refuse<Code>,
+    .recvmsg = refuse<Code>,
+    .send = refuse<Code>,
+    .sendv = refuse<Code>,
+    .sendmsg = refuse<Code>,
+    .inject = refuse<Code>,
+    .senddata = refuse<Code>,
+    .injectdata = refuse<Code>,
+};
+constinit ::fi_ops refusing_fid{
+    .size = sizeof(::fi_ops),
+    .close = refuse_int<FI_EINVAL>,
+    .bind = refuse_int<FI_EINVAL>,
+    .control = refuse_int<FI_EINVAL>,
+    .ops_open = refuse_int<FI_EINVAL>,
+    .tostr = nullptr,
+    .ops_set = refuse_int<FI_EINVAL>,
+};
+template <int Code>
+constexpr auto refusing_endpoint() noexcept -> ::fid_ep {
+    ::fid_ep ep{};
+    ep.fid.fclass = FI_CLASS_EP;
+    ep.fid.ops = &refusing_fid;
+    ep.msg = &refusing_msg<Code>;
+    ep.tagged = &refusing_tagged<Code>;
+    return ep;
+}
+
+// The checking stand-in: the per-operation checks its provider needs, then the real endpoint.
+auto checker_of(::fid_ep* gate) noexcept -> const detail::gate_checker* {
+    static_assert(std::is_standard_layout_v<detail::gate_checker>);
+    return reinterpret_cast<const detail::gate_checker*>(gate);  // gate is its first member
+}
+auto refused(const detail::gate_checker& c, std::size_t len, void* ctx) noexcept -> bool {
+    return len > c.max_msg_size || (c.needs_context && ctx == nullptr);
+}
+auto checked_recv(::fid_ep* gate, void* buf, std::size_t len, void* desc, ::fi_addr_t src, void* ctx) noexcept
+    -> ::ssize_t {
+    const auto* c = checker_of(gate);
+    if (c->needs_context && ctx == nullptr) return -FI_EINVAL;
+    return ::fi_recv(c->target, buf, len, desc, src, ctx);
+}
+auto checked_trecv(::fid_ep* gate, void* buf, std::size_t len, void* desc, ::fi_addr_t src, std::uint64_t tag,
+                   std::uint64_t ignore, void* ctx) noexcept -> ::ssize_t {
+    const auto* c = checker_of(gate);
+    if (c->needs_context && ctx == nullptr) return -FI_EINVAL;
+    return ::fi_trecv(c->target, buf, len, desc, src, tag, ignore, ctx);
+}
+auto checked_send(::fid_ep* gate, const void* buf, std::size_t len, void* desc, ::fi_addr_t dest, void* ctx) noexcept
+    -> ::ssize_t {
+    const auto* c = checker_of(gate);
+    if (refused(*c, len, ctx)) return -FI_EINVAL;
+    return ::fi_send(c->target, buf, len, desc, dest, ctx);
+}
+auto checked_senddata(::fid_ep* gate, const void* buf, std::size_t len, void* desc, std::uint64_t data,
+                      ::fi_addr_t dest, void* ctx) noexcept -> ::ssize_t {
+    const auto* c = checker_of(gate);
+    if (refused(*c, len, ctx)) return -FI_EINVAL;
+    return ::fi_senddata(c->target, buf, len, desc, data, dest, ctx);
+}
+auto checked_tsend(::fid_ep* gate, const void* buf, std::size_t len, void* desc, ::fi_addr_t dest,
+                   std::uint64_t tag, void* ctx) noexcept -> ::ssize_t {
+    const auto* c = checker_of(gate);
+    if (refused(*c, len, ctx)) return -FI_EINVAL;
+    return ::fi_tsend(c->target, buf, len, desc, dest, tag, ctx);
+}
+auto checked_tsenddata(::fid_ep* gate, const void* buf, std::size_t len, void* desc, std::uint64_t data,
+                       ::fi_addr_t dest, std::uint64_t tag, void* ctx) noexcept -> ::ssize_t {
+    const auto* c = checker_of(gate);
+    if (refused(*c, len, ctx)) return -FI_EINVAL;
+    return ::fi_tsenddata(c->target, buf, len, desc, data, dest, tag, ctx);
+}
+constinit ::fi_ops_msg checking_msg{
+    .size = sizeof(::fi_ops_msg),
+    .recv = checked_recv,
+    .recvv = refuse<FI_ENOSYS>,
+    .recvmsg = refuse<FI_ENOSYS>,
+    .send = checked_send,
+    .sendv = refuse<FI_ENOSYS>,
+    .sendmsg = refuse<FI_ENOSYS>,
+    .inject = refuse<FI_ENOSYS>,
+    .senddata = checked_senddata,
+    .injectdata = refuse<FI_ENOSYS>,
+};
+constinit ::fi_ops_tagged checking_tagged{
+    .size = sizeof(::fi_ops_tagged),
+    .recv = checked_trecv,
+    .recvv = refuse<FI_ENOSYS>,
+    .recvmsg = refuse<FI_ENOSYS>,
+    .send = checked_tsend,
+    .sendv = refuse<FI_ENOSYS>,
+    .sendmsg = refuse<FI_ENOSYS>,
+    .inject = refuse<FI_ENOSYS>,
+    .senddata = checked_tsenddata,
+    .injectdata = refuse<FI_ENOSYS>,
+};
+}  // namespace
+
+constinit ::fid_ep detail::refused_not_enabled = refusing_endpoint<FI_EOPBADSTATE>();
+constinit ::fid_ep detail::refused_no_capability = refusing_endpoint<FI_EINVAL>();
+
+void detail::op_gates::open(::fid_ep* ep, capability caps, std::size_t max_msg_size, bool needs_context) noexcept {
+    // Direct when no operation the provider accepts needs a check: the provider does not use
+    // the operation context (FI_CONTEXT / FI_CONTEXT2 mode) and, for sends, any length fits.
+    const bool rx_direct = !needs_context;
+    const bool tx_direct = rx_direct && max_msg_size == std::numeric_limits<std::size_t>::max();
+    checker_ = gate_checker{};
+    if (!tx_direct || !rx_direct) {
+        checker_.gate.fid.fclass = FI_CLASS_EP;
+        checker_.gate.fid.ops = &refusing_fid;
+        checker_.gate.msg = &checking_msg;
+        checker_.gate.tagged = &checking_tagged;
+        checker_.target = ep;
+        checker_.max_msg_size = max_msg_size;
+        checker_.needs_context = needs_context;
+    }
+    auto gate = [&](capability family, bool direct) {
+        if (!caps.any(family)) return &refused_no_capability;
+        return direct ? ep : &checker_.gate;
+    };
+    send_msg_ = gate(capability::msg, tx_direct);
+    send_tagged_ = gate(capability::tagged, tx_direct);
+    recv_msg_ = gate(capability::msg, rx_direct);
+    recv_tagged_ = gate(capability::tagged, rx_direct);
+}
 
 auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_resource*) -> result<endpoint> {
     if (!dom.valid() || !info.valid()) return make_unexpected(errc::invalid_argument);
@@ -129,7 +287,7 @@ auto endpoint::enable() noexcept -> void_result {
     auto r = check_native(::fi_enable(h_.get()));
     if (r) {
         enabled_ = true;
-        refresh_tx_limits();
+        refresh_gates();
     }
     return r;
 }

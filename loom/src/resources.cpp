@@ -78,13 +78,13 @@ auto address_vector::create(domain& dom, const address_vector_attr& attr, std::p
     return out;
 }
 
-auto address_vector::insert(const address& peer) -> result<fabric_addr> {
+auto address_vector::insert(const address& peer) -> result<peer_addr> {
     if (!format_compatible(format_, native_format(peer))) return make_unexpected(errc::invalid_argument);
     const auto raw = to_raw(peer);
     return insert_raw(raw);
 }
 
-auto address_vector::insert_raw(std::span<const std::byte> native_address) -> result<fabric_addr> {
+auto address_vector::insert_raw(std::span<const std::byte> native_address) -> result<peer_addr> {
     if (!h_) return make_unexpected(errc::bad_state);
     if (native_address.empty()) return make_unexpected(errc::invalid_argument);
     // Validate the bytes as an address of this domain's format before the provider reads them.
@@ -102,7 +102,7 @@ auto address_vector::insert_raw(std::span<const std::byte> native_address) -> re
         (void)::fi_av_remove(h_.get(), &handle, 1, 0);  // keep the vector and the record in step
         return make_unexpected(errc::no_memory);
     }
-    return fabric_addr{handle};
+    return peer_addr{handle};
 }
 
 auto address_vector::lookup(fabric_addr handle) const -> result<address> {
@@ -147,12 +147,12 @@ auto address_vector::encode_receive_context(fabric_addr base, int index, int rx_
     return fabric_addr{out};
 }
 
-auto address_vector::receive_context_address(fabric_addr base, int index) const -> result<fabric_addr> {
+auto address_vector::receive_context_address(fabric_addr base, int index) const -> result<peer_addr> {
     if (!h_) return make_unexpected(errc::bad_state);
     auto out = encode_receive_context(base, index, attr_.rx_ctx_bits);
-    if (!out) return out;
+    if (!out) return std::unexpected(out.error());
     if (!contains(base)) return make_unexpected(errc::invalid_argument);
-    return out;
+    return peer_addr{out->get()};  // encode_receive_context never returns a reserved value
 }
 
 // ---------------------------------------------------------------- counter

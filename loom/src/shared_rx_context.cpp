@@ -2,6 +2,8 @@
 
 #include <rdma/fi_endpoint.h>
 
+#include <limits>
+
 namespace loom {
 
 auto shared_rx_context::create(domain& dom, const fabric_info& info, std::pmr::memory_resource* mr)
@@ -25,6 +27,9 @@ auto shared_rx_context::create(domain& dom, const fabric_info& info, std::pmr::m
     out.rx_iov_limit_ = attr.iov_limit;
     out.needs_context_ = ((fi->mode | attr.mode) & (FI_CONTEXT | FI_CONTEXT2)) != 0;
     out.cancel_crashes_ = info.provider_name() == "tcp";
+    // Gates for receives (no size limit applies to receive buffers); nothing sends on an SRX.
+    out.gates_.open(srx, out.caps_ & (capability::msg | capability::tagged), std::numeric_limits<std::size_t>::max(),
+                    out.needs_context_);
     return out;
 }
 

@@ -9,8 +9,9 @@
 #include <rdma/fi_endpoint.h>
 
 #include <array>
-#include <limits>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <vector>
 
 using namespace core_test;
@@ -161,6 +162,141 @@ TEST_P(core_checks, send_checks_hold_at_the_limits_after_close_and_after_a_move)
     ASSERT_EQ(outcome(moved.close()), "ok");
     EXPECT_EQ(outcome(moved.send(data, s.self, nullptr, &ctx)), "bad_state");
     EXPECT_EQ(outcome(moved.tagged_send(data, any_tag, s.self, nullptr, &ctx)), "bad_state");
+}
+
+/// Sends `data` to `to` from `from` with every gated send (send, senddata, tagged_send,
+/// tagged_senddata) and receives each at `at` with the gated receives; all must complete with the
+/// bytes sent.
+template <class Dest>
+void round_trip_through_gates(loom::endpoint& from, Dest to, loom::endpoint& at, loom_test::progress& prog) {
+    for (int kind = 0; kind < 4; ++kind) {
+        SCOPED_TRACE(kind);
+        const bool tagged = kind >= 2, with_data = kind % 2 == 1;
+        std::array<std::byte, 16> out{}, in{};
+        loom_test::fill_pattern(out, static_cast<std::uint8_t>(kind + 1));
+        loom::request_context sctx, rctx;
+        ASSERT_EQ(outcome(tagged ? at.tagged_recv(in, any_tag, 0, &rctx) : at.recv(in, &rctx)), "ok");
+        auto send = [&] {
+            if (tagged)
+                return with_data ? from.tagged_senddata(out, any_tag, 7, to, nullptr, &sctx)
+                                 : from.tagged_send(out, any_tag, to, nullptr, &sctx);
+            return with_data ? from.senddata(out, 7, to, nullptr, &sctx) : from.send(out, to, nullptr, &sctx);
+        };
+        ASSERT_EQ(outcome(prog.retry(send, 2s)), "ok");
+        (void)completed(prog, &sctx);
+        const auto ev = completed(prog, &rctx);
+        EXPECT_EQ(ev.bytes_transferred, out.size());
+        EXPECT_EQ(in, out);
+    }
+}
+
+TEST_P(core_checks, sends_to_an_inserted_peer_and_receives_go_through_gates_that_follow_the_endpoint) {
+    // Sends to a peer_addr (what av.insert returns) and receives without a source filter make no
+    // check of their own: the endpoint's gates decide state, capability, context and length once,
+    // at enable and close. Where the provider needs no check per operation the gate is the
+    // endpoint itself; in every other state the operation must still be refused, and the gates
+    // must follow the endpoint through a move.
+    loop_stack s;
+    ASSERT_NO_FATAL_FAILURE(must_open_loop(GetParam(), {}, s));
+    ASSERT_TRUE(s.peer.has_value());
+    const loom::peer_addr peer = *s.peer;
+    EXPECT_EQ(peer, s.self);
+    const bool unlimited = s.ep.max_msg_size() == std::numeric_limits<std::size_t>::max();
+    EXPECT_EQ(s.ep.direct_sends(), unlimited && !s.ep.context_required());
+    EXPECT_EQ(s.ep.direct_receives(), !s.ep.context_required());
+    // What this machine's providers report: nothing to check per operation but on sockets,
+    // whose messages are limited.
+    if (GetParam() != "sockets") {
+        EXPECT_TRUE(s.ep.direct_sends());
+        EXPECT_TRUE(s.ep.direct_receives());
+        EXPECT_EQ(s.ep.receive_gate(loom::capability::tagged), s.ep.native());
+    }
+    loom_test::progress prog(s.cq);
+    ASSERT_NO_FATAL_FAILURE(round_trip_through_gates(s.ep, peer, s.ep, prog));
+    // Moved from: every gated send and receive is bad_state, nothing reaches the provider.
+    std::array<std::byte, 8> data{}, in{};
+    loom::request_context ctx;
+    loom::endpoint moved = std::move(s.ep);
+    EXPECT_FALSE(s.ep.direct_sends());
+    EXPECT_FALSE(s.ep.direct_receives());
+    EXPECT_EQ(outcome(s.ep.send(data, peer, nullptr, &ctx)), "bad_state");
+    EXPECT_EQ(outcome(s.ep.senddata(data, 1, peer, nullptr, &ctx)), "bad_state");
+    EXPECT_EQ(outcome(s.ep.tagged_send(data, any_tag, peer, nullptr, &ctx)), "bad_state");
+    EXPECT_EQ(outcome(s.ep.tagged_senddata(data, any_tag, 1, peer, nullptr, &ctx)), "bad_state");
+    EXPECT_EQ(outcome(loom::send(s.ep, data, peer, nullptr, &ctx)), "bad_state");
+    EXPECT_EQ(outcome(loom::tagged_send(s.ep, data, any_tag, peer, nullptr, &ctx)), "bad_state");
+    EXPECT_EQ(outcome(s.ep.recv(in, &ctx)), "bad_state");
+    EXPECT_EQ(outcome(s.ep.tagged_recv(in, any_tag, 0, &ctx)), "bad_state");
+    // The endpoint it moved to has the gates.
+    EXPECT_EQ(moved.direct_sends(), unlimited && !moved.context_required());
+    ASSERT_NO_FATAL_FAILURE(round_trip_through_gates(moved, peer, moved, prog));
+    // Closed: bad_state again.
+    ASSERT_EQ(outcome(moved.close()), "ok");
+    EXPECT_FALSE(moved.direct_sends());
+    EXPECT_EQ(outcome(moved.send(data, peer, nullptr, &ctx)), "bad_state");
+    EXPECT_EQ(outcome(moved.tagged_senddata(data, any_tag, 1, peer, nullptr, &ctx)), "bad_state");
+    EXPECT_EQ(outcome(moved.tagged_recv(in, any_tag, 0, &ctx)), "bad_state");
+    expect_quiet(s.cq);
+}
+
+TEST_P(core_checks, a_provider_that_needs_checks_gets_them_from_the_gate) {
+    // None of this machine's providers needs an operation context, and only sockets limits
+    // message sizes; an endpoint adopted with attributes that say so (FI_CONTEXT2 mode,
+    // max_msg_size 16) must get the checks from its gates: oversized sends and missing contexts
+    // refused, everything else forwarded to the provider. The gates live in the endpoint and
+    // must lead to the copy a move made, not to the object it was moved from.
+    loop_stack s;
+    ASSERT_NO_FATAL_FAILURE(must_open_loop(GetParam(), {}, s));
+    ::fi_info* attrs = ::fi_dupinfo(s.info.native());
+    ASSERT_NE(attrs, nullptr);
+    attrs->ep_attr->max_msg_size = 16;
+    attrs->mode |= FI_CONTEXT2;
+    ::fid_ep* native = nullptr;
+    ASSERT_EQ(::fi_endpoint(s.domain.native(), const_cast<::fi_info*>(s.info.native()), &native, nullptr), 0);
+    std::optional<loom::endpoint> first{loom::endpoint::adopt_native(native, *attrs, s.domain)};
+    ::fi_freeinfo(attrs);
+    ASSERT_EQ(outcome(first->bind_cq(s.cq, loom::cq_bind::transmit | loom::cq_bind::recv)), "ok");
+    auto av2 = loom::address_vector::create(s.domain);
+    ASSERT_TRUE(av2.has_value());
+    ASSERT_EQ(outcome(first->bind_av(*av2)), "ok");
+    ASSERT_EQ(outcome(first->enable()), "ok");
+    loom::endpoint ep = std::move(*first);
+    first.reset();
+    EXPECT_TRUE(ep.context_required());
+    EXPECT_EQ(ep.max_msg_size(), 16U);
+    EXPECT_FALSE(ep.direct_sends());
+    EXPECT_FALSE(ep.direct_receives());
+    const auto* gate = reinterpret_cast<const std::byte*>(ep.receive_gate(loom::capability::tagged));
+    const auto* self = reinterpret_cast<const std::byte*>(&ep);
+    EXPECT_TRUE(gate >= self && gate < self + sizeof(loom::endpoint)) << "the gate stayed with the moved-from object";
+
+    auto to_loop = av2->insert(*s.ep.name());  // from ep to the loop's endpoint
+    ASSERT_TRUE(to_loop.has_value());
+    auto me = ep.name();
+    ASSERT_TRUE(me.has_value());
+    auto to_ep = s.av.insert(*me);  // from the loop's endpoint to ep
+    ASSERT_TRUE(to_ep.has_value());
+
+    std::array<std::byte, 17> big{};
+    std::array<std::byte, 16> in{};
+    loom::request_context ctx;
+    const auto fits = std::span<const std::byte>{big}.first(16);
+    EXPECT_EQ(outcome(ep.send(big, *to_loop, nullptr, &ctx)), "invalid_argument");
+    EXPECT_EQ(outcome(ep.senddata(big, 1, *to_loop, nullptr, &ctx)), "invalid_argument");
+    EXPECT_EQ(outcome(ep.tagged_send(big, any_tag, *to_loop, nullptr, &ctx)), "invalid_argument");
+    EXPECT_EQ(outcome(ep.tagged_senddata(big, any_tag, 1, *to_loop, nullptr, &ctx)), "invalid_argument");
+    EXPECT_EQ(outcome(ep.send(fits, *to_loop, nullptr, nullptr)), "invalid_argument");
+    EXPECT_EQ(outcome(ep.tagged_send(fits, any_tag, *to_loop, nullptr, nullptr)), "invalid_argument");
+    EXPECT_EQ(outcome(ep.recv(in, nullptr)), "invalid_argument");
+    EXPECT_EQ(outcome(ep.tagged_recv(in, any_tag, 0, nullptr)), "invalid_argument");
+    expect_quiet(s.cq);
+    // What passes the checks reaches the provider, both ways.
+    loom_test::progress prog(s.cq);
+    ASSERT_NO_FATAL_FAILURE(round_trip_through_gates(ep, *to_loop, s.ep, prog));
+    ASSERT_NO_FATAL_FAILURE(round_trip_through_gates(s.ep, *to_ep, ep, prog));
+    ASSERT_EQ(outcome(ep.close()), "ok");
+    EXPECT_EQ(outcome(ep.send(fits, *to_loop, nullptr, &ctx)), "bad_state");
+    EXPECT_EQ(outcome(ep.tagged_recv(in, any_tag, 0, &ctx)), "bad_state");
 }
 
 TEST_P(core_checks, inject_above_inject_size_is_rejected) {

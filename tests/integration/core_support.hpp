@@ -10,8 +10,8 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
-#include <string>
 #include <optional>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -68,6 +68,8 @@ struct loop_stack {
     loom::counter cntr;
     loom::endpoint ep;
     loom::fabric_addr self{loom::fabric_addrs::unspecified};
+    /// The same handle as insert returned it (sends to a peer_addr skip the destination check).
+    std::optional<loom::peer_addr> peer;
 };
 
 struct loop_options {
@@ -125,6 +127,7 @@ inline auto open_loop_on_domain(const loop_options& o, loop_stack& s) -> std::st
     auto self = s.av.insert(*me);
     if (!self) return "av insert self: " + outcome(self.error());
     s.self = *self;
+    s.peer.emplace(*self);
     return {};
 }
 

@@ -5,6 +5,7 @@
 // Same hints, objects and loops as the raw path.
 #include <array>
 #include <cstring>
+#include <optional>
 #include <loom/loom.hpp>
 
 #include "path.hpp"
@@ -123,7 +124,7 @@ public:
         if (!peer) return err("peer address", peer.error());
         auto h = av_.insert(*peer);
         if (!h) return err("av insert", h.error());
-        peer_ = *h;
+        peer_.emplace(*h);
         if (rma || atomic) {
             // remote_memory::from_mr: virtual address or offset per the domain's mr_mode.
             auto tx_remote = loom::remote_memory::from_mr(tx_mr_);
@@ -158,8 +159,8 @@ public:
         const std::span<const std::byte> data{control ? buf_.tx + buf_.capacity : buf_.tx + offset, n};
         for (;;) {
             auto r =
-                tagged ? ep_.tagged_send(data, control ? tag_ack : tag_data, peer_, tx_desc_, &st_.ctx[slot])
-                       : ep_.send(data, peer_, tx_desc_, &st_.ctx[slot]);
+                tagged ? ep_.tagged_send(data, control ? tag_ack : tag_data, *peer_, tx_desc_, &st_.ctx[slot])
+                       : ep_.send(data, *peer_, tx_desc_, &st_.ctx[slot]);
             if (r) [[likely]]
                 return true;
             if (!loom::is_again(r.error())) return fail("send", r.error());
@@ -185,10 +186,10 @@ public:
         for (;;) {
             auto remote = (read ? peer_tx_ : peer_rx_).subregion(offset, n);
             if (!remote) return fail("remote range", remote.error());
-            auto r = read ? loom::rma::read_to(ep_, std::span{buf_.rx + offset, n}, rx_mr_, peer_, *remote,
+            auto r = read ? loom::rma::read_to(ep_, std::span{buf_.rx + offset, n}, rx_mr_, *peer_, *remote,
                                                &st_.ctx[slot])
                           : loom::rma::write_to(ep_, std::span<const std::byte>{buf_.tx + offset, n}, tx_mr_,
-                                                peer_, *remote, &st_.ctx[slot]);
+                                                *peer_, *remote, &st_.ctx[slot]);
             if (r) [[likely]]
                 return true;
             if (!loom::is_again(r.error())) return fail(read ? "rma read" : "rma write", r.error());
@@ -200,7 +201,7 @@ public:
         for (;;) {
             auto r = loom::atomic::fetch_add_to<std::uint64_t>(ep_, *buf_.operand(),
                                                                buf_.fetch_results() + slot, &tx_mr_, &rx_mr_,
-                                                               peer_, peer_counter_, &st_.ctx[slot]);
+                                                               *peer_, peer_counter_, &st_.ctx[slot]);
             if (r) [[likely]]
                 return true;
             if (!loom::is_again(r.error())) return fail("fetch_add", r.error());
@@ -250,7 +251,8 @@ private:
     loom::endpoint ep_;
     void* tx_desc_{nullptr};
     void* rx_desc_{nullptr};
-    loom::fabric_addr peer_{loom::fabric_addrs::unspecified};
+    /// What av.insert returned: a peer_addr, so sends to it go straight to the provider.
+    std::optional<loom::peer_addr> peer_;
     loom::remote_memory peer_tx_{}, peer_rx_{}, peer_counter_{};
     std::string rma_note_, atomic_note_;
     slot_state<loom::request_context, loom::tagged_completion> st_;

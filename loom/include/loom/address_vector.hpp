@@ -28,9 +28,10 @@ public:
                                      std::pmr::memory_resource* mr = nullptr) -> result<address_vector>;
 
     /// Inserts one peer; invalid_argument when the address's format does not suit the domain.
-    [[nodiscard]] auto insert(const address& peer) -> result<fabric_addr>;
+    /// The handle is a peer_addr: sends to it skip the destination check.
+    [[nodiscard]] auto insert(const address& peer) -> result<peer_addr>;
     /// Inserts native address bytes as they came from the peer's fi_getname.
-    [[nodiscard]] auto insert_raw(std::span<const std::byte> native_address) -> result<fabric_addr>;
+    [[nodiscard]] auto insert_raw(std::span<const std::byte> native_address) -> result<peer_addr>;
     /// The address stored under a handle.
     [[nodiscard]] auto lookup(fabric_addr handle) const -> result<address>;
     [[nodiscard]] auto remove(fabric_addr handle) -> void_result;
@@ -44,7 +45,7 @@ public:
     /// return from insert/insert_raw (or has removed since). With zero reserved bits only index
     /// zero is valid and returns the base unchanged. Whether the remote context exists cannot
     /// be checked here. bad_state for a closed vector.
-    [[nodiscard]] auto receive_context_address(fabric_addr base, int index) const -> result<fabric_addr>;
+    [[nodiscard]] auto receive_context_address(fabric_addr base, int index) const -> result<peer_addr>;
     /// The encoding alone (no membership check): the rules above for a vector with
     /// `rx_ctx_bits` reserved bits; invalid_argument also for bits outside 0..64.
     [[nodiscard]] static auto encode_receive_context(fabric_addr base, int index, int rx_ctx_bits) noexcept

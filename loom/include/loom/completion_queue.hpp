@@ -3,6 +3,7 @@
 
 #include <loom/context.hpp>
 #include <loom/detail/fid.hpp>
+#include <loom/detail/hot.hpp>
 #include <loom/domain.hpp>
 
 #include <rdma/fi_eq.h>
@@ -15,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 
 namespace loom {
 
@@ -70,6 +72,34 @@ private:
 static_assert(sizeof(tagged_completion) == sizeof(::fi_cq_tagged_entry) &&
               alignof(tagged_completion) == alignof(::fi_cq_tagged_entry));
 
+namespace detail {
+/// A stand-in for a native completion queue whose reads refuse (-FI_EOPBADSTATE) without
+/// touching a provider: what read() and read_tagged() go through on a queue they do not serve
+/// directly (closed, moved from, another format, source addresses).
+extern ::fid_cq refused_cq;
+/// The native queue the fast reads go through: the queue itself when it is open with tagged
+/// entries and no source addresses, else refused_cq. Decided at create and close instead of on
+/// every read; a move leaves the source refusing.
+class cq_read_gate {
+public:
+    cq_read_gate() = default;
+    explicit cq_read_gate(::fid_cq* cq) noexcept : cq_(cq) {}
+    cq_read_gate(cq_read_gate&& o) noexcept : cq_(std::exchange(o.cq_, &refused_cq)) {}
+    auto operator=(cq_read_gate&& o) noexcept -> cq_read_gate& {
+        cq_ = std::exchange(o.cq_, &refused_cq);
+        return *this;
+    }
+    cq_read_gate(const cq_read_gate&) = delete;
+    auto operator=(const cq_read_gate&) -> cq_read_gate& = delete;
+    ~cq_read_gate() = default;
+    [[nodiscard]] auto get() const noexcept -> ::fid_cq* { return cq_; }
+    [[nodiscard]] auto refusing() const noexcept -> bool { return cq_ == &refused_cq; }
+
+private:
+    ::fid_cq* cq_{&refused_cq};
+};
+}  // namespace detail
+
 class completion_queue {
 public:
     completion_queue() = default;
@@ -83,12 +113,13 @@ public:
     /// alone (count 1, out[0].has_error()). Inline for the common queue (tagged entries, no
     /// source addresses, up to 16 per call): a poll that finds nothing costs one provider call.
     [[nodiscard]] auto read(std::span<completion_event> out) -> result<std::size_t> {
-        if (attr_.format != cq_format::tagged || attr_.want_source || !h_ || out.empty()) [[unlikely]]
+        if (out.empty()) [[unlikely]]
             return read_any(out);
         std::array<::fi_cq_tagged_entry, 16> raw;  // filled by the provider
-        const ::ssize_t rc = ::fi_cq_read(h_.get(), raw.data(), std::min(out.size(), raw.size()));
+        const ::ssize_t rc = ::fi_cq_read(fast_.get(), raw.data(), std::min(out.size(), raw.size()));
         if (rc == -FI_EAGAIN) return 0;
-        if (rc < 0) [[unlikely]] return read_failed(rc, out[0]);
+        if (rc < 0) [[unlikely]]
+            return fast_.refusing() ? read_any(out) : read_failed(rc, out[0]);
         for (std::size_t i = 0; i < static_cast<std::size_t>(rc); ++i) refill(out[i], raw[i]);
         return static_cast<std::size_t>(rc);
     }
@@ -98,13 +129,13 @@ public:
     /// it returns errc::error_available and reads nothing: read() or poll() then return that
     /// entry as an event with has_error(). Needs the tagged format without source addresses
     /// (invalid_argument otherwise, before the provider is called; bad_state when not open).
-    [[nodiscard]] auto read_tagged(std::span<tagged_completion> out) noexcept -> result<std::size_t> {
-        if (attr_.format != cq_format::tagged || attr_.want_source || !h_ || out.empty()) [[unlikely]]
+    LOOM_SUBMIT_INLINE auto read_tagged(std::span<tagged_completion> out) noexcept -> result<std::size_t> {
+        if (out.empty()) [[unlikely]]
             return read_tagged_refused();
-        const ::ssize_t rc = ::fi_cq_read(h_.get(), out.data(), out.size());
+        const ::ssize_t rc = ::fi_cq_read(fast_.get(), out.data(), out.size());
         if (rc > 0) return static_cast<std::size_t>(rc);
         if (rc == -FI_EAGAIN || rc == 0) return 0;
-        return native_unexpected(rc);
+        return fast_.refusing() ? read_tagged_refused() : native_unexpected(rc);
     }
     /// Waits up to `timeout` for one completion; errc::timed_out when none arrived. Uses the
     /// wait object when the queue has one, otherwise polls (driving provider progress).
@@ -142,7 +173,11 @@ public:
     [[nodiscard]] auto native() const noexcept -> ::fid_cq* { return h_.get(); }
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
-    auto close() noexcept -> void_result { return h_.close(); }
+    auto close() noexcept -> void_result {
+        auto r = h_.close();
+        if (r) fast_ = detail::cq_read_gate{};
+        return r;
+    }
 
 private:
     [[nodiscard]] auto read_error(completion_event& ev) -> bool;
@@ -154,6 +189,7 @@ private:
     [[nodiscard]] auto read_failed(::ssize_t rc, completion_event& first) -> result<std::size_t>;
     static void clear_error(completion_event& ev) noexcept;
     detail::unique_fid<::fid_cq> h_;
+    detail::cq_read_gate fast_{};  // what read() and read_tagged() read from
     cq_attr attr_{};
     ::fid_domain* domain_{nullptr};
 };

@@ -32,6 +32,20 @@ using rma_addr = strong_value<struct rma_addr_tag, std::uint64_t>;
 /// A remote protection key.
 using mr_key = strong_value<struct mr_key_tag, std::uint64_t>;
 
+/// A destination that address_vector::insert, insert_raw or receive_context_address returned:
+/// never FI_ADDR_UNSPEC or FI_ADDR_NOTAVAIL, so an endpoint's sends to it skip the destination
+/// check that a plain fabric_addr gets (connectionless providers index their peer tables with
+/// it). Only an address vector makes one; it is a fabric_addr wherever one is expected. Like any
+/// fi_addr_t it goes stale when the vector removes it or closes.
+class peer_addr : public fabric_addr {
+public:
+    peer_addr() = delete;
+
+private:
+    constexpr explicit peer_addr(::fi_addr_t v) noexcept : fabric_addr(v) {}
+    friend class address_vector;
+};
+
 namespace fabric_addrs {
 /// No particular peer: a connected destination, or a receive from anyone.
 inline constexpr fabric_addr unspecified{FI_ADDR_UNSPEC};

@@ -5,6 +5,7 @@
 #include <loom/context.hpp>
 #include <loom/detail/child_link.hpp>
 #include <loom/detail/fid.hpp>
+#include <loom/detail/hot.hpp>
 #include <loom/domain.hpp>
 
 #include <rdma/fi_endpoint.h>
@@ -88,6 +89,64 @@ struct zero_on_move {
     auto operator=(const zero_on_move&) -> zero_on_move& = delete;
     ~zero_on_move() = default;
 };
+/// Stand-ins for a native endpoint that sends and receives reach instead of the provider when
+/// they must be refused: their data operations (msg and tagged) return -FI_EOPBADSTATE (endpoint
+/// not enabled, closed or moved from; SRX closed) or -FI_EINVAL (no such capability).
+extern ::fid_ep refused_not_enabled;
+extern ::fid_ep refused_no_capability;
+/// A stand-in that checks what the provider needs checked per operation (the context, for
+/// providers whose mode asks for one; a send's length, for providers with a finite
+/// max_msg_size) and forwards to `target`.
+struct gate_checker {
+    ::fid_ep gate{};  ///< first: handed to fi_send / fi_trecv / ... in place of the endpoint
+    ::fid_ep* target{nullptr};
+    std::size_t max_msg_size{0};
+    bool needs_context{false};
+};
+/// The native endpoint each operation family goes through (send and receive, msg and tagged):
+/// the endpoint itself when it is enabled with the capability and its provider needs no check
+/// per operation, else a refusing or checking stand-in. State, capability, context requirement
+/// and size limit are thereby decided once, when the endpoint is enabled or closed, not on every
+/// operation. A move leaves the source refusing (not enabled) and keeps the gates that lead to
+/// the checker pointing at the new copy's.
+class op_gates {
+public:
+    op_gates() = default;
+    op_gates(op_gates&& o) noexcept { take(o); }
+    auto operator=(op_gates&& o) noexcept -> op_gates& {
+        if (this != &o) take(o);
+        return *this;
+    }
+    op_gates(const op_gates&) = delete;
+    auto operator=(const op_gates&) -> op_gates& = delete;
+    ~op_gates() = default;
+
+    /// Gates for an enabled endpoint or open SRX `ep` (defined in endpoint.cpp).
+    void open(::fid_ep* ep, capability caps, std::size_t max_msg_size, bool needs_context) noexcept;
+    void shut() noexcept { send_msg_ = send_tagged_ = recv_msg_ = recv_tagged_ = &refused_not_enabled; }
+    [[nodiscard]] auto send(capability family) const noexcept -> ::fid_ep* {
+        return family == capability::tagged ? send_tagged_ : send_msg_;
+    }
+    [[nodiscard]] auto recv(capability family) const noexcept -> ::fid_ep* {
+        return family == capability::tagged ? recv_tagged_ : recv_msg_;
+    }
+
+private:
+    ::fid_ep* send_msg_{&refused_not_enabled};
+    ::fid_ep* send_tagged_{&refused_not_enabled};
+    ::fid_ep* recv_msg_{&refused_not_enabled};
+    ::fid_ep* recv_tagged_{&refused_not_enabled};
+    gate_checker checker_{};
+    void take(op_gates& o) noexcept {
+        checker_ = o.checker_;
+        auto moved = [&](::fid_ep* g) { return g == &o.checker_.gate ? &checker_.gate : g; };
+        send_msg_ = moved(o.send_msg_);
+        send_tagged_ = moved(o.send_tagged_);
+        recv_msg_ = moved(o.recv_msg_);
+        recv_tagged_ = moved(o.recv_tagged_);
+        o.shut();
+    }
+};
 /// A positive FI_E* code as an error result.
 [[nodiscard]] inline auto fail_code(int code) noexcept -> void_result {
     return std::unexpected(native_error(code));
@@ -115,13 +174,17 @@ struct zero_on_move {
     return desc.empty() ? nullptr : const_cast<void**>(desc.data());
 }
 
-// Receive submission for any receive target (endpoint or shared receive context): the
-// target's checks, then the native call on its fid_ep. Inline and allocation-free.
+// Receive submission for any receive target (endpoint or shared receive context): through
+// the target's receive gate (op_gates: state, capability and a missing context are refused
+// there), after the target's full checks only for a source filter. Inline and allocation-free.
 template <class T>
-auto post_recv(T& t, std::span<std::byte> buffer, fabric_addr src, void* desc, context_ptr<void> ctx) noexcept
+LOOM_SUBMIT_INLINE auto post_recv(T& t, std::span<std::byte> buffer, fabric_addr src, void* desc,
+                                  context_ptr<void> ctx) noexcept
     -> void_result {
-    if (const int e = t.check_rx(capability::msg, src, ctx)) [[unlikely]] return fail_code(e);
-    return check_native(::fi_recv(t.native(), buffer.data(), buffer.size(), desc, src.get(), ctx.get()));
+    if (src != fabric_addrs::unspecified) [[unlikely]]
+        if (const int e = t.check_rx(capability::msg, src, ctx)) return fail_code(e);
+    return check_native(
+        ::fi_recv(t.receive_gate(capability::msg), buffer.data(), buffer.size(), desc, src.get(), ctx.get()));
 }
 template <class T>
 auto post_recvv(T& t, std::span<const ::iovec> iov, std::span<void* const> desc, fabric_addr src,
@@ -130,11 +193,12 @@ auto post_recvv(T& t, std::span<const ::iovec> iov, std::span<void* const> desc,
     return check_native(::fi_recvv(t.native(), iov.data(), desc_or_null(desc), iov.size(), src.get(), ctx.get()));
 }
 template <class T>
-auto post_tagged_recv(T& t, std::span<std::byte> buffer, std::uint64_t tag, std::uint64_t ignore, fabric_addr src,
-                      void* desc, context_ptr<void> ctx) noexcept -> void_result {
-    if (const int e = t.check_rx(capability::tagged, src, ctx)) [[unlikely]] return fail_code(e);
-    return check_native(
-        ::fi_trecv(t.native(), buffer.data(), buffer.size(), desc, src.get(), tag, ignore, ctx.get()));
+LOOM_SUBMIT_INLINE auto post_tagged_recv(T& t, std::span<std::byte> buffer, std::uint64_t tag, std::uint64_t ignore,
+                                         fabric_addr src, void* desc, context_ptr<void> ctx) noexcept -> void_result {
+    if (src != fabric_addrs::unspecified) [[unlikely]]
+        if (const int e = t.check_rx(capability::tagged, src, ctx)) return fail_code(e);
+    return check_native(::fi_trecv(t.receive_gate(capability::tagged), buffer.data(), buffer.size(), desc,
+                                   src.get(), tag, ignore, ctx.get()));
 }
 template <class T>
 auto post_tagged_recvv(T& t, std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag,
@@ -146,13 +210,15 @@ auto post_tagged_recvv(T& t, std::span<const ::iovec> iov, std::span<void* const
 }  // namespace detail
 
 /// Something receives can be posted to: an endpoint or a shared receive context. It exposes
-/// its native fid_ep, its receive default flags and the receive checks.
+/// its native fid_ep, the gate receives go through, its receive default flags and the receive
+/// checks.
 template <class T>
 concept receive_target =
     !std::is_const_v<T> &&
     requires(const T& t, capability family, fabric_addr addr, context_ptr<void> ctx, std::span<const ::iovec> iov,
              std::span<void* const> desc) {
         { t.native() } noexcept -> std::same_as<::fid_ep*>;
+        { t.receive_gate(family) } noexcept -> std::same_as<::fid_ep*>;
         { t.rx_op_flags() } noexcept -> std::same_as<op_flag>;
         { t.check_rx(family, addr, ctx) } noexcept -> std::same_as<int>;
         { t.check_rx_iov(family, iov, desc, addr, ctx) } noexcept -> std::same_as<int>;
@@ -189,7 +255,22 @@ public:
     /// their parent or by fi_enable on the context itself).
     void mark_enabled() noexcept {
         enabled_ = true;
-        refresh_tx_limits();
+        refresh_gates();
+    }
+    /// True when sends (send, senddata, tagged_send, tagged_senddata) to a peer_addr reach the
+    /// provider with no check in between: enabled, and a provider that needs neither a context
+    /// nor a size check per send (shm, tcp, tcp;ofi_rxm, udp;ofi_rxd here).
+    [[nodiscard]] auto direct_sends() const noexcept -> bool {
+        return enabled_ && (tx_msg() == h_.get() || tx_tagged() == h_.get());
+    }
+    /// The same for receives (recv, tagged_recv) without a source filter.
+    [[nodiscard]] auto direct_receives() const noexcept -> bool {
+        const auto* ep = h_.get();
+        return enabled_ && (gates_.recv(capability::msg) == ep || gates_.recv(capability::tagged) == ep);
+    }
+    /// The native endpoint receives of `family` go through (see op_gates).
+    [[nodiscard]] auto receive_gate(capability family) const noexcept -> ::fid_ep* {
+        return gates_.recv(family);
     }
 
     // ------------------------------------------------------------ set-up
@@ -233,7 +314,7 @@ public:
         auto r = h_.close();
         if (r) {
             enabled_ = false;
-            refresh_tx_limits();
+            refresh_gates();
             srx_link_.reset();
             owner_link_.reset();
         }
@@ -241,21 +322,36 @@ public:
     }
 
     // ------------------------------------------------------------ messages
+    // Sends to a peer_addr (what address_vector::insert returns) go straight to the provider
+    // through the family's gate (op_gates: not enabled, no capability, a missing context or
+    // an oversized message are refused there, and on shm/tcp nothing stands in between). Sends
+    // to a plain fabric_addr check first only that it is not fabric_addrs::unspecified where a
+    // destination is needed. Each instruction before the provider call showed on shm streams of
+    // 8-256 B (about 2.5 % of the bandwidth per compare, docs/bench.md).
     auto send(std::span<const std::byte> data, context_ptr<void> ctx = {}) noexcept -> void_result {
         return send(data, fabric_addrs::unspecified, nullptr, ctx);
     }
-    auto send(std::span<const std::byte> data, fabric_addr dest, void* desc = nullptr,
-              context_ptr<void> ctx = {}) noexcept -> void_result {
-        if (const int e = check_tx(capability::msg, data.size(), dest, ctx)) [[unlikely]] return fail(e);
-        return check_native(::fi_send(h_.get(), data.data(), data.size(), desc, dest.get(), ctx.get()));
+    LOOM_SUBMIT_INLINE auto send(std::span<const std::byte> data, fabric_addr dest, void* desc = nullptr,
+                                 context_ptr<void> ctx = {}) noexcept -> void_result {
+        if (dest == fabric_addrs::unspecified) [[unlikely]]
+            if (const int e = check_tx_full(capability::msg, data.size(), dest, ctx)) return fail(e);
+        return check_native(::fi_send(tx_msg(), data.data(), data.size(), desc, dest.get(), ctx.get()));
+    }
+    LOOM_SUBMIT_INLINE auto send(std::span<const std::byte> data, peer_addr dest, void* desc = nullptr,
+                                 context_ptr<void> ctx = {}) noexcept -> void_result {
+        return check_native(::fi_send(tx_msg(), data.data(), data.size(), desc, dest.get(), ctx.get()));
     }
     auto send(std::span<const std::byte> data, const memory_region& mr, fabric_addr dest,
               context_ptr<void> ctx = {}) noexcept -> void_result;
-    auto senddata(std::span<const std::byte> data, std::uint64_t imm, fabric_addr dest,
-                  void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
-        if (const int e = check_tx(capability::msg, data.size(), dest, ctx)) [[unlikely]] return fail(e);
-        return check_native(
-            ::fi_senddata(h_.get(), data.data(), data.size(), desc, imm, dest.get(), ctx.get()));
+    LOOM_SUBMIT_INLINE auto senddata(std::span<const std::byte> data, std::uint64_t imm, fabric_addr dest,
+                                     void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
+        if (dest == fabric_addrs::unspecified) [[unlikely]]
+            if (const int e = check_tx_full(capability::msg, data.size(), dest, ctx)) return fail(e);
+        return check_native(::fi_senddata(tx_msg(), data.data(), data.size(), desc, imm, dest.get(), ctx.get()));
+    }
+    LOOM_SUBMIT_INLINE auto senddata(std::span<const std::byte> data, std::uint64_t imm, peer_addr dest,
+                                     void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
+        return check_native(::fi_senddata(tx_msg(), data.data(), data.size(), desc, imm, dest.get(), ctx.get()));
     }
     auto sendv(std::span<const ::iovec> iov, std::span<void* const> desc, fabric_addr dest,
                context_ptr<void> ctx = {}) noexcept -> void_result {
@@ -298,20 +394,31 @@ public:
         -> void_result {
         return tagged_send(data, tag, fabric_addrs::unspecified, nullptr, ctx);
     }
-    auto tagged_send(std::span<const std::byte> data, std::uint64_t tag, fabric_addr dest,
-                     void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
-        if (const int e = check_tx(capability::tagged, data.size(), dest, ctx)) [[unlikely]] return fail(e);
-        return check_native(
-            ::fi_tsend(h_.get(), data.data(), data.size(), desc, dest.get(), tag, ctx.get()));
+    LOOM_SUBMIT_INLINE auto tagged_send(std::span<const std::byte> data, std::uint64_t tag, fabric_addr dest,
+                                        void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
+        if (dest == fabric_addrs::unspecified) [[unlikely]]
+            if (const int e = check_tx_full(capability::tagged, data.size(), dest, ctx)) return fail(e);
+        return check_native(::fi_tsend(tx_tagged(), data.data(), data.size(), desc, dest.get(), tag, ctx.get()));
+    }
+    LOOM_SUBMIT_INLINE auto tagged_send(std::span<const std::byte> data, std::uint64_t tag, peer_addr dest,
+                                        void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
+        return check_native(::fi_tsend(tx_tagged(), data.data(), data.size(), desc, dest.get(), tag, ctx.get()));
     }
     auto tagged_send(std::span<const std::byte> data, const memory_region& mr, std::uint64_t tag,
                      fabric_addr dest, context_ptr<void> ctx = {}) noexcept -> void_result;
-    auto tagged_senddata(std::span<const std::byte> data, std::uint64_t tag, std::uint64_t imm,
-                         fabric_addr dest, void* desc = nullptr, context_ptr<void> ctx = {}) noexcept
-        -> void_result {
-        if (const int e = check_tx(capability::tagged, data.size(), dest, ctx)) [[unlikely]] return fail(e);
+    LOOM_SUBMIT_INLINE auto tagged_senddata(std::span<const std::byte> data, std::uint64_t tag, std::uint64_t imm,
+                                            fabric_addr dest, void* desc = nullptr,
+                                            context_ptr<void> ctx = {}) noexcept -> void_result {
+        if (dest == fabric_addrs::unspecified) [[unlikely]]
+            if (const int e = check_tx_full(capability::tagged, data.size(), dest, ctx)) return fail(e);
         return check_native(
-            ::fi_tsenddata(h_.get(), data.data(), data.size(), desc, imm, dest.get(), tag, ctx.get()));
+            ::fi_tsenddata(tx_tagged(), data.data(), data.size(), desc, imm, dest.get(), tag, ctx.get()));
+    }
+    LOOM_SUBMIT_INLINE auto tagged_senddata(std::span<const std::byte> data, std::uint64_t tag, std::uint64_t imm,
+                                            peer_addr dest, void* desc = nullptr,
+                                            context_ptr<void> ctx = {}) noexcept -> void_result {
+        return check_native(
+            ::fi_tsenddata(tx_tagged(), data.data(), data.size(), desc, imm, dest.get(), tag, ctx.get()));
     }
     auto tagged_sendv(std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag,
                       fabric_addr dest, context_ptr<void> ctx = {}) noexcept -> void_result {
@@ -354,10 +461,9 @@ public:
     [[nodiscard]] auto check_tx(capability family, std::size_t len, fabric_addr dest,
                                 context_ptr<void> ctx) const noexcept -> int {
         // Messages: state, capability and length in one compare against the family's limit,
-        // then destination and context (no load when they are given). This runs before every
-        // send: on shm each of the two compares still costs about 2.5 % of the bandwidth of
-        // 64-128 B streams (docs/bench.md). Everything else, and every refusal, takes the full
-        // checks.
+        // then destination and context (no load when they are given); everything else, and
+        // every refusal, takes the full checks. The sends above do not come here (their gates
+        // decide the same once, at enable); sendv, the msg:: helpers, RMA and atomics do.
         const std::size_t limit = family == capability::tagged ? tx_limit_tagged_.value
                                   : family == capability::msg  ? tx_limit_msg_.value
                                                                : 0;
@@ -412,6 +518,9 @@ private:
     detail::child_link srx_link_;    // declared first: destroyed after the native endpoint closes
     detail::child_link owner_link_;  // likewise
     detail::unique_fid<::fid_ep> h_;
+    detail::op_gates gates_{};
+    [[nodiscard]] auto tx_msg() const noexcept -> ::fid_ep* { return gates_.send(capability::msg); }
+    [[nodiscard]] auto tx_tagged() const noexcept -> ::fid_ep* { return gates_.send(capability::tagged); }
     ::fid_domain* domain_{nullptr};
     capability caps_{};
     endpoint_types type_{endpoint_types::unspecified};
@@ -428,15 +537,20 @@ private:
     detail::zero_on_move<bool> enabled_{false};
     bool has_av_{false};
     provider_quirks quirks_{};
-    /// check_tx's fast limits, derived from enabled_, caps_ and max_msg_size_ whenever enabled_
-    /// changes: a message of len bytes passes when len < limit, which is max_msg_size + 1 while
-    /// enabled with the capability, else 0 (also after a move: they stay with the handle too).
+    /// check_tx's fast limits and the gates, derived from enabled_, caps_ and max_msg_size_
+    /// whenever enabled_ changes. Limits: a message of len bytes passes when len < limit, which
+    /// is max_msg_size + 1 while enabled with the capability, else 0 (also after a move: they
+    /// stay with the handle too).
     detail::zero_on_move<std::size_t> tx_limit_msg_{}, tx_limit_tagged_{};
-    void refresh_tx_limits() noexcept {
+    void refresh_gates() noexcept {
         const std::size_t bound =
             max_msg_size_ == std::numeric_limits<std::size_t>::max() ? max_msg_size_ : max_msg_size_ + 1;
         tx_limit_msg_ = enabled_ && caps_.any(capability::msg) ? bound : 0;
         tx_limit_tagged_ = enabled_ && caps_.any(capability::tagged) ? bound : 0;
+        if (enabled_ && h_)
+            gates_.open(h_.get(), caps_, max_msg_size_, needs_context_);
+        else
+            gates_.shut();
     }
     friend auto get_native_endpoint_option(const endpoint&, int, int, void*, std::size_t*) noexcept -> void_result;
 };
@@ -464,6 +578,14 @@ inline auto send(endpoint& ep, std::span<const std::byte> data, fabric_addr dest
 }
 inline auto tagged_send(endpoint& ep, std::span<const std::byte> data, std::uint64_t tag,
                         fabric_addr dest, void* desc, context_ptr<void> ctx = {}) noexcept -> void_result {
+    return ep.tagged_send(data, tag, dest, desc, ctx);
+}
+inline auto send(endpoint& ep, std::span<const std::byte> data, peer_addr dest, void* desc,
+                 context_ptr<void> ctx = {}) noexcept -> void_result {
+    return ep.send(data, dest, desc, ctx);
+}
+inline auto tagged_send(endpoint& ep, std::span<const std::byte> data, std::uint64_t tag, peer_addr dest,
+                        void* desc, context_ptr<void> ctx = {}) noexcept -> void_result {
     return ep.tagged_send(data, tag, dest, desc, ctx);
 }
 // Receives accept an endpoint or a shared receive context (receive_target). Source filters,

@@ -49,7 +49,13 @@ public:
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
     /// busy while bound endpoints are open; a failed close keeps the handle for a retry.
-    auto close() noexcept -> void_result { return h_.close(); }
+    auto close() noexcept -> void_result {
+        auto r = h_.close();
+        if (r) gates_.shut();
+        return r;
+    }
+    /// The native object receives of `family` go through (see detail::op_gates).
+    [[nodiscard]] auto receive_gate(capability family) const noexcept -> ::fid_ep* { return gates_.recv(family); }
 
     // ------------------------------------------------------------ pre-submission checks
     // The same checks endpoints use (detail::check_receive); 0 or a positive FI_E* code.
@@ -66,6 +72,7 @@ public:
 
 private:
     detail::unique_fid<::fid_ep> h_;
+    detail::op_gates gates_{};  // receive gates only: an SRX has no sends
     ::fid_domain* domain_{nullptr};
     capability caps_{};
     op_flag rx_flags_{};
