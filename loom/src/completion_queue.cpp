@@ -1,4 +1,5 @@
 #include "loom/completion_queue.hpp"
+#include "refusal.hpp"
 
 #include <rdma/fi_errno.h>
 
@@ -52,38 +53,24 @@ auto entry_size(cq_format fmt) noexcept -> std::size_t {
 }  // namespace
 
 namespace {
-template <class... Args>
-auto refuse_read(Args...) noexcept -> ::ssize_t {
-    return -FI_EOPBADSTATE;
-}
-auto refuse_signal(::fid_cq*) noexcept -> int { return -FI_EOPBADSTATE; }
+using detail::refuse;
 auto refused_strerror(::fid_cq*, int, const void*, char*, std::size_t) noexcept -> const char* {
     return "completion queue not open";
 }
-auto refuse_fid(::fid*) noexcept -> int { return -FI_EOPBADSTATE; }
 constinit ::fi_ops_cq refusing_cq_ops{
     .size = sizeof(::fi_ops_cq),
-    .read = refuse_read,
-    .readfrom = refuse_read,
-    .readerr = refuse_read,
-    .sread = refuse_read,
-    .sreadfrom = refuse_read,
-    .signal = refuse_signal,
+    .read = refuse<FI_EOPBADSTATE, ::ssize_t>,
+    .readfrom = refuse<FI_EOPBADSTATE, ::ssize_t>,
+    .readerr = refuse<FI_EOPBADSTATE, ::ssize_t>,
+    .sread = refuse<FI_EOPBADSTATE, ::ssize_t>,
+    .sreadfrom = refuse<FI_EOPBADSTATE, ::ssize_t>,
+    .signal = refuse<FI_EOPBADSTATE, int>,
     .strerror = refused_strerror,
-};
-constinit ::fi_ops refusing_cq_fid_ops{
-    .size = sizeof(::fi_ops),
-    .close = refuse_fid,
-    .bind = nullptr,
-    .control = nullptr,
-    .ops_open = nullptr,
-    .tostr = nullptr,
-    .ops_set = nullptr,
 };
 }  // namespace
 
 constinit ::fid_cq detail::refused_cq{
-    .fid = {.fclass = FI_CLASS_CQ, .context = nullptr, .ops = &refusing_cq_fid_ops},
+    .fid = {.fclass = FI_CLASS_CQ, .context = nullptr, .ops = &detail::refusing_fid_ops},
     .ops = &refusing_cq_ops,
 };
 

@@ -5,11 +5,13 @@
 #include "loom/counter.hpp"
 #include "loom/memory_region.hpp"
 #include "loom/shared_rx_context.hpp"
+#include "refusal.hpp"
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 
 #include <limits>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -33,132 +35,67 @@ auto quirks_of(const ::fi_info& fi) noexcept -> endpoint::provider_quirks {
 }
 }  // namespace
 
-// ---------------------------------------------------------------- send gates
+// ---------------------------------------------------------------- operation gates
 namespace {
-/// Any native data operation, refused with -Code (the signature comes from the table slot).
-template <int Code, class... Args>
-auto refuse(Args...) noexcept -> ::ssize_t {
-    return -Code;
+using detail::refuse;
+
+/// A msg or tagged operation table (the two name their slots alike) whose every operation
+/// refuses with -Code.
+template <class Ops, int Code>
+constexpr auto refusing_ops() noexcept -> Ops {
+    return Ops{
+        .size = sizeof(Ops),
+        .recv = refuse<Code, ::ssize_t>,
+        .recvv = refuse<Code, ::ssize_t>,
+        .recvmsg = refuse<Code, ::ssize_t>,
+        .send = refuse<Code, ::ssize_t>,
+        .sendv = refuse<Code, ::ssize_t>,
+        .sendmsg = refuse<Code, ::ssize_t>,
+        .inject = refuse<Code, ::ssize_t>,
+        .senddata = refuse<Code, ::ssize_t>,
+        .injectdata = refuse<Code, ::ssize_t>,
+    };
 }
-template <int Code, class... Args>
-auto refuse_int(Args...) noexcept -> int {
-    return -Code;
-}
-/// Every operation of a stand-in's table refuses with -Code; the endpoint only calls send and
-/// senddata through a gate, the rest are there so that nothing reaches a null slot.
 template <int Code>
-constinit ::fi_ops_msg refusing_msg{
-    .size = sizeof(::fi_ops_msg),
-    .recv = refuse<Code>,
-    .recvv = refuse<Code>,
-    .recvmsg = refuse<Code>,
-    .send = refuse<Code>,
-    .sendv = refuse<Code>,
-    .sendmsg = refuse<Code>,
-    .inject = refuse<Code>,
-    .senddata = refuse<Code>,
-    .injectdata = refuse<Code>,
-};
+constinit ::fi_ops_msg refusing_msg = refusing_ops<::fi_ops_msg, Code>();
 template <int Code>
-constinit ::fi_ops_tagged refusing_tagged{
-    .size = sizeof(::fi_ops_tagged),
-    .recv = refuse<Code>,
-    .recvv = refuse<Code>,
-    .recvmsg = refuse<Code>,
-    .send = refuse<Code>,
-    .sendv = refuse<Code>,
-    .sendmsg = refuse<Code>,
-    .inject = refuse<Code>,
-    .senddata = refuse<Code>,
-    .injectdata = refuse<Code>,
-};
-constinit ::fi_ops refusing_fid{
-    .size = sizeof(::fi_ops),
-    .close = refuse_int<FI_EINVAL>,
-    .bind = refuse_int<FI_EINVAL>,
-    .control = refuse_int<FI_EINVAL>,
-    .ops_open = refuse_int<FI_EINVAL>,
-    .tostr = nullptr,
-    .ops_set = refuse_int<FI_EINVAL>,
-};
+constinit ::fi_ops_tagged refusing_tagged = refusing_ops<::fi_ops_tagged, Code>();
+
 template <int Code>
 constexpr auto refusing_endpoint() noexcept -> ::fid_ep {
     ::fid_ep ep{};
     ep.fid.fclass = FI_CLASS_EP;
-    ep.fid.ops = &refusing_fid;
+    ep.fid.ops = &detail::refusing_fid_ops;
     ep.msg = &refusing_msg<Code>;
     ep.tagged = &refusing_tagged<Code>;
     return ep;
 }
 
-// The checking stand-in: the per-operation checks its provider needs, then the real endpoint.
-auto checker_of(::fid_ep* gate) noexcept -> const detail::gate_checker* {
+/// An operation of the checking stand-in: a missing context (where the provider needs one) and,
+/// for sends, a message above max_msg_size are refused; everything else is `Native` (fi_send,
+/// fi_trecv, ...) on the real endpoint. The context is every operation's last argument.
+template <bool Send, auto Native, class Buf, class... Rest>
+auto checked(::fid_ep* gate, Buf buf, std::size_t len, Rest... rest) noexcept -> ::ssize_t {
     static_assert(std::is_standard_layout_v<detail::gate_checker>);
-    return reinterpret_cast<const detail::gate_checker*>(gate);  // gate is its first member
+    const auto* c = reinterpret_cast<const detail::gate_checker*>(gate);  // gate is its first member
+    const void* ctx = std::get<sizeof...(Rest) - 1>(std::tuple<Rest...>{rest...});
+    if ((Send && len > c->max_msg_size) || (c->needs_context && ctx == nullptr)) return -FI_EINVAL;
+    return Native(c->target, buf, len, rest...);
 }
-auto refused(const detail::gate_checker& c, std::size_t len, void* ctx) noexcept -> bool {
-    return len > c.max_msg_size || (c.needs_context && ctx == nullptr);
+/// The checking stand-in's tables: receive, send and senddata checked (`Recv`, `Send`,
+/// `SendData`: the family's libfabric calls), the rest (never called through a gate) not
+/// implemented.
+template <class Ops, auto Recv, auto Send, auto SendData>
+constexpr auto checking_ops() noexcept -> Ops {
+    auto ops = refusing_ops<Ops, FI_ENOSYS>();
+    ops.recv = checked<false, Recv>;
+    ops.send = checked<true, Send>;
+    ops.senddata = checked<true, SendData>;
+    return ops;
 }
-auto checked_recv(::fid_ep* gate, void* buf, std::size_t len, void* desc, ::fi_addr_t src, void* ctx) noexcept
-    -> ::ssize_t {
-    const auto* c = checker_of(gate);
-    if (c->needs_context && ctx == nullptr) return -FI_EINVAL;
-    return ::fi_recv(c->target, buf, len, desc, src, ctx);
-}
-auto checked_trecv(::fid_ep* gate, void* buf, std::size_t len, void* desc, ::fi_addr_t src, std::uint64_t tag,
-                   std::uint64_t ignore, void* ctx) noexcept -> ::ssize_t {
-    const auto* c = checker_of(gate);
-    if (c->needs_context && ctx == nullptr) return -FI_EINVAL;
-    return ::fi_trecv(c->target, buf, len, desc, src, tag, ignore, ctx);
-}
-auto checked_send(::fid_ep* gate, const void* buf, std::size_t len, void* desc, ::fi_addr_t dest, void* ctx) noexcept
-    -> ::ssize_t {
-    const auto* c = checker_of(gate);
-    if (refused(*c, len, ctx)) return -FI_EINVAL;
-    return ::fi_send(c->target, buf, len, desc, dest, ctx);
-}
-auto checked_senddata(::fid_ep* gate, const void* buf, std::size_t len, void* desc, std::uint64_t data,
-                      ::fi_addr_t dest, void* ctx) noexcept -> ::ssize_t {
-    const auto* c = checker_of(gate);
-    if (refused(*c, len, ctx)) return -FI_EINVAL;
-    return ::fi_senddata(c->target, buf, len, desc, data, dest, ctx);
-}
-auto checked_tsend(::fid_ep* gate, const void* buf, std::size_t len, void* desc, ::fi_addr_t dest,
-                   std::uint64_t tag, void* ctx) noexcept -> ::ssize_t {
-    const auto* c = checker_of(gate);
-    if (refused(*c, len, ctx)) return -FI_EINVAL;
-    return ::fi_tsend(c->target, buf, len, desc, dest, tag, ctx);
-}
-auto checked_tsenddata(::fid_ep* gate, const void* buf, std::size_t len, void* desc, std::uint64_t data,
-                       ::fi_addr_t dest, std::uint64_t tag, void* ctx) noexcept -> ::ssize_t {
-    const auto* c = checker_of(gate);
-    if (refused(*c, len, ctx)) return -FI_EINVAL;
-    return ::fi_tsenddata(c->target, buf, len, desc, data, dest, tag, ctx);
-}
-constinit ::fi_ops_msg checking_msg{
-    .size = sizeof(::fi_ops_msg),
-    .recv = checked_recv,
-    .recvv = refuse<FI_ENOSYS>,
-    .recvmsg = refuse<FI_ENOSYS>,
-    .send = checked_send,
-    .sendv = refuse<FI_ENOSYS>,
-    .sendmsg = refuse<FI_ENOSYS>,
-    .inject = refuse<FI_ENOSYS>,
-    .senddata = checked_senddata,
-    .injectdata = refuse<FI_ENOSYS>,
-};
-constinit ::fi_ops_tagged checking_tagged{
-    .size = sizeof(::fi_ops_tagged),
-    .recv = checked_trecv,
-    .recvv = refuse<FI_ENOSYS>,
-    .recvmsg = refuse<FI_ENOSYS>,
-    .send = checked_tsend,
-    .sendv = refuse<FI_ENOSYS>,
-    .sendmsg = refuse<FI_ENOSYS>,
-    .inject = refuse<FI_ENOSYS>,
-    .senddata = checked_tsenddata,
-    .injectdata = refuse<FI_ENOSYS>,
-};
+constinit ::fi_ops_msg checking_msg = checking_ops<::fi_ops_msg, &::fi_recv, &::fi_send, &::fi_senddata>();
+constinit ::fi_ops_tagged checking_tagged =
+    checking_ops<::fi_ops_tagged, &::fi_trecv, &::fi_tsend, &::fi_tsenddata>();
 }  // namespace
 
 constinit ::fid_ep detail::refused_not_enabled = refusing_endpoint<FI_EOPBADSTATE>();
@@ -172,7 +109,7 @@ void detail::op_gates::open(::fid_ep* ep, capability caps, std::size_t max_msg_s
     checker_ = gate_checker{};
     if (!tx_direct || !rx_direct) {
         checker_.gate.fid.fclass = FI_CLASS_EP;
-        checker_.gate.fid.ops = &refusing_fid;
+        checker_.gate.fid.ops = &refusing_fid_ops;
         checker_.gate.msg = &checking_msg;
         checker_.gate.tagged = &checking_tagged;
         checker_.target = ep;
