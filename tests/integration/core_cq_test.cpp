@@ -251,6 +251,20 @@ TEST_P(core_cq, read_tagged_refuses_queues_it_cannot_serve) {
     }
     loom::completion_queue closed;
     EXPECT_EQ(outcome(closed.read_tagged(tc)), "bad_state");
+    // The fast reads go through a gate set at create and close: a tagged queue that was moved
+    // from or closed refuses (bad_state) instead of handing the provider a stale handle, and the
+    // queue it moved to reads.
+    auto cq = loom::completion_queue::create(st->domain, {.size = 16});
+    ASSERT_TRUE(cq) << outcome(cq.error());
+    loom::completion_queue moved = std::move(*cq);
+    std::array<loom::completion_event, 2> ev;
+    EXPECT_EQ(outcome(cq->read_tagged(tc)), "bad_state");
+    EXPECT_EQ(outcome(cq->read(ev)), "bad_state");
+    EXPECT_EQ(outcome(moved.read_tagged(tc)), "ok");
+    EXPECT_EQ(outcome(moved.read(ev)), "ok");
+    ASSERT_EQ(outcome(moved.close()), "ok");
+    EXPECT_EQ(outcome(moved.read_tagged(tc)), "bad_state");
+    EXPECT_EQ(outcome(moved.read(ev)), "bad_state");
 }
 
 TEST_P(core_cq, out_of_range_formats_are_invalid) {

@@ -17,6 +17,9 @@
 #include <array>
 #include <cstddef>
 #include <limits>
+#include <span>
+#include <type_traits>
+#include <utility>
 
 namespace {
 
@@ -218,3 +221,30 @@ TEST_F(DefaultEndpoint, SetupCallsFailCleanly) {
 }
 
 }  // namespace
+
+// peer_addr: what address_vector::insert returns, the one destination sends trust without a
+// check, so nothing else may make one (in particular not from FI_ADDR_UNSPEC).
+static_assert(!std::is_default_constructible_v<loom::peer_addr>);
+static_assert(!std::is_constructible_v<loom::peer_addr, ::fi_addr_t>);
+static_assert(!std::is_constructible_v<loom::peer_addr, loom::fabric_addr>);
+static_assert(std::is_convertible_v<loom::peer_addr, loom::fabric_addr>);
+static_assert(std::is_nothrow_copy_constructible_v<loom::peer_addr>);
+static_assert(std::is_same_v<decltype(std::declval<loom::address_vector&>().insert(std::declval<const loom::address&>())),
+                             loom::result<loom::peer_addr>>);
+static_assert(
+    std::is_same_v<decltype(std::declval<loom::address_vector&>().insert_raw(std::span<const std::byte>{})),
+                   loom::result<loom::peer_addr>>);
+
+TEST_F(DefaultEndpoint, GatesOfAnEndpointThatWasNeverEnabledRefuse) {
+    // Every gated operation of an endpoint that was never enabled reaches a stand-in that
+    // refuses with bad_state; none is direct.
+    EXPECT_FALSE(ep.direct_sends());
+    EXPECT_FALSE(ep.direct_receives());
+    EXPECT_NE(ep.receive_gate(loom::capability::msg), nullptr);
+    EXPECT_NE(ep.receive_gate(loom::capability::tagged), nullptr);
+    EXPECT_EQ(error_of(ep.tagged_recv(bytes(), 1, 0, &ctx)), errc::bad_state);
+    EXPECT_EQ(error_of(ep.tagged_senddata(cbytes(), 1, 2, peer, nullptr, &ctx)), errc::bad_state);
+    loom::endpoint moved = std::move(ep);
+    EXPECT_EQ(error_of(moved.recv(bytes(), &ctx)), errc::bad_state);
+    EXPECT_EQ(error_of(ep.recv(bytes(), &ctx)), errc::bad_state);
+}
