@@ -9,6 +9,7 @@
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
+#include <rdma/fi_rma.h>
 
 #include <limits>
 #include <tuple>
@@ -62,17 +63,36 @@ template <int Code>
 constinit ::fi_ops_tagged refusing_tagged = refusing_ops<::fi_ops_tagged, Code>();
 
 template <int Code>
+constexpr auto refusing_rma_ops() noexcept -> ::fi_ops_rma {
+    return {
+        .size = sizeof(::fi_ops_rma),
+        .read = refuse<Code, ::ssize_t>,
+        .readv = refuse<Code, ::ssize_t>,
+        .readmsg = refuse<Code, ::ssize_t>,
+        .write = refuse<Code, ::ssize_t>,
+        .writev = refuse<Code, ::ssize_t>,
+        .writemsg = refuse<Code, ::ssize_t>,
+        .inject = refuse<Code, ::ssize_t>,
+        .writedata = refuse<Code, ::ssize_t>,
+        .injectdata = refuse<Code, ::ssize_t>,
+    };
+}
+template <int Code>
+constinit ::fi_ops_rma refusing_rma = refusing_rma_ops<Code>();
+
+template <int Code>
 constexpr auto refusing_endpoint() noexcept -> ::fid_ep {
     ::fid_ep ep{};
     ep.fid.fclass = FI_CLASS_EP;
     ep.fid.ops = &detail::refusing_fid_ops;
     ep.msg = &refusing_msg<Code>;
     ep.tagged = &refusing_tagged<Code>;
+    ep.rma = &refusing_rma<Code>;
     return ep;
 }
 
 /// An operation of the checking stand-in: a missing context (where the provider needs one) and,
-/// for sends, a message above max_msg_size are refused; everything else is `Native` (fi_send,
+/// for sends, reads and writes, a length above max_msg_size are refused; everything else is `Native` (fi_send,
 /// fi_trecv, ...) on the real endpoint. The context is every operation's last argument.
 template <bool Send, auto Native, class Buf, class... Rest>
 auto checked(::fid_ep* gate, Buf buf, std::size_t len, Rest... rest) noexcept -> ::ssize_t {
@@ -93,7 +113,15 @@ constexpr auto checking_ops() noexcept -> Ops {
     ops.senddata = checked<true, SendData>;
     return ops;
 }
+constexpr auto checking_rma_ops() noexcept -> ::fi_ops_rma {
+    auto ops = refusing_rma_ops<FI_ENOSYS>();
+    ops.read = checked<true, &::fi_read>;
+    ops.write = checked<true, &::fi_write>;
+    ops.writedata = checked<true, &::fi_writedata>;
+    return ops;
+}
 constinit ::fi_ops_msg checking_msg = checking_ops<::fi_ops_msg, &::fi_recv, &::fi_send, &::fi_senddata>();
+constinit ::fi_ops_rma checking_rma = checking_rma_ops();
 constinit ::fi_ops_tagged checking_tagged =
     checking_ops<::fi_ops_tagged, &::fi_trecv, &::fi_tsend, &::fi_tsenddata>();
 }  // namespace
@@ -112,6 +140,7 @@ void detail::op_gates::open(::fid_ep* ep, capability caps, std::size_t max_msg_s
         checker_.gate.fid.ops = &refusing_fid_ops;
         checker_.gate.msg = &checking_msg;
         checker_.gate.tagged = &checking_tagged;
+        checker_.gate.rma = &checking_rma;
         checker_.target = ep;
         checker_.max_msg_size = max_msg_size;
         checker_.needs_context = needs_context;
@@ -124,6 +153,7 @@ void detail::op_gates::open(::fid_ep* ep, capability caps, std::size_t max_msg_s
     send_tagged_ = gate(capability::tagged, tx_direct);
     recv_msg_ = gate(capability::msg, rx_direct);
     recv_tagged_ = gate(capability::tagged, rx_direct);
+    rma_ = gate(capability::rma, tx_direct);
 }
 
 auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_resource*) -> result<endpoint> {

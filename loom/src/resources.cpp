@@ -469,17 +469,4 @@ auto remote_memory::from_mr(const memory_region& mr) noexcept -> result<remote_m
     return remote_memory{rma_address_of(mr), *k, mr.size()};
 }
 
-auto remote_memory::subregion(std::size_t offset, std::size_t len) const noexcept -> result<remote_memory> {
-    if (offset > length || len > length - offset) return make_unexpected(errc::invalid_argument);
-    if (addr + offset < addr) return make_unexpected(errc::invalid_argument);
-    const std::uint64_t start = addr + offset;
-    if (len != 0 && start + len - 1 < start) return make_unexpected(errc::invalid_argument);
-    return remote_memory{start, key, len};
-}
-
-auto remote_memory::offset_by(std::size_t offset) const noexcept -> result<remote_memory> {
-    if (offset > length) return make_unexpected(errc::invalid_argument);
-    return subregion(offset, length - offset);
-}
-
 }  // namespace loom

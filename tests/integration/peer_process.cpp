@@ -56,6 +56,7 @@ peer_process::peer_process(const std::string& provider, loom::capability caps, s
         return;
     }
     addr_ = *h;
+    peer_.emplace(*h);
     ok_ = true;
 }
 

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace loom_test {
@@ -23,6 +24,9 @@ public:
     [[nodiscard]] auto error() const -> const std::string& { return error_; }
     /// The peer's handle in the local AV.
     [[nodiscard]] auto address() const noexcept -> loom::fabric_addr { return addr_; }
+    /// The same handle as av.insert returned it (operations to it skip the destination check);
+    /// empty until ok().
+    [[nodiscard]] auto peer() const noexcept -> const std::optional<loom::peer_addr>& { return peer_; }
     /// The peer's native address, as it sent it.
     [[nodiscard]] auto native_address() const -> const loom::address& { return native_; }
     /// Runs one command; a reply with status = timed_out when the peer stops answering.
@@ -42,6 +46,7 @@ private:
     bool ok_{false};
     std::string error_;
     loom::fabric_addr addr_{loom::fabric_addrs::unspecified};
+    std::optional<loom::peer_addr> peer_;
     loom::address native_{};
 };
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 
 using namespace loom_test;
@@ -182,6 +183,43 @@ TEST_P(rma_two_process, write_data_reaches_the_target_completion_queue) {
     EXPECT_EQ(r.value, 0xDEADBEEFull);
     EXPECT_EQ(r.flags, 1u) << "remote_cq_data flag";
     EXPECT_EQ(peer_->run({.code = op::verify, .size = 256, .seed = 21, .tag = 0}).value, 0u);
+}
+
+TEST_P(rma_two_process, reads_and_writes_to_an_inserted_peer_go_through_the_rma_gate) {
+    // To a peer_addr the one-buffer forms check only their arguments inline (local range in the
+    // registration, remote range) and leave state, capability, context and size to the
+    // endpoint's RMA gate: it must pass what is valid, refuse a moved-from endpoint,
+    // and refuse what the inline checks catch with the same codes as the full checks.
+    ASSERT_TRUE(peer_->peer().has_value());
+    const loom::peer_addr peer = *peer_->peer();
+    EXPECT_EQ(local_->ep.send_gate(loom::capability::rma), local_->ep.native()) << "no check needed on this provider";
+    auto local = std::span{buf_}.first(4096);
+    fill_pattern(local, 61);
+    loom::request_context ctx;
+    ASSERT_TRUE(submit([&] { return loom::rma::write_to(local_->ep, local, mr_, peer, remote_, &ctx); }));
+    ASSERT_TRUE(complete(ctx));
+    EXPECT_EQ(peer_->run({.code = op::verify, .size = 4096, .seed = 61, .tag = 0}).value, 0u);
+    ASSERT_TRUE(submit([&] { return loom::rma::write_data_to(local_->ep, local, mr_, peer, remote_, 5, &ctx); }));
+    ASSERT_TRUE(complete(ctx));
+    EXPECT_EQ(peer_->run({.code = op::wait_data}).value, 5u);
+    auto back = std::span{buf_}.subspan(8192, 4096);
+    ASSERT_TRUE(submit([&] { return loom::rma::read_to(local_->ep, back, mr_, peer, remote_, &ctx); }));
+    ASSERT_TRUE(complete(ctx));
+    EXPECT_FALSE(check_pattern(back, 61).has_value());
+    // Arguments: remote too short, local outside the registration.
+    const auto tail = remote_.offset_by(region - 4).value();
+    EXPECT_EQ(loom::rma::write_to(local_->ep, local, mr_, peer, tail, &ctx).error(), loom::errc::invalid_argument);
+    std::array<std::byte, 8> unregistered{};
+    EXPECT_EQ(loom::rma::read_to(local_->ep, std::span{unregistered}, mr_, peer, remote_, &ctx).error(),
+              loom::errc::invalid_argument);
+    // State: a moved-from endpoint refuses; moved back, it writes again.
+    loom::endpoint moved = std::move(local_->ep);
+    EXPECT_EQ(loom::rma::write_to(local_->ep, local, mr_, peer, remote_, &ctx).error(), loom::errc::bad_state);
+    EXPECT_EQ(loom::rma::read_to(local_->ep, back, mr_, peer, remote_, &ctx).error(), loom::errc::bad_state);
+    EXPECT_EQ(loom::rma::write_data_to(local_->ep, local, mr_, peer, remote_, 1, &ctx).error(), loom::errc::bad_state);
+    local_->ep = std::move(moved);
+    ASSERT_TRUE(submit([&] { return loom::rma::write_to(local_->ep, local, mr_, peer, remote_, &ctx); }));
+    ASSERT_TRUE(complete(ctx));
 }
 
 INSTANTIATE_TEST_SUITE_P(providers, rma_two_process, ::testing::Values("tcp;ofi_rxm", "tcp", "shm", "udp;ofi_rxd"),

@@ -95,15 +95,16 @@ struct zero_on_move {
 extern ::fid_ep refused_not_enabled;
 extern ::fid_ep refused_no_capability;
 /// A stand-in that checks what the provider needs checked per operation (the context, for
-/// providers whose mode asks for one; a send's length, for providers with a finite
-/// max_msg_size) and forwards to `target`.
+/// providers whose mode asks for one; the length of a send, read or write, for providers with a
+/// finite max_msg_size) and forwards to `target`.
 struct gate_checker {
     ::fid_ep gate{};  ///< first: handed to fi_send / fi_trecv / ... in place of the endpoint
     ::fid_ep* target{nullptr};
     std::size_t max_msg_size{0};
     bool needs_context{false};
 };
-/// The native endpoint each operation family goes through (send and receive, msg and tagged):
+/// The native endpoint each operation family goes through (send and receive, msg and tagged;
+/// RMA reads and writes):
 /// the endpoint itself when it is enabled with the capability and its provider needs no check
 /// per operation, else a refusing or checking stand-in. State, capability, context requirement
 /// and size limit are thereby decided once, when the endpoint is enabled or closed, not on every
@@ -123,9 +124,10 @@ public:
 
     /// Gates for an enabled endpoint or open SRX `ep` (defined in endpoint.cpp).
     void open(::fid_ep* ep, capability caps, std::size_t max_msg_size, bool needs_context) noexcept;
-    void shut() noexcept { send_msg_ = send_tagged_ = recv_msg_ = recv_tagged_ = &refused_not_enabled; }
+    void shut() noexcept { send_msg_ = send_tagged_ = recv_msg_ = recv_tagged_ = rma_ = &refused_not_enabled; }
+    /// Sends of msg or tagged, or RMA reads and writes (capability::rma).
     [[nodiscard]] auto send(capability family) const noexcept -> ::fid_ep* {
-        return family == capability::tagged ? send_tagged_ : send_msg_;
+        return family == capability::tagged ? send_tagged_ : family == capability::rma ? rma_ : send_msg_;
     }
     [[nodiscard]] auto recv(capability family) const noexcept -> ::fid_ep* {
         return family == capability::tagged ? recv_tagged_ : recv_msg_;
@@ -136,6 +138,7 @@ private:
     ::fid_ep* send_tagged_{&refused_not_enabled};
     ::fid_ep* recv_msg_{&refused_not_enabled};
     ::fid_ep* recv_tagged_{&refused_not_enabled};
+    ::fid_ep* rma_{&refused_not_enabled};
     gate_checker checker_{};
     void take(op_gates& o) noexcept {
         checker_ = o.checker_;
@@ -144,6 +147,7 @@ private:
         send_tagged_ = moved(o.send_tagged_);
         recv_msg_ = moved(o.recv_msg_);
         recv_tagged_ = moved(o.recv_tagged_);
+        rma_ = moved(o.rma_);
         o.shut();
     }
 };
@@ -272,6 +276,9 @@ public:
     [[nodiscard]] auto receive_gate(capability family) const noexcept -> ::fid_ep* {
         return gates_.recv(family);
     }
+    /// The native endpoint sends of `family` (msg, tagged) or RMA reads and writes
+    /// (capability::rma) go through.
+    [[nodiscard]] auto send_gate(capability family) const noexcept -> ::fid_ep* { return gates_.send(family); }
 
     // ------------------------------------------------------------ set-up
     auto bind_cq(completion_queue& cq, cq_bind flags) noexcept -> void_result;

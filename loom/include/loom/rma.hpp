@@ -26,33 +26,86 @@ namespace detail {
                                 fabric_addr peer, std::span<const remote_memory> remote,
                                 context_ptr<void> ctx) noexcept -> int;
 [[nodiscard]] inline auto fail(int e) noexcept -> void_result { return std::unexpected(native_error(e)); }
+
+/// A destination from an address vector (peer_addr) needs no check; a plain fabric_addr must not
+/// be fabric_addrs::unspecified where the endpoint needs one (check() decides).
+[[nodiscard]] constexpr auto trusted(fabric_addr peer) noexcept -> bool { return peer != fabric_addrs::unspecified; }
+[[nodiscard]] constexpr auto trusted(peer_addr) noexcept -> bool { return true; }
+/// 0 when a one-buffer read or write may go to the endpoint's RMA gate (which refuses for the
+/// endpoint's state, capability, context and size): inline, `local` inside `mr`, `mr` of the
+/// endpoint's domain and `remote` long enough without wrapping; otherwise check() says why.
+template <class Dest>
+LOOM_SUBMIT_INLINE auto precheck(const endpoint& ep, std::span<const std::byte> local, const memory_region& mr,
+                                 Dest peer, const remote_memory& remote, context_ptr<void> ctx) noexcept -> int {
+    const std::size_t n = local.size();
+    if (trusted(peer) && mr.contains(local) && mr.domain_native() == ep.domain_native() && n <= remote.length &&
+        (n == 0 || remote.addr + (n - 1) >= remote.addr)) [[likely]]
+        return 0;
+    return check(ep, local, &mr, peer, remote, ctx);
+}
+template <class Dest>
+LOOM_SUBMIT_INLINE auto read_one(endpoint& ep, std::span<std::byte> local, const memory_region& mr, Dest peer,
+                                 const remote_memory& remote, context_ptr<void> ctx) noexcept -> void_result {
+    if (const int e = precheck(ep, local, mr, peer, remote, ctx)) [[unlikely]] return fail(e);
+    return check_native(::fi_read(ep.send_gate(capability::rma), local.data(), local.size(), mr.descriptor(),
+                                  peer.get(), remote.addr, remote.key, ctx.get()));
+}
+template <class Dest>
+LOOM_SUBMIT_INLINE auto write_one(endpoint& ep, std::span<const std::byte> local, const memory_region& mr, Dest peer,
+                                  const remote_memory& remote, context_ptr<void> ctx) noexcept -> void_result {
+    if (const int e = precheck(ep, local, mr, peer, remote, ctx)) [[unlikely]] return fail(e);
+    return check_native(::fi_write(ep.send_gate(capability::rma), local.data(), local.size(), mr.descriptor(),
+                                   peer.get(), remote.addr, remote.key, ctx.get()));
+}
+template <class Dest>
+LOOM_SUBMIT_INLINE auto write_data_one(endpoint& ep, std::span<const std::byte> local, const memory_region& mr,
+                                       Dest peer, const remote_memory& remote, std::uint64_t data,
+                                       context_ptr<void> ctx) noexcept -> void_result {
+    if (const int e = precheck(ep, local, mr, peer, remote, ctx)) [[unlikely]] return fail(e);
+    return check_native(::fi_writedata(ep.send_gate(capability::rma), local.data(), local.size(), mr.descriptor(),
+                                       data, peer.get(), remote.addr, remote.key, ctx.get()));
+}
 auto submit_msg(endpoint& ep, bool is_read, std::span<const ::iovec> local, std::span<void* const> desc,
                 fabric_addr peer, std::span<const remote_memory> remote, std::uint64_t data, op_flag flags,
                 void* ctx) noexcept -> void_result;
 }  // namespace detail
 
 // ---------------------------------------------------------------- explicit peer
+// With a peer_addr (what address_vector::insert returns) no destination check is made; with a
+// plain fabric_addr it must not be fabric_addrs::unspecified on a connectionless endpoint.
+// State, capability, context and size are the endpoint's RMA gate's (endpoint::send_gate).
+
 /// Reads local.size() bytes from `remote` (which must be at least that long) into `local`.
-inline auto read_to(endpoint& ep, std::span<std::byte> local, const memory_region& local_mr, fabric_addr peer,
-                    const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
-    if (const int e = detail::check(ep, local, &local_mr, peer, remote, ctx)) return detail::fail(e);
-    return check_native(::fi_read(ep.native(), local.data(), local.size(), local_mr.descriptor(), peer.get(),
-                                  remote.addr, remote.key, ctx.get()));
-}
-inline auto write_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
-                     fabric_addr peer, const remote_memory& remote, context_ptr<void> ctx = {}) noexcept
+LOOM_SUBMIT_INLINE auto read_to(endpoint& ep, std::span<std::byte> local, const memory_region& local_mr,
+                                fabric_addr peer, const remote_memory& remote, context_ptr<void> ctx = {}) noexcept
     -> void_result {
-    if (const int e = detail::check(ep, local, &local_mr, peer, remote, ctx)) return detail::fail(e);
-    return check_native(::fi_write(ep.native(), local.data(), local.size(), local_mr.descriptor(), peer.get(),
-                                   remote.addr, remote.key, ctx.get()));
+    return detail::read_one(ep, local, local_mr, peer, remote, ctx);
+}
+LOOM_SUBMIT_INLINE auto read_to(endpoint& ep, std::span<std::byte> local, const memory_region& local_mr,
+                                peer_addr peer, const remote_memory& remote, context_ptr<void> ctx = {}) noexcept
+    -> void_result {
+    return detail::read_one(ep, local, local_mr, peer, remote, ctx);
+}
+LOOM_SUBMIT_INLINE auto write_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
+                                 fabric_addr peer, const remote_memory& remote, context_ptr<void> ctx = {}) noexcept
+    -> void_result {
+    return detail::write_one(ep, local, local_mr, peer, remote, ctx);
+}
+LOOM_SUBMIT_INLINE auto write_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
+                                 peer_addr peer, const remote_memory& remote, context_ptr<void> ctx = {}) noexcept
+    -> void_result {
+    return detail::write_one(ep, local, local_mr, peer, remote, ctx);
 }
 /// A write whose completion at the target carries `data` (remote CQ data).
-inline auto write_data_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
-                          fabric_addr peer, const remote_memory& remote, std::uint64_t data,
-                          context_ptr<void> ctx = {}) noexcept -> void_result {
-    if (const int e = detail::check(ep, local, &local_mr, peer, remote, ctx)) return detail::fail(e);
-    return check_native(::fi_writedata(ep.native(), local.data(), local.size(), local_mr.descriptor(), data,
-                                       peer.get(), remote.addr, remote.key, ctx.get()));
+LOOM_SUBMIT_INLINE auto write_data_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
+                                      fabric_addr peer, const remote_memory& remote, std::uint64_t data,
+                                      context_ptr<void> ctx = {}) noexcept -> void_result {
+    return detail::write_data_one(ep, local, local_mr, peer, remote, data, ctx);
+}
+LOOM_SUBMIT_INLINE auto write_data_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
+                                      peer_addr peer, const remote_memory& remote, std::uint64_t data,
+                                      context_ptr<void> ctx = {}) noexcept -> void_result {
+    return detail::write_data_one(ep, local, local_mr, peer, remote, data, ctx);
 }
 
 /// Explicit flags: replace the endpoint's transmit defaults, or extend them with
