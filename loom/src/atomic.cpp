@@ -50,9 +50,9 @@ auto check(const endpoint& ep, const detail::request& r) noexcept -> int {
     return 0;
 }
 
-auto desc_of(const buffer_ref& b) noexcept -> void* { return b.mr ? b.mr->descriptor() : nullptr; }
-
 }  // namespace
+
+using detail::desc_of;
 
 auto is_valid(const endpoint& ep, operation op, datatype dt, std::size_t* count) noexcept -> bool {
     return valid(ep, family::base, op, dt, count);

@@ -5,8 +5,10 @@
 #include "loom/counter.hpp"
 #include "loom/memory_region.hpp"
 #include "loom/shared_rx_context.hpp"
+#include "loom/trigger.hpp"
 #include "refusal.hpp"
 
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_rma.h>
@@ -81,6 +83,28 @@ template <int Code>
 constinit ::fi_ops_rma refusing_rma = refusing_rma_ops<Code>();
 
 template <int Code>
+constexpr auto refusing_atomic_ops() noexcept -> ::fi_ops_atomic {
+    return {
+        .size = sizeof(::fi_ops_atomic),
+        .write = refuse<Code, ::ssize_t>,
+        .writev = refuse<Code, ::ssize_t>,
+        .writemsg = refuse<Code, ::ssize_t>,
+        .inject = refuse<Code, ::ssize_t>,
+        .readwrite = refuse<Code, ::ssize_t>,
+        .readwritev = refuse<Code, ::ssize_t>,
+        .readwritemsg = refuse<Code, ::ssize_t>,
+        .compwrite = refuse<Code, ::ssize_t>,
+        .compwritev = refuse<Code, ::ssize_t>,
+        .compwritemsg = refuse<Code, ::ssize_t>,
+        .writevalid = refuse<Code, int>,
+        .readwritevalid = refuse<Code, int>,
+        .compwritevalid = refuse<Code, int>,
+    };
+}
+template <int Code>
+constinit ::fi_ops_atomic refusing_atomic = refusing_atomic_ops<Code>();
+
+template <int Code>
 constexpr auto refusing_endpoint() noexcept -> ::fid_ep {
     ::fid_ep ep{};
     ep.fid.fclass = FI_CLASS_EP;
@@ -88,6 +112,7 @@ constexpr auto refusing_endpoint() noexcept -> ::fid_ep {
     ep.msg = &refusing_msg<Code>;
     ep.tagged = &refusing_tagged<Code>;
     ep.rma = &refusing_rma<Code>;
+    ep.atomic = &refusing_atomic<Code>;
     return ep;
 }
 
@@ -120,7 +145,28 @@ constexpr auto checking_rma_ops() noexcept -> ::fi_ops_rma {
     ops.writedata = checked<true, &::fi_writedata>;
     return ops;
 }
+/// An atomic of the checking stand-in: fetch and compare atomics refused where the provider's
+/// are broken, then the context and the operand bytes (count × datatype size) as for sends.
+template <bool Fetching, auto Native, class... Rest>
+auto checked_atomic(::fid_ep* gate, const void* buf, std::size_t count, Rest... rest) noexcept -> ::ssize_t {
+    const auto* c = reinterpret_cast<const detail::gate_checker*>(gate);
+    if (Fetching && c->broken_fetch_atomics) return -FI_EOPNOTSUPP;
+    const std::tuple<Rest...> args{rest...};
+    const void* ctx = std::get<sizeof...(Rest) - 1>(args);
+    const auto dt = std::get<sizeof...(Rest) - 3>(args);  // ..., datatype, op, context
+    if ((c->needs_context && ctx == nullptr) || count * trigger::detail::datatype_size(dt) > c->max_msg_size)
+        return -FI_EINVAL;
+    return Native(c->target, buf, count, rest...);
+}
+constexpr auto checking_atomic_ops() noexcept -> ::fi_ops_atomic {
+    auto ops = refusing_atomic_ops<FI_ENOSYS>();
+    ops.write = checked_atomic<false, &::fi_atomic>;
+    ops.readwrite = checked_atomic<true, &::fi_fetch_atomic>;
+    ops.compwrite = checked_atomic<true, &::fi_compare_atomic>;
+    return ops;
+}
 constinit ::fi_ops_msg checking_msg = checking_ops<::fi_ops_msg, &::fi_recv, &::fi_send, &::fi_senddata>();
+constinit ::fi_ops_atomic checking_atomic = checking_atomic_ops();
 constinit ::fi_ops_rma checking_rma = checking_rma_ops();
 constinit ::fi_ops_tagged checking_tagged =
     checking_ops<::fi_ops_tagged, &::fi_trecv, &::fi_tsend, &::fi_tsenddata>();
@@ -129,22 +175,24 @@ constinit ::fi_ops_tagged checking_tagged =
 constinit ::fid_ep detail::refused_not_enabled = refusing_endpoint<FI_EOPBADSTATE>();
 constinit ::fid_ep detail::refused_no_capability = refusing_endpoint<FI_EINVAL>();
 
-void detail::op_gates::open(::fid_ep* ep, capability caps, std::size_t max_msg_size, bool needs_context) noexcept {
+void detail::op_gates::open(::fid_ep* ep, capability caps, std::size_t max_msg_size, bool needs_context,
+                            bool broken_fetch_atomics) noexcept {
     // Direct when no operation the provider accepts needs a check: the provider does not use
-    // the operation context (FI_CONTEXT / FI_CONTEXT2 mode) and, for sends, any length fits.
+    // the operation context (FI_CONTEXT / FI_CONTEXT2 mode) and, for sends, reads, writes and
+    // atomics, any length fits (and, for atomics, its fetch and compare atomics work).
     const bool rx_direct = !needs_context;
     const bool tx_direct = rx_direct && max_msg_size == std::numeric_limits<std::size_t>::max();
     checker_ = gate_checker{};
-    if (!tx_direct || !rx_direct) {
-        checker_.gate.fid.fclass = FI_CLASS_EP;
-        checker_.gate.fid.ops = &refusing_fid_ops;
-        checker_.gate.msg = &checking_msg;
-        checker_.gate.tagged = &checking_tagged;
-        checker_.gate.rma = &checking_rma;
-        checker_.target = ep;
-        checker_.max_msg_size = max_msg_size;
-        checker_.needs_context = needs_context;
-    }
+    checker_.gate.fid.fclass = FI_CLASS_EP;
+    checker_.gate.fid.ops = &refusing_fid_ops;
+    checker_.gate.msg = &checking_msg;
+    checker_.gate.tagged = &checking_tagged;
+    checker_.gate.rma = &checking_rma;
+    checker_.gate.atomic = &checking_atomic;
+    checker_.target = ep;
+    checker_.max_msg_size = max_msg_size;
+    checker_.needs_context = needs_context;
+    checker_.broken_fetch_atomics = broken_fetch_atomics;
     auto gate = [&](capability family, bool direct) {
         if (!caps.any(family)) return &refused_no_capability;
         return direct ? ep : &checker_.gate;
@@ -154,6 +202,7 @@ void detail::op_gates::open(::fid_ep* ep, capability caps, std::size_t max_msg_s
     recv_msg_ = gate(capability::msg, rx_direct);
     recv_tagged_ = gate(capability::tagged, rx_direct);
     rma_ = gate(capability::rma, tx_direct);
+    atomic_ = gate(capability::atomic, tx_direct && !broken_fetch_atomics);
 }
 
 auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_resource*) -> result<endpoint> {

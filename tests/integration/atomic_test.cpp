@@ -266,6 +266,53 @@ TEST_P(atomics, family_and_extent_checks_fail_before_the_provider) {
 
 // udp;ofi_rxd (libfabric 2.1) has broken fetch/compare atomics and atomic inject; loom refuses
 // those there (see rxd_refuses_its_broken_atomics below and docs/providers.md).
+TEST_P(atomics, typed_atomics_to_an_inserted_peer_go_through_the_atomic_gate) {
+    // With a peer_addr and arguments that pass the inline checks (registrations, remote range),
+    // add_to / fetch_add_to / cas_to go straight to the endpoint's atomic gate: it must pass what
+    // is valid (results as the model says), refuse a moved-from endpoint with bad_state, and the
+    // inline checks must refuse what the full checks refuse.
+    ASSERT_TRUE(peer_->peer().has_value());
+    const loom::peer_addr peer = *peer_->peer();
+    // Direct on every provider here but sockets (whose max_msg_size is finite).
+    EXPECT_EQ(local_->ep.send_gate(loom::capability::atomic) == local_->ep.native(), GetParam() != "sockets");
+    const auto at = remote_.subregion(64, 8).value();
+    ASSERT_TRUE(set_remote<std::uint64_t>(at, 40));
+    loom::request_context ctx;
+    *slot<std::uint64_t>(2) = 2;
+    EXPECT_TRUE(finish(peer_->local().retry([&] {
+        return la::fetch_add_to(local_->ep, *slot<std::uint64_t>(2), slot<std::uint64_t>(3), &mr_, &mr_, peer, at, &ctx);
+    }, 20s), ctx));
+    EXPECT_EQ(*slot<std::uint64_t>(3), 40u);
+    EXPECT_TRUE(finish(peer_->local().retry([&] {
+        return la::add_to(local_->ep, *slot<std::uint64_t>(2), &mr_, peer, at, &ctx);
+    }, 20s), ctx));
+    *slot<std::uint64_t>(4) = 44;  // expected: 40 + 2 + 2
+    *slot<std::uint64_t>(5) = 7;
+    EXPECT_TRUE(finish(peer_->local().retry([&] {
+        return la::cas_to(local_->ep, *slot<std::uint64_t>(4), &mr_, *slot<std::uint64_t>(5), &mr_,
+                          slot<std::uint64_t>(6), &mr_, peer, at, &ctx);
+    }, 20s), ctx));
+    EXPECT_EQ(*slot<std::uint64_t>(6), 44u);
+    // Arguments the inline checks catch: a result outside the registration, a short remote range.
+    std::uint64_t outside = 0;
+    EXPECT_EQ(la::fetch_add_to(local_->ep, *slot<std::uint64_t>(2), &outside, &mr_, &mr_, peer, at, &ctx).error(),
+              loom::errc::invalid_argument);
+    EXPECT_EQ(la::add_to(local_->ep, *slot<std::uint64_t>(2), &mr_, peer, remote_.subregion(64, 4).value(), &ctx)
+                  .error(),
+              loom::errc::invalid_argument);
+    // State: a moved-from endpoint refuses; moved back, it works again.
+    loom::endpoint moved = std::move(local_->ep);
+    EXPECT_EQ(la::fetch_add_to(local_->ep, *slot<std::uint64_t>(2), slot<std::uint64_t>(3), &mr_, &mr_, peer, at, &ctx)
+                  .error(),
+              loom::errc::bad_state);
+    EXPECT_EQ(la::add_to(local_->ep, *slot<std::uint64_t>(2), &mr_, peer, at, &ctx).error(), loom::errc::bad_state);
+    local_->ep = std::move(moved);
+    EXPECT_TRUE(finish(peer_->local().retry([&] {
+        return la::fetch_add_to(local_->ep, *slot<std::uint64_t>(2), slot<std::uint64_t>(3), &mr_, &mr_, peer, at, &ctx);
+    }, 20s), ctx));
+    EXPECT_EQ(*slot<std::uint64_t>(3), 7u);
+}
+
 INSTANTIATE_TEST_SUITE_P(providers, atomics, ::testing::Values("tcp;ofi_rxm", "shm", "sockets"),
                          [](const auto& info) {
                              std::string s = info.param;
@@ -295,6 +342,14 @@ TEST(atomics_rxd, refuses_its_broken_atomics_and_runs_base_operations) {
                                                &mr, peer.address(), at, la::operation::sum, &ctx);
     ASSERT_FALSE(fetched);
     EXPECT_EQ(fetched.error(), loom::errc::not_supported);
+    // The same through the atomic gate (a peer_addr, arguments that pass the inline checks):
+    // the gate, not a per-call quirk test, refuses the broken fetch and compare atomics.
+    ASSERT_TRUE(peer.peer().has_value());
+    EXPECT_NE(st->ep.send_gate(loom::capability::atomic), st->ep.native());
+    EXPECT_EQ(la::fetch_add_to(st->ep, words[0], &words[1], &mr, &mr, *peer.peer(), at, &ctx).error(),
+              loom::errc::not_supported);
+    EXPECT_EQ(la::cas_to(st->ep, words[0], &mr, words[1], &mr, &words[2], &mr, *peer.peer(), at, &ctx).error(),
+              loom::errc::not_supported);
     auto injected = la::inject_to<std::uint64_t>(st->ep, std::span{words}.first(1), peer.address(), at,
                                                  la::operation::sum);
     ASSERT_FALSE(injected);

@@ -5,7 +5,11 @@
 #include <loom/endpoint.hpp>
 #include <loom/memory_region.hpp>
 
+#include <rdma/fi_atomic.h>
+
 #include <complex>
+#include <concepts>
+#include <limits>
 #include <cstdint>
 #include <span>
 #include <type_traits>
@@ -106,14 +110,75 @@ template <class T>
 auto ref(std::span<T> s, const memory_region* mr) noexcept -> buffer_ref {
     return {s.data(), s.size_bytes(), mr};
 }
+[[nodiscard]] inline auto desc_of(const buffer_ref& b) noexcept -> void* { return b.mr ? b.mr->descriptor() : nullptr; }
+/// One buffer of a request: present, `bytes` long and, when it has a registration, inside it
+/// and of the endpoint's domain.
+[[nodiscard]] LOOM_SUBMIT_INLINE auto buffer_fits(const buffer_ref& b, std::size_t bytes, const endpoint& ep) noexcept
+    -> bool {
+    return b.data != nullptr && b.bytes == bytes &&
+           (b.mr == nullptr || (b.mr->contains(b.data, bytes) && b.mr->domain_native() == ep.domain_native()));
+}
+/// submit()'s argument checks, inline so that what the call site knows (family, operation,
+/// datatype, count) folds away: known operation of the family and datatype, a count whose bytes
+/// do not overflow, a destination (none to check for a peer_addr: `trusted_peer`), the buffers
+/// the family uses, a remote range long enough.
+[[nodiscard]] LOOM_SUBMIT_INLINE auto arguments_fit(const endpoint& ep, const request& r, bool trusted_peer) noexcept
+    -> bool {
+    if (!in_family(r.op, r.fam) || !is_known(r.dt) || r.count == 0 ||
+        r.count > std::numeric_limits<std::size_t>::max() / r.element_size)
+        return false;
+    const std::size_t bytes = r.count * r.element_size;
+    if (!trusted_peer && r.peer == fabric_addrs::unspecified) return false;  // the full checks decide
+    if (r.op != operation::atomic_read && !buffer_fits(r.operand, bytes, ep)) return false;
+    if (r.fam != family::base && !buffer_fits(r.result, bytes, ep)) return false;
+    if (r.fam == family::compare && !buffer_fits(r.compare, bytes, ep)) return false;
+    return r.remote.length >= bytes && r.remote.addr + (bytes - 1) >= r.remote.addr;
+}
+/// submit() without flags (`Dest`: the type the caller gave the destination as): when the
+/// arguments fit, straight to the endpoint's atomic gate
+/// (which refuses for the endpoint's state, capability, context, size and provider quirks);
+/// otherwise the full checks, which say why.
+template <class Dest>
+LOOM_SUBMIT_INLINE auto submit_now(endpoint& ep, const request& r, Dest) noexcept -> void_result {
+    if (!arguments_fit(ep, r, std::same_as<Dest, peer_addr>)) [[unlikely]]
+        return submit(ep, r, nullptr);
+    ::fid_ep* gate = ep.send_gate(capability::atomic);
+    const auto fop = static_cast<::fi_op>(r.op);
+    const auto fdt = static_cast<::fi_datatype>(r.dt);
+    // Atomic reads have no source operand, but providers still read the pointer: use the result.
+    const buffer_ref& src = r.op == operation::atomic_read ? r.result : r.operand;
+    switch (r.fam) {
+        case family::base:
+            return check_native(::fi_atomic(gate, src.data, r.count, desc_of(src), r.peer.get(), r.remote.addr,
+                                            r.remote.key, fdt, fop, r.context));
+        case family::fetch:
+            return check_native(::fi_fetch_atomic(gate, src.data, r.count, desc_of(src),
+                                                  const_cast<void*>(r.result.data), desc_of(r.result), r.peer.get(),
+                                                  r.remote.addr, r.remote.key, fdt, fop, r.context));
+        case family::compare:
+            return check_native(::fi_compare_atomic(gate, src.data, r.count, desc_of(src), r.compare.data,
+                                                    desc_of(r.compare), const_cast<void*>(r.result.data),
+                                                    desc_of(r.result), r.peer.get(), r.remote.addr, r.remote.key,
+                                                    fdt, fop, r.context));
+    }
+    return make_unexpected(errc::invalid_argument);
+}
 }  // namespace detail
 
+/// A destination: a peer_addr (what address_vector::insert returns; no check needed) or any
+/// fabric_addr (must not be fabric_addrs::unspecified on a connectionless endpoint).
+template <class D>
+concept destination = std::same_as<D, fabric_addr> || std::same_as<D, peer_addr>;
+
 // ---------------------------------------------------------------- base interface
-template <atomic_value T>
-auto execute_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr, fabric_addr peer,
-                const remote_memory& remote, operation op, context_ptr<void> ctx = {}) noexcept -> void_result {
-    return detail::submit(ep, {family::base, op, datatype_of<T>, operand.size(), sizeof(T),
-                               detail::ref(operand, operand_mr), {}, {}, peer, remote, ctx.get()}, nullptr);
+template <atomic_value T, destination Dest = fabric_addr>
+LOOM_SUBMIT_INLINE auto execute_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr,
+                                   Dest peer, const remote_memory& remote, operation op,
+                                   context_ptr<void> ctx = {}) noexcept -> void_result {
+    return detail::submit_now(ep,
+                              {family::base, op, datatype_of<T>, operand.size(), sizeof(T),
+                               detail::ref(operand, operand_mr), {}, {}, peer, remote, ctx.get()},
+                              peer);
 }
 template <operation_defaults D = operation_defaults::replace, atomic_value T>
 auto execute_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr, fabric_addr peer,
@@ -132,15 +197,18 @@ auto inject_to(endpoint& ep, std::span<const T> operand, fabric_addr peer, const
 }
 
 // ---------------------------------------------------------------- fetch interface
-template <atomic_value T>
-auto fetch_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr, std::span<T> result,
-              const memory_region* result_mr, fabric_addr peer, const remote_memory& remote, operation op,
-              context_ptr<void> ctx = {}) noexcept -> void_result {
+template <atomic_value T, destination Dest = fabric_addr>
+LOOM_SUBMIT_INLINE auto fetch_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr,
+                                 std::span<T> result, const memory_region* result_mr, Dest peer,
+                                 const remote_memory& remote, operation op, context_ptr<void> ctx = {}) noexcept
+    -> void_result {
     if (operand.size() != result.size() && !(op == operation::atomic_read && operand.empty()))
         return make_unexpected(errc::invalid_argument);
-    return detail::submit(ep, {family::fetch, op, datatype_of<T>, result.size(), sizeof(T),
+    return detail::submit_now(ep,
+                              {family::fetch, op, datatype_of<T>, result.size(), sizeof(T),
                                detail::ref(operand, operand_mr), {}, detail::ref(result, result_mr), peer, remote,
-                               ctx.get()}, nullptr);
+                               ctx.get()},
+                              peer);
 }
 template <operation_defaults D = operation_defaults::replace, atomic_value T>
 auto fetch_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr, std::span<T> result,
@@ -155,16 +223,19 @@ auto fetch_to(endpoint& ep, std::span<const T> operand, const memory_region* ope
 }
 
 // ---------------------------------------------------------------- compare interface
-template <atomic_value T>
-auto compare_swap_to(endpoint& ep, std::span<const T> compare, const memory_region* compare_mr,
-                     std::span<const T> desired, const memory_region* desired_mr, std::span<T> result,
-                     const memory_region* result_mr, fabric_addr peer, const remote_memory& remote,
-                     operation op = operation::cswap, context_ptr<void> ctx = {}) noexcept -> void_result {
+template <atomic_value T, destination Dest = fabric_addr>
+LOOM_SUBMIT_INLINE auto compare_swap_to(endpoint& ep, std::span<const T> compare, const memory_region* compare_mr,
+                                        std::span<const T> desired, const memory_region* desired_mr,
+                                        std::span<T> result, const memory_region* result_mr, Dest peer,
+                                        const remote_memory& remote, operation op = operation::cswap,
+                                        context_ptr<void> ctx = {}) noexcept -> void_result {
     if (compare.size() != desired.size() || result.size() != desired.size())
         return make_unexpected(errc::invalid_argument);
-    return detail::submit(ep, {family::compare, op, datatype_of<T>, desired.size(), sizeof(T),
+    return detail::submit_now(ep,
+                              {family::compare, op, datatype_of<T>, desired.size(), sizeof(T),
                                detail::ref(desired, desired_mr), detail::ref(compare, compare_mr),
-                               detail::ref(result, result_mr), peer, remote, ctx.get()}, nullptr);
+                               detail::ref(result, result_mr), peer, remote, ctx.get()},
+                              peer);
 }
 template <operation_defaults D = operation_defaults::replace, atomic_value T>
 auto compare_swap_to(endpoint& ep, std::span<const T> compare, const memory_region* compare_mr,
@@ -181,19 +252,19 @@ auto compare_swap_to(endpoint& ep, std::span<const T> compare, const memory_regi
 
 // ---------------------------------------------------------------- typed single-value helpers
 // Arguments are borrowed until completion: temporaries are rejected at compile time.
-template <atomic_value T>
-auto add_to(endpoint& ep, const T& value, const memory_region* value_mr, fabric_addr peer,
-            const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
+template <atomic_value T, destination Dest = fabric_addr>
+LOOM_SUBMIT_INLINE auto add_to(endpoint& ep, const T& value, const memory_region* value_mr, Dest peer,
+                               const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
     return execute_to<T>(ep, std::span<const T>{&value, 1}, value_mr, peer, remote, operation::sum, ctx);
 }
 template <atomic_value T>
 auto add_to(endpoint&, const T&&, const memory_region*, fabric_addr, const remote_memory&,
             context_ptr<void> = {}) -> void_result = delete;
 
-template <atomic_value T>
-auto fetch_add_to(endpoint& ep, const T& increment, T* previous, const memory_region* input_mr,
-                  const memory_region* result_mr, fabric_addr peer, const remote_memory& remote,
-                  context_ptr<void> ctx = {}) noexcept -> void_result {
+template <atomic_value T, destination Dest = fabric_addr>
+LOOM_SUBMIT_INLINE auto fetch_add_to(endpoint& ep, const T& increment, T* previous, const memory_region* input_mr,
+                                     const memory_region* result_mr, Dest peer, const remote_memory& remote,
+                                     context_ptr<void> ctx = {}) noexcept -> void_result {
     if (previous == nullptr) return make_unexpected(errc::invalid_argument);
     return fetch_to<T>(ep, std::span<const T>{&increment, 1}, input_mr, std::span<T>{previous, 1}, result_mr, peer,
                        remote, operation::sum, ctx);
@@ -202,10 +273,10 @@ template <atomic_value T>
 auto fetch_add_to(endpoint&, const T&&, T*, const memory_region*, const memory_region*, fabric_addr,
                   const remote_memory&, context_ptr<void> = {}) -> void_result = delete;
 
-template <atomic_value T>
-auto cas_to(endpoint& ep, const T& expected, const memory_region* expected_mr, const T& desired,
-            const memory_region* desired_mr, T* result, const memory_region* result_mr, fabric_addr peer,
-            const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
+template <atomic_value T, destination Dest = fabric_addr>
+LOOM_SUBMIT_INLINE auto cas_to(endpoint& ep, const T& expected, const memory_region* expected_mr, const T& desired,
+                               const memory_region* desired_mr, T* result, const memory_region* result_mr, Dest peer,
+                               const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
     if (result == nullptr) return make_unexpected(errc::invalid_argument);
     return compare_swap_to<T>(ep, std::span<const T>{&expected, 1}, expected_mr, std::span<const T>{&desired, 1},
                               desired_mr, std::span<T>{result, 1}, result_mr, peer, remote, operation::cswap, ctx);

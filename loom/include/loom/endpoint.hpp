@@ -102,9 +102,10 @@ struct gate_checker {
     ::fid_ep* target{nullptr};
     std::size_t max_msg_size{0};
     bool needs_context{false};
+    bool broken_fetch_atomics{false};  ///< fetch and compare atomics: not_supported
 };
 /// The native endpoint each operation family goes through (send and receive, msg and tagged;
-/// RMA reads and writes):
+/// RMA reads and writes; atomics):
 /// the endpoint itself when it is enabled with the capability and its provider needs no check
 /// per operation, else a refusing or checking stand-in. State, capability, context requirement
 /// and size limit are thereby decided once, when the endpoint is enabled or closed, not on every
@@ -123,11 +124,20 @@ public:
     ~op_gates() = default;
 
     /// Gates for an enabled endpoint or open SRX `ep` (defined in endpoint.cpp).
-    void open(::fid_ep* ep, capability caps, std::size_t max_msg_size, bool needs_context) noexcept;
-    void shut() noexcept { send_msg_ = send_tagged_ = recv_msg_ = recv_tagged_ = rma_ = &refused_not_enabled; }
-    /// Sends of msg or tagged, or RMA reads and writes (capability::rma).
+    /// `broken_fetch_atomics`: the provider's fetch and compare atomics must be refused
+    /// (endpoint::provider_quirks).
+    void open(::fid_ep* ep, capability caps, std::size_t max_msg_size, bool needs_context,
+              bool broken_fetch_atomics = false) noexcept;
+    void shut() noexcept {
+        send_msg_ = send_tagged_ = recv_msg_ = recv_tagged_ = rma_ = atomic_ = &refused_not_enabled;
+    }
+    /// Sends of msg or tagged, RMA reads and writes (capability::rma) or atomics
+    /// (capability::atomic).
     [[nodiscard]] auto send(capability family) const noexcept -> ::fid_ep* {
-        return family == capability::tagged ? send_tagged_ : family == capability::rma ? rma_ : send_msg_;
+        return family == capability::tagged   ? send_tagged_
+               : family == capability::rma    ? rma_
+               : family == capability::atomic ? atomic_
+                                              : send_msg_;
     }
     [[nodiscard]] auto recv(capability family) const noexcept -> ::fid_ep* {
         return family == capability::tagged ? recv_tagged_ : recv_msg_;
@@ -139,6 +149,7 @@ private:
     ::fid_ep* recv_msg_{&refused_not_enabled};
     ::fid_ep* recv_tagged_{&refused_not_enabled};
     ::fid_ep* rma_{&refused_not_enabled};
+    ::fid_ep* atomic_{&refused_not_enabled};
     gate_checker checker_{};
     void take(op_gates& o) noexcept {
         checker_ = o.checker_;
@@ -148,6 +159,7 @@ private:
         recv_msg_ = moved(o.recv_msg_);
         recv_tagged_ = moved(o.recv_tagged_);
         rma_ = moved(o.rma_);
+        atomic_ = moved(o.atomic_);
         o.shut();
     }
 };
@@ -276,8 +288,8 @@ public:
     [[nodiscard]] auto receive_gate(capability family) const noexcept -> ::fid_ep* {
         return gates_.recv(family);
     }
-    /// The native endpoint sends of `family` (msg, tagged) or RMA reads and writes
-    /// (capability::rma) go through.
+    /// The native endpoint sends of `family` (msg, tagged), RMA reads and writes
+    /// (capability::rma) or atomics with a completion (capability::atomic) go through.
     [[nodiscard]] auto send_gate(capability family) const noexcept -> ::fid_ep* { return gates_.send(family); }
 
     // ------------------------------------------------------------ set-up
@@ -555,7 +567,7 @@ private:
         tx_limit_msg_ = enabled_ && caps_.any(capability::msg) ? bound : 0;
         tx_limit_tagged_ = enabled_ && caps_.any(capability::tagged) ? bound : 0;
         if (enabled_ && h_)
-            gates_.open(h_.get(), caps_, max_msg_size_, needs_context_);
+            gates_.open(h_.get(), caps_, max_msg_size_, needs_context_, quirks_.broken_fetch_atomics);
         else
             gates_.shut();
     }
