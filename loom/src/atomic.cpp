@@ -26,7 +26,7 @@ auto valid(const endpoint& ep, family f, operation op, datatype dt, std::size_t*
 auto buffer_ok(const buffer_ref& b, const endpoint& ep) noexcept -> bool {
     if (b.data == nullptr && b.bytes != 0) return false;
     if (b.mr == nullptr) return true;
-    return b.mr->contains(b.data, b.bytes) && b.mr->usable_with(ep);
+    return b.mr->covers(ep, b.data, b.bytes);
 }
 
 /// 0 or an FI_E* code.
@@ -46,7 +46,7 @@ auto check(const endpoint& ep, const detail::request& r) noexcept -> int {
     if (r.fam == family::compare) {
         if (r.compare.data == nullptr || r.compare.bytes != bytes || !buffer_ok(r.compare, ep)) return FI_EINVAL;
     }
-    if (r.remote.length < bytes || r.remote.addr + (bytes - 1) < r.remote.addr) return FI_EINVAL;
+    if (!r.remote.holds(bytes)) return FI_EINVAL;
     return 0;
 }
 
@@ -114,7 +114,7 @@ auto detail::submit_inject(endpoint& ep, const request& r) noexcept -> void_resu
         return make_unexpected(errc::invalid_argument);
     const std::size_t bytes = r.count * r.element_size;
     if (const int e = ep.check_inject(capability::atomic, bytes, r.peer)) return std::unexpected(native_error(e));
-    if (r.operand.data == nullptr || r.remote.length < bytes || r.remote.addr + (bytes - 1) < r.remote.addr)
+    if (r.operand.data == nullptr || !r.remote.holds(bytes))
         return make_unexpected(errc::invalid_argument);
     if (ep.quirks().broken_atomic_inject) return make_unexpected(errc::not_supported);
     return check_native(::fi_inject_atomic(ep.native(), r.operand.data, r.count, r.peer.get(), r.remote.addr,

@@ -116,14 +116,24 @@ constexpr auto refusing_endpoint() noexcept -> ::fid_ep {
     return ep;
 }
 
+/// The checking stand-in a gate points into (its first member).
+auto checker_of(::fid_ep* gate) noexcept -> const detail::gate_checker* {
+    static_assert(std::is_standard_layout_v<detail::gate_checker>);
+    return reinterpret_cast<const detail::gate_checker*>(gate);
+}
+/// Argument `I` from the end of an operation's arguments after (ep, buffer, length/count):
+/// 1 is the context (every data operation's last argument).
+template <std::size_t I, class... Rest>
+auto from_end(Rest... rest) noexcept {
+    return std::get<sizeof...(Rest) - I>(std::tuple<Rest...>{rest...});
+}
 /// An operation of the checking stand-in: a missing context (where the provider needs one) and,
-/// for sends, reads and writes, a length above max_msg_size are refused; everything else is `Native` (fi_send,
-/// fi_trecv, ...) on the real endpoint. The context is every operation's last argument.
+/// for sends, reads and writes, a length above max_msg_size are refused; everything else is
+/// `Native` (fi_send, fi_trecv, ...) on the real endpoint.
 template <bool Send, auto Native, class Buf, class... Rest>
 auto checked(::fid_ep* gate, Buf buf, std::size_t len, Rest... rest) noexcept -> ::ssize_t {
-    static_assert(std::is_standard_layout_v<detail::gate_checker>);
-    const auto* c = reinterpret_cast<const detail::gate_checker*>(gate);  // gate is its first member
-    const void* ctx = std::get<sizeof...(Rest) - 1>(std::tuple<Rest...>{rest...});
+    const auto* c = checker_of(gate);
+    const void* ctx = from_end<1>(rest...);
     if ((Send && len > c->max_msg_size) || (c->needs_context && ctx == nullptr)) return -FI_EINVAL;
     return Native(c->target, buf, len, rest...);
 }
@@ -149,11 +159,10 @@ constexpr auto checking_rma_ops() noexcept -> ::fi_ops_rma {
 /// are broken, then the context and the operand bytes (count × datatype size) as for sends.
 template <bool Fetching, auto Native, class... Rest>
 auto checked_atomic(::fid_ep* gate, const void* buf, std::size_t count, Rest... rest) noexcept -> ::ssize_t {
-    const auto* c = reinterpret_cast<const detail::gate_checker*>(gate);
+    const auto* c = checker_of(gate);
     if (Fetching && c->broken_fetch_atomics) return -FI_EOPNOTSUPP;
-    const std::tuple<Rest...> args{rest...};
-    const void* ctx = std::get<sizeof...(Rest) - 1>(args);
-    const auto dt = std::get<sizeof...(Rest) - 3>(args);  // ..., datatype, op, context
+    const void* ctx = from_end<1>(rest...);
+    const ::fi_datatype dt = from_end<3>(rest...);  // ..., datatype, op, context
     if ((c->needs_context && ctx == nullptr) || count * trigger::detail::datatype_size(dt) > c->max_msg_size)
         return -FI_EINVAL;
     return Native(c->target, buf, count, rest...);
@@ -340,26 +349,26 @@ auto endpoint::set_min_multi_recv(std::size_t bytes) noexcept -> void_result {
 
 auto endpoint::send(std::span<const std::byte> data, const memory_region& mr, fabric_addr dest,
                     context_ptr<void> ctx) noexcept -> void_result {
-    if (!mr.contains(data) || !mr.usable_with(*this)) return make_unexpected(errc::invalid_argument);
+    if (!mr.covers(*this, data)) return make_unexpected(errc::invalid_argument);
     return send(data, dest, mr.descriptor(), ctx);
 }
 
 auto endpoint::recv(std::span<std::byte> buffer, const memory_region& mr, fabric_addr src,
                     context_ptr<void> ctx) noexcept -> void_result {
-    if (!mr.contains(buffer) || !mr.usable_with(*this)) return make_unexpected(errc::invalid_argument);
+    if (!mr.covers(*this, buffer)) return make_unexpected(errc::invalid_argument);
     return recv(buffer, src, mr.descriptor(), ctx);
 }
 
 auto endpoint::tagged_send(std::span<const std::byte> data, const memory_region& mr, std::uint64_t tag,
                            fabric_addr dest, context_ptr<void> ctx) noexcept -> void_result {
-    if (!mr.contains(data) || !mr.usable_with(*this)) return make_unexpected(errc::invalid_argument);
+    if (!mr.covers(*this, data)) return make_unexpected(errc::invalid_argument);
     return tagged_send(data, tag, dest, mr.descriptor(), ctx);
 }
 
 auto endpoint::tagged_recv(std::span<std::byte> buffer, const memory_region& mr, std::uint64_t tag,
                            std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx) noexcept
     -> void_result {
-    if (!mr.contains(buffer) || !mr.usable_with(*this)) return make_unexpected(errc::invalid_argument);
+    if (!mr.covers(*this, buffer)) return make_unexpected(errc::invalid_argument);
     return tagged_recv(buffer, tag, ignore, src, mr.descriptor(), ctx);
 }
 

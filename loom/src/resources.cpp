@@ -353,10 +353,6 @@ auto memory_region::key() const noexcept -> result<std::uint64_t> {
     return k;
 }
 
-auto memory_region::usable_with(const endpoint& ep) const noexcept -> bool {
-    return h_ && ep.domain_native() == domain_;
-}
-
 namespace {
 /// The RMA address of a registration's first byte: its virtual address with FI_MR_VIRT_ADDR,
 /// otherwise offset 0 (libfabric reserves fi_mr_attr::offset).

@@ -3,21 +3,12 @@
 #include <rdma/fi_errno.h>
 
 namespace loom::rma::detail {
-namespace {
-
-/// The remote range [addr, addr + len) must not wrap and must fit in the segment.
-auto remote_ok(const remote_memory& r, std::size_t len) noexcept -> bool {
-    if (len > r.length) return false;
-    return len == 0 || r.addr + (len - 1) >= r.addr;
-}
-
-}  // namespace
 
 auto check(const endpoint& ep, std::span<const std::byte> local, const memory_region* mr, fabric_addr peer,
            const remote_memory& remote, context_ptr<void> ctx) noexcept -> int {
     if (const int e = ep.check_tx(capability::rma, local.size(), peer, ctx)) return e;
-    if (mr != nullptr && (!mr->contains(local) || !mr->usable_with(ep))) return FI_EINVAL;
-    if (!remote_ok(remote, local.size())) return FI_EINVAL;
+    if (mr != nullptr && !mr->covers(ep, local)) return FI_EINVAL;
+    if (!remote.holds(local.size())) return FI_EINVAL;
     return 0;
 }
 
@@ -32,7 +23,7 @@ auto check_vector(const endpoint& ep, std::span<const ::iovec> local, std::span<
         local_total += v.iov_len;
     }
     for (const auto& r : remote) {
-        if (remote_total + r.length < remote_total || !remote_ok(r, r.length)) return FI_EINVAL;
+        if (remote_total + r.length < remote_total || !r.holds(r.length)) return FI_EINVAL;
         remote_total += r.length;
     }
     if (local_total != remote_total) return FI_EINVAL;

@@ -66,11 +66,6 @@ auto place(work_block* b, std::size_t offset, std::span<const T> src) noexcept -
     return dst;
 }
 
-auto remote_range_ok(const remote_memory& r, std::size_t len) noexcept -> bool {
-    if (len > r.length) return false;
-    return len == 0 || r.addr + (len - 1) >= r.addr;
-}
-
 auto fail(int code) -> std::unexpected<std::error_code> { return std::unexpected(native_error(code)); }
 
 auto is_tagged(work_kind k) noexcept -> bool {
@@ -106,7 +101,7 @@ auto check_rma(std::span<const ::iovec> local, std::span<void* const> desc,
     }
     std::size_t remote_total = 0;
     for (const auto& r : remote) {
-        if (remote_total + r.length < remote_total || !remote_range_ok(r, r.length)) return FI_EINVAL;
+        if (remote_total + r.length < remote_total || !r.holds(r.length)) return FI_EINVAL;
         remote_total += r.length;
     }
     return local_total == remote_total ? 0 : FI_EINVAL;
@@ -156,7 +151,7 @@ auto check_atomic(::fi_op op, ::fi_datatype dt, const void* operand, std::size_t
     if (size == 0) return FI_EINVAL;
     if (operand == nullptr || count == 0) return FI_EINVAL;
     if (count > remote.length / size) return FI_EINVAL;
-    if (!remote_range_ok(remote, count * size)) return FI_EINVAL;
+    if (!remote.holds(count * size)) return FI_EINVAL;
     return 0;
 }
 

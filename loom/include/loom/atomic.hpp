@@ -111,36 +111,35 @@ auto ref(std::span<T> s, const memory_region* mr) noexcept -> buffer_ref {
     return {s.data(), s.size_bytes(), mr};
 }
 [[nodiscard]] inline auto desc_of(const buffer_ref& b) noexcept -> void* { return b.mr ? b.mr->descriptor() : nullptr; }
-/// One buffer of a request: present, `bytes` long and, when it has a registration, inside it
-/// and of the endpoint's domain.
+/// One buffer of a request: present, `bytes` long and, when it has a registration, covered by
+/// it (memory_region::covers).
 [[nodiscard]] LOOM_SUBMIT_INLINE auto buffer_fits(const buffer_ref& b, std::size_t bytes, const endpoint& ep) noexcept
     -> bool {
-    return b.data != nullptr && b.bytes == bytes &&
-           (b.mr == nullptr || (b.mr->contains(b.data, bytes) && b.mr->domain_native() == ep.domain_native()));
+    return b.data != nullptr && b.bytes == bytes && (b.mr == nullptr || b.mr->covers(ep, b.data, bytes));
 }
 /// submit()'s argument checks, inline so that what the call site knows (family, operation,
 /// datatype, count) folds away: known operation of the family and datatype, a count whose bytes
-/// do not overflow, a destination (none to check for a peer_addr: `trusted_peer`), the buffers
-/// the family uses, a remote range long enough.
-[[nodiscard]] LOOM_SUBMIT_INLINE auto arguments_fit(const endpoint& ep, const request& r, bool trusted_peer) noexcept
+/// do not overflow, a destination (`names_peer`: detail::names_a_peer of the caller's
+/// destination), the buffers the family uses, a remote range long enough.
+[[nodiscard]] LOOM_SUBMIT_INLINE auto arguments_fit(const endpoint& ep, const request& r, bool names_peer) noexcept
     -> bool {
     if (!in_family(r.op, r.fam) || !is_known(r.dt) || r.count == 0 ||
         r.count > std::numeric_limits<std::size_t>::max() / r.element_size)
         return false;
     const std::size_t bytes = r.count * r.element_size;
-    if (!trusted_peer && r.peer == fabric_addrs::unspecified) return false;  // the full checks decide
+    if (!names_peer) return false;  // the full checks decide
     if (r.op != operation::atomic_read && !buffer_fits(r.operand, bytes, ep)) return false;
     if (r.fam != family::base && !buffer_fits(r.result, bytes, ep)) return false;
     if (r.fam == family::compare && !buffer_fits(r.compare, bytes, ep)) return false;
-    return r.remote.length >= bytes && r.remote.addr + (bytes - 1) >= r.remote.addr;
+    return r.remote.holds(bytes);
 }
-/// submit() without flags (`Dest`: the type the caller gave the destination as): when the
+/// submit() without flags (`peer`: the destination as the caller gave it): when the
 /// arguments fit, straight to the endpoint's atomic gate
 /// (which refuses for the endpoint's state, capability, context, size and provider quirks);
 /// otherwise the full checks, which say why.
-template <class Dest>
-LOOM_SUBMIT_INLINE auto submit_now(endpoint& ep, const request& r, Dest) noexcept -> void_result {
-    if (!arguments_fit(ep, r, std::same_as<Dest, peer_addr>)) [[unlikely]]
+template <destination Dest>
+LOOM_SUBMIT_INLINE auto submit_now(endpoint& ep, const request& r, Dest peer) noexcept -> void_result {
+    if (!arguments_fit(ep, r, loom::detail::names_a_peer(peer))) [[unlikely]]
         return submit(ep, r, nullptr);
     ::fid_ep* gate = ep.send_gate(capability::atomic);
     const auto fop = static_cast<::fi_op>(r.op);
@@ -164,11 +163,6 @@ LOOM_SUBMIT_INLINE auto submit_now(endpoint& ep, const request& r, Dest) noexcep
     return make_unexpected(errc::invalid_argument);
 }
 }  // namespace detail
-
-/// A destination: a peer_addr (what address_vector::insert returns; no check needed) or any
-/// fabric_addr (must not be fabric_addrs::unspecified on a connectionless endpoint).
-template <class D>
-concept destination = std::same_as<D, fabric_addr> || std::same_as<D, peer_addr>;
 
 // ---------------------------------------------------------------- base interface
 template <atomic_value T, destination Dest = fabric_addr>

@@ -6,6 +6,7 @@
 #include <rdma/fabric.h>
 
 #include <compare>
+#include <concepts>
 #include <cstdint>
 #include <type_traits>
 
@@ -50,6 +51,18 @@ namespace fabric_addrs {
 /// No particular peer: a connected destination, or a receive from anyone.
 inline constexpr fabric_addr unspecified{FI_ADDR_UNSPEC};
 }  // namespace fabric_addrs
+
+/// What operations accept as a destination: a peer_addr, or any fabric_addr.
+template <class D>
+concept destination = std::same_as<D, fabric_addr> || std::same_as<D, peer_addr>;
+
+namespace detail {
+/// True when a destination names a peer without a look at the endpoint: always for a peer_addr
+/// (an address vector made it); for a plain fabric_addr when it is not fabric_addrs::unspecified
+/// (which only a connected endpoint accepts: the full checks decide).
+[[nodiscard]] constexpr auto names_a_peer(fabric_addr a) noexcept -> bool { return a != fabric_addrs::unspecified; }
+[[nodiscard]] constexpr auto names_a_peer(peer_addr) noexcept -> bool { return true; }
+}  // namespace detail
 
 /// Per-operation state handed to the provider. The native fi_context2 comes first, so the
 /// pointer the provider stores (and returns in completions) is the request_context itself.

@@ -132,12 +132,13 @@ public:
         send_msg_ = send_tagged_ = recv_msg_ = recv_tagged_ = rma_ = atomic_ = &refused_not_enabled;
     }
     /// Sends of msg or tagged, RMA reads and writes (capability::rma) or atomics
-    /// (capability::atomic).
+    /// (capability::atomic); refused_no_capability for any other family.
     [[nodiscard]] auto send(capability family) const noexcept -> ::fid_ep* {
-        return family == capability::tagged   ? send_tagged_
+        return family == capability::msg      ? send_msg_
+               : family == capability::tagged ? send_tagged_
                : family == capability::rma    ? rma_
                : family == capability::atomic ? atomic_
-                                              : send_msg_;
+                                              : &refused_no_capability;
     }
     [[nodiscard]] auto recv(capability family) const noexcept -> ::fid_ep* {
         return family == capability::tagged ? recv_tagged_ : recv_msg_;
@@ -479,15 +480,11 @@ public:
     // Each returns 0 or a positive FI_E* code; used by the msg:: helpers too.
     [[nodiscard]] auto check_tx(capability family, std::size_t len, fabric_addr dest,
                                 context_ptr<void> ctx) const noexcept -> int {
-        // Messages: state, capability and length in one compare against the family's limit,
-        // then destination and context (no load when they are given); everything else, and
-        // every refusal, takes the full checks. The sends above do not come here (their gates
-        // decide the same once, at enable); sendv, the msg:: helpers, RMA and atomics do.
-        const std::size_t limit = family == capability::tagged ? tx_limit_tagged_.value
-                                  : family == capability::msg  ? tx_limit_msg_.value
-                                                               : 0;
-        if (len < limit && !(dest == fabric_addrs::unspecified && needs_dest_) && !(!ctx && needs_context_))
-            [[likely]]
+        // A family whose gate is the endpoint itself is enabled, has the capability, needs no
+        // context and takes any length: only the destination is left to check. Everything else,
+        // and every refusal, takes the full checks. (The gated sends, one-buffer RMA and typed
+        // atomics do not come here; sendv, the msg:: helpers and the other forms do.)
+        if (gates_.send(family) == h_.get() && !(dest == fabric_addrs::unspecified && needs_dest_)) [[likely]]
             return 0;
         return check_tx_full(family, len, dest, ctx);
     }
@@ -556,16 +553,9 @@ private:
     detail::zero_on_move<bool> enabled_{false};
     bool has_av_{false};
     provider_quirks quirks_{};
-    /// check_tx's fast limits and the gates, derived from enabled_, caps_ and max_msg_size_
-    /// whenever enabled_ changes. Limits: a message of len bytes passes when len < limit, which
-    /// is max_msg_size + 1 while enabled with the capability, else 0 (also after a move: they
-    /// stay with the handle too).
-    detail::zero_on_move<std::size_t> tx_limit_msg_{}, tx_limit_tagged_{};
+    /// The gates, derived from enabled_, caps_, max_msg_size_, needs_context_ and the quirks
+    /// whenever enabled_ changes (a move takes them along and leaves the source refusing).
     void refresh_gates() noexcept {
-        const std::size_t bound =
-            max_msg_size_ == std::numeric_limits<std::size_t>::max() ? max_msg_size_ : max_msg_size_ + 1;
-        tx_limit_msg_ = enabled_ && caps_.any(capability::msg) ? bound : 0;
-        tx_limit_tagged_ = enabled_ && caps_.any(capability::tagged) ? bound : 0;
         if (enabled_ && h_)
             gates_.open(h_.get(), caps_, max_msg_size_, needs_context_, quirks_.broken_fetch_atomics);
         else

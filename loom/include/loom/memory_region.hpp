@@ -4,6 +4,7 @@
 #include <loom/detail/child_link.hpp>
 #include <loom/detail/fid.hpp>
 #include <loom/domain.hpp>
+#include <loom/endpoint.hpp>
 
 #include <rdma/fi_domain.h>
 
@@ -14,7 +15,6 @@
 
 namespace loom {
 
-class endpoint;
 class counter;
 struct raw_remote_memory;
 
@@ -99,17 +99,23 @@ public:
     /// True when [p, p+n) lies inside the registration (false for wrapping ranges and for an
     /// empty or closed region).
     [[nodiscard]] auto contains(const void* p, std::size_t n) const noexcept -> bool {
-        // One subtraction covers both ends: below the base the offset wraps to a huge value,
-        // and offset + n <= length cannot wrap (a registration does not reach the top of the
-        // address space). Three compares: it runs on every RMA and atomic.
-        const auto offset = reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(base_);
-        return h_.get() != nullptr && n <= length_ && offset <= length_ - n;
+        return h_.get() != nullptr && in_range(p, n);
     }
     [[nodiscard]] auto contains(std::span<const std::byte> s) const noexcept -> bool {
         return contains(s.data(), s.size());
     }
     /// True when the registration belongs to the endpoint's domain.
-    [[nodiscard]] auto usable_with(const endpoint& ep) const noexcept -> bool;
+    [[nodiscard]] auto usable_with(const endpoint& ep) const noexcept -> bool {
+        return h_.get() != nullptr && ep.domain_native() == domain_;
+    }
+    /// contains() and usable_with() together: what every operation taking a registration checks
+    /// of its buffer (inline: RMA and atomics run it per call).
+    [[nodiscard]] auto covers(const endpoint& ep, const void* p, std::size_t n) const noexcept -> bool {
+        return usable_with(ep) && in_range(p, n);
+    }
+    [[nodiscard]] auto covers(const endpoint& ep, std::span<const std::byte> s) const noexcept -> bool {
+        return covers(ep, s.data(), s.size());
+    }
 
     /// The raw key and mapping base (fi_mr_raw_attr) for domains using mr_mode_flags::raw, to
     /// be mapped by the initiator with mapped_remote_memory::map. `addr` is the RMA address
@@ -150,6 +156,13 @@ public:
     auto close() noexcept -> void_result { return h_.close(); }
 
 private:
+    /// [p, p+n) inside [base, base+length). One subtraction covers both ends: below the base the
+    /// offset wraps to a huge value, and offset + n <= length cannot wrap (a registration does
+    /// not reach the top of the address space). Two compares: it runs on every RMA and atomic.
+    [[nodiscard]] auto in_range(const void* p, std::size_t n) const noexcept -> bool {
+        const auto offset = reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(base_);
+        return n <= length_ && offset <= length_ - n;
+    }
     /// Fills the fields every registration shares (access, offset, key, device), registers
     /// `attr` and wraps the result; [base, base+length) is what address()/size() report.
     [[nodiscard]] static auto register_native(domain& dom, ::fi_mr_attr& attr, std::uint64_t flags, std::byte* base,
@@ -185,6 +198,10 @@ struct remote_memory {
             [[unlikely]]
             return make_unexpected(errc::invalid_argument);
         return remote_memory{start, key, len};
+    }
+    /// True when [addr, addr + n) lies in this region without wrapping.
+    [[nodiscard]] auto holds(std::size_t n) const noexcept -> bool {
+        return n <= length && (n == 0 || addr + (n - 1) >= addr);
     }
     /// The tail from offset on.
     [[nodiscard]] auto offset_by(std::size_t offset) const noexcept -> result<remote_memory> {

@@ -27,37 +27,31 @@ namespace detail {
                                 context_ptr<void> ctx) noexcept -> int;
 [[nodiscard]] inline auto fail(int e) noexcept -> void_result { return std::unexpected(native_error(e)); }
 
-/// A destination from an address vector (peer_addr) needs no check; a plain fabric_addr must not
-/// be fabric_addrs::unspecified where the endpoint needs one (check() decides).
-[[nodiscard]] constexpr auto trusted(fabric_addr peer) noexcept -> bool { return peer != fabric_addrs::unspecified; }
-[[nodiscard]] constexpr auto trusted(peer_addr) noexcept -> bool { return true; }
 /// 0 when a one-buffer read or write may go to the endpoint's RMA gate (which refuses for the
 /// endpoint's state, capability, context and size): inline, `local` inside `mr`, `mr` of the
 /// endpoint's domain and `remote` long enough without wrapping; otherwise check() says why.
-template <class Dest>
+template <destination Dest>
 LOOM_SUBMIT_INLINE auto precheck(const endpoint& ep, std::span<const std::byte> local, const memory_region& mr,
                                  Dest peer, const remote_memory& remote, context_ptr<void> ctx) noexcept -> int {
-    const std::size_t n = local.size();
-    if (trusted(peer) && mr.contains(local) && mr.domain_native() == ep.domain_native() && n <= remote.length &&
-        (n == 0 || remote.addr + (n - 1) >= remote.addr)) [[likely]]
+    if (loom::detail::names_a_peer(peer) && mr.covers(ep, local) && remote.holds(local.size())) [[likely]]
         return 0;
     return check(ep, local, &mr, peer, remote, ctx);
 }
-template <class Dest>
+template <destination Dest>
 LOOM_SUBMIT_INLINE auto read_one(endpoint& ep, std::span<std::byte> local, const memory_region& mr, Dest peer,
                                  const remote_memory& remote, context_ptr<void> ctx) noexcept -> void_result {
     if (const int e = precheck(ep, local, mr, peer, remote, ctx)) [[unlikely]] return fail(e);
     return check_native(::fi_read(ep.send_gate(capability::rma), local.data(), local.size(), mr.descriptor(),
                                   peer.get(), remote.addr, remote.key, ctx.get()));
 }
-template <class Dest>
+template <destination Dest>
 LOOM_SUBMIT_INLINE auto write_one(endpoint& ep, std::span<const std::byte> local, const memory_region& mr, Dest peer,
                                   const remote_memory& remote, context_ptr<void> ctx) noexcept -> void_result {
     if (const int e = precheck(ep, local, mr, peer, remote, ctx)) [[unlikely]] return fail(e);
     return check_native(::fi_write(ep.send_gate(capability::rma), local.data(), local.size(), mr.descriptor(),
                                    peer.get(), remote.addr, remote.key, ctx.get()));
 }
-template <class Dest>
+template <destination Dest>
 LOOM_SUBMIT_INLINE auto write_data_one(endpoint& ep, std::span<const std::byte> local, const memory_region& mr,
                                        Dest peer, const remote_memory& remote, std::uint64_t data,
                                        context_ptr<void> ctx) noexcept -> void_result {
