@@ -254,6 +254,13 @@ auto code_of(const std::error_code& ec) -> result_t {
     return system_error;
 }
 
+/// How a finished request's outcome reads to NCCL: a full tag table is the user's doing
+/// (more distinct tags than the runtime tracks), everything else a network or system failure.
+auto request_code(loom::errc why) -> result_t {
+    if (why == loom::errc::success) return success;
+    return why == loom::errc::no_space ? invalid_usage : system_error;
+}
+
 // ---------------------------------------------------------------- connections
 auto listen(int dev, void* handle, void** listen_comm) -> result_t {
     if (handle == nullptr || listen_comm == nullptr) return internal_error;
@@ -528,7 +535,7 @@ auto test(void* request, int* done, int* sizes) -> result_t {
     *done = finished ? 1 : 0;
     if (finished && sizes != nullptr)
         for (int i = 0; i < n; ++i) sizes[i] = static_cast<int>(std::min<std::size_t>(s[static_cast<std::size_t>(i)], INT_MAX));
-    return st == lp::status::ok ? success : static_cast<result_t>(st);
+    return request_code(st);
 }
 
 auto get_device_mr(void* comm, void* mhandle, void** dptr) -> result_t {

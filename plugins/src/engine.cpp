@@ -19,47 +19,11 @@
 namespace loom::plugins {
 namespace {
 
-// ---------------------------------------------------------------- tags and immediates
-enum : std::uint64_t { kind_data = 0, kind_rts = 1, kind_ctrl = 2, kind_cts = 3 };
-constexpr std::uint64_t kind_rts_bit = std::uint64_t{1} << 62;
-
-constexpr auto make_tag(std::uint64_t kind, std::uint32_t chan, std::uint32_t seq, std::uint32_t user) noexcept
-    -> std::uint64_t {
-    return (kind << 62) | (std::uint64_t{chan & max_channel_id} << 44) | (std::uint64_t{seq & 0xfffU} << 32) | user;
-}
-constexpr auto tag_kind(std::uint64_t tag) noexcept -> std::uint64_t { return tag >> 62; }
-
-constexpr int imm_len_bits = 38;
-constexpr std::uint64_t imm_len_mask = (std::uint64_t{1} << imm_len_bits) - 1;
-constexpr auto make_imm_base(std::uint32_t chan, std::uint32_t req, std::uint32_t slot) noexcept -> std::uint64_t {
-    return (std::uint64_t{chan & max_channel_id} << 46) | (std::uint64_t{req & 31U} << 41) |
-           (std::uint64_t{slot & 7U} << 38);
-}
-
-// ---------------------------------------------------------------- little-endian fields
-template <class T>
-void put(std::span<std::byte> b, std::size_t off, T v) noexcept {
-    for (std::size_t i = 0; i < sizeof(T); ++i) b[off + i] = static_cast<std::byte>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff);
-}
-template <class T>
-auto get(std::span<const std::byte> b, std::size_t off) noexcept -> T {
-    std::uint64_t v = 0;
-    for (std::size_t i = 0; i < sizeof(T); ++i) v |= std::uint64_t{std::to_integer<std::uint8_t>(b[off + i])} << (8 * i);
-    return static_cast<T>(v);
-}
+using match_bits::make_tag;
 
 const mr_access_flags full_access = mr_access_flags::send | mr_access_flags::recv | mr_access_flags::read |
                                     mr_access_flags::write | mr_access_flags::remote_read |
                                     mr_access_flags::remote_write;
-
-constexpr std::uint32_t cts_magic = 0x31535443;   // "CTS1"
-constexpr std::uint32_t conn_magic = 0x4e4e4f43;  // "CONN"
-constexpr std::uint32_t acpt_magic = 0x54504341;  // "ACPT"
-// CONNECT: magic u32, version u16, addr len u16, sender id u32, listen id u32, pid u32,
-//          addr format u32, host u64, address bytes
-constexpr std::size_t conn_header = 32;
-// ACCEPT: magic u32, version u16, pad u16, receiver id u32, sender id u32, pid u32, pad u32, host u64
-constexpr std::size_t acpt_size = 32;
 
 // ---------------------------------------------------------------- never-freed object slabs
 template <class T>
@@ -146,7 +110,7 @@ auto take_request(C& c, clock::time_point now) noexcept -> decltype(&c.pool[0]) 
     r.chan = &c;
     r.done = false;
     r.released = false;
-    r.error = status::ok;
+    r.error = errc::success;
     r.started = now;
     return &r;
 }
@@ -380,7 +344,7 @@ engine::~engine() {
 }
 
 auto engine::new_channel_id() -> result<std::uint32_t> {
-    if (next_id_ > max_channel_id) return make_unexpected(errc::no_space);
+    if (next_id_ > match_bits::max_channel_id) return make_unexpected(errc::no_space);
     return next_id_++;
 }
 
@@ -402,37 +366,10 @@ auto engine::insert_rail_peer(int k, const address& a) -> result<fabric_addr> {
     return *fa;
 }
 
-// Rails 1.. of this engine on the wire: u8 count, then per rail u16 length, u32 format, bytes.
-auto engine::encode_rails(std::span<std::byte> out) const -> std::size_t {
-    std::size_t off = 0;
-    out[off++] = static_cast<std::byte>(extra_.size());
-    for (const auto& r : extra_) {
-        const auto raw = to_raw(r->self);
-        put<std::uint16_t>(out, off, static_cast<std::uint16_t>(raw.size()));
-        put<std::uint32_t>(out, off + 2, static_cast<std::uint32_t>(native_format(r->self)));
-        std::memcpy(out.data() + off + 6, raw.data(), raw.size());
-        off += 6 + raw.size();
-    }
-    return off;
-}
-
-auto engine::decode_rails(std::span<const std::byte> in, std::vector<address>& out) const -> bool {
-    out.clear();
-    if (in.empty()) return false;
-    const auto n = std::to_integer<std::size_t>(in[0]);
-    if (n >= static_cast<std::size_t>(max_rails)) return false;
-    std::size_t off = 1;
-    for (std::size_t i = 0; i < n; ++i) {
-        if (off + 6 > in.size()) return false;
-        const auto len = get<std::uint16_t>(in, off);
-        const auto fmt = static_cast<address_format>(get<std::uint32_t>(in, off + 2));
-        if (len == 0 || len > handle_address_capacity || off + 6 + len > in.size()) return false;
-        auto a = address_from_raw(fmt, in.subspan(off + 6, len));
-        if (!a) return false;
-        out.push_back(std::move(*a));
-        off += 6 + len;
-    }
-    return true;
+auto engine::rail_addresses() const -> std::vector<address> {
+    std::vector<address> out;
+    for (const auto& r : extra_) out.push_back(r->self);
+    return out;
 }
 
 void engine::connect_rails(channel_base& c, const std::vector<address>& remote) noexcept {
@@ -463,19 +400,19 @@ auto engine::submit(op& o) noexcept -> int {
     switch (o.kind) {
     case op_kind::send_eager: {
         auto& r = *static_cast<send_request*>(o.owner);
-        return code(ep_.tagged_send({r.data, r.size}, make_tag(kind_data, r.chan->remote_id, r.seq, r.user_tag),
+        return code(ep_.tagged_send({r.data, r.size}, make_tag(message_kind::data, r.chan->remote_id, r.seq, r.user_tag),
                                     r.chan->peer, r.desc, &o));
     }
     case op_kind::send_rts: {
         // No payload: the size travels as immediate data, so nothing lands in the user's buffer.
         auto& r = *static_cast<send_request*>(o.owner);
-        const int rc = code(ep_.tagged_injectdata({}, make_tag(kind_rts, r.chan->remote_id, r.seq, r.user_tag), r.size,
+        const int rc = code(ep_.tagged_injectdata({}, make_tag(message_kind::rendezvous_request, r.chan->remote_id, r.seq, r.user_tag), r.size,
                                                   r.chan->peer));
         return rc == 0 ? 1 : rc;
     }
     case op_kind::cts_recv: {
         auto& r = *static_cast<send_request*>(o.owner);
-        return code(ep_.tagged_recv(r.cts, make_tag(kind_cts, r.chan->id, r.seq, r.user_tag), 0,
+        return code(ep_.tagged_recv(r.cts, make_tag(message_kind::clear_to_send, r.chan->id, r.seq, r.user_tag), 0,
                                     fabric_addrs::unspecified, nullptr, &o));
     }
     case op_kind::rma_write: {
@@ -494,25 +431,25 @@ auto engine::submit(op& o) noexcept -> int {
     case op_kind::cts_send: {
         auto& r = *static_cast<recv_request*>(o.owner);
         auto& s = r.slots[o.slot];
-        return control({s.cts.data(), s.cts_len}, make_tag(kind_cts, r.chan->remote_id, s.seq, s.user_tag), r.chan->peer);
+        return control({s.cts.data(), s.cts_len}, make_tag(message_kind::clear_to_send, r.chan->remote_id, s.seq, s.user_tag), r.chan->peer);
     }
     case op_kind::listen_recv: {
         auto& l = *static_cast<listener*>(o.owner);
-        return code(ep_.tagged_recv(l.buffer, make_tag(kind_ctrl, l.id, 0, 0), 0, fabric_addrs::unspecified, nullptr,
+        return code(ep_.tagged_recv(l.buffer, make_tag(message_kind::control, l.id, 0, 0), 0, fabric_addrs::unspecified, nullptr,
                                     &o));
     }
     case op_kind::connect_send: {
         auto& s = *static_cast<sender*>(o.owner);
-        return control({s.connect_msg.data(), s.connect_len}, make_tag(kind_ctrl, s.listen_id, 0, 0), s.peer);
+        return control({s.connect_msg.data(), s.connect_len}, make_tag(message_kind::control, s.listen_id, 0, 0), s.peer);
     }
     case op_kind::accept_recv: {
         auto& s = *static_cast<sender*>(o.owner);
-        return code(ep_.tagged_recv(s.accept_msg, make_tag(kind_ctrl, s.id, 0, 0), 0, fabric_addrs::unspecified,
+        return code(ep_.tagged_recv(s.accept_msg, make_tag(message_kind::control, s.id, 0, 0), 0, fabric_addrs::unspecified,
                                     nullptr, &o));
     }
     case op_kind::accept_send: {
         auto& r = *static_cast<receiver*>(o.owner);
-        return control({r.accept_msg.data(), r.accept_len}, make_tag(kind_ctrl, r.remote_id, 0, 0), r.peer);
+        return control({r.accept_msg.data(), r.accept_len}, make_tag(message_kind::control, r.remote_id, 0, 0), r.peer);
     }
     case op_kind::flush_read: {
         auto& r = *static_cast<recv_request*>(o.owner);
@@ -529,7 +466,7 @@ auto engine::submit(op& o) noexcept -> int {
 auto engine::submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> int {
     const bool small = s.capacity < scratch_size;
     std::span<std::byte> buf = small ? std::span<std::byte>{s.scratch} : std::span<std::byte>{s.data, s.capacity};
-    const auto tag = make_tag(kind_data, r.chan->id, s.seq, s.user_tag);
+    const auto tag = make_tag(message_kind::data, r.chan->id, s.seq, s.user_tag);
     void_result rc;
     if (buf.size() < eager_max_ && !discard_.empty()) {
         // Pad the receive to the eager limit with a shared discard area: an eager message
@@ -539,9 +476,9 @@ auto engine::submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> 
         void* const descs[2] = {small ? nullptr : s.desc, discard_reg_.descriptor()};
         const bool any_desc = descs[0] != nullptr || descs[1] != nullptr;
         rc = ep_.tagged_recvv(iov, any_desc ? std::span<void* const>{descs} : std::span<void* const>{}, tag,
-                              kind_rts_bit, fabric_addrs::unspecified, &o);
+                              match_bits::rendezvous_ignore, fabric_addrs::unspecified, &o);
     } else {
-        rc = ep_.tagged_recv(buf, tag, kind_rts_bit, fabric_addrs::unspecified, small ? nullptr : s.desc, &o);
+        rc = ep_.tagged_recv(buf, tag, match_bits::rendezvous_ignore, fabric_addrs::unspecified, small ? nullptr : s.desc, &o);
     }
     return rc ? 0 : -rc.error().value();
 }
@@ -581,7 +518,7 @@ void engine::fail_op(op& o, int rc) noexcept {
               r != nullptr ? r->chan->peer_name : owner_channel(o)->peer_name,
               rc == -FI_EAGAIN ? "provider busy beyond LOOM_EAGAIN_TIMEOUT_MS" : fi_strerror(-rc));
     if (r != nullptr) {
-        fail_request(*r, status::system);
+        fail_request(*r, errc::io_error);
         recycle(*r);
     } else {
         owner_channel(o)->state = chan_state::failed;
@@ -617,7 +554,7 @@ auto engine::land_eager(const tagged_completion& c) noexcept -> bool {
     // routing. (The tag is read only for receives: a send's completion leaves it undefined.)
     if (c.context() == nullptr) return false;
     auto* o = static_cast<op*>(c.request());
-    if (o->kind != op_kind::recv_slot || tag_kind(c.tag()) != kind_data) return false;
+    if (o->kind != op_kind::recv_slot || match_bits::kind_of(c.tag()) != message_kind::data) return false;
     auto& q = *static_cast<recv_request*>(o->owner);
     if (q.magic.load(std::memory_order_relaxed) != magic_rreq || q.gen != o->gen) return false;
     o->in_flight = false;
@@ -710,7 +647,7 @@ void engine::on_send_op(send_request& r, op& o, const completion_event& ev) noex
     if (ev.has_error()) {
         if (!r.done) {
             LOOM_WARN("send to {} failed: {}", r.chan->peer_name, ev.error_text.empty() ? ev.error.message() : ev.error_text);
-            fail_request(r, status::system);
+            fail_request(r, errc::io_error);
         }
         return;
     }
@@ -718,21 +655,20 @@ void engine::on_send_op(send_request& r, op& o, const completion_event& ev) noex
     case op_kind::send_eager: r.done = true; break;
     case op_kind::send_rts: break;
     case op_kind::cts_recv: {
-        const std::span<const std::byte> b{r.cts};
-        const auto keys = ev.bytes_transferred >= 16 ? get<std::uint32_t>(b, 4) : 0U;
-        if (ev.bytes_transferred < 16 || get<std::uint32_t>(b, 0) != cts_magic || keys < 1 ||
-            keys > static_cast<std::uint32_t>(r.chan->rails) || ev.bytes_transferred != 16 + 16 * std::size_t{keys}) {
+        auto cts = decode_cts({r.cts.data(), std::min(ev.bytes_transferred, r.cts.size())});
+        if (!cts || cts->rails > r.chan->rails) {
             LOOM_WARN("malformed clear-to-send from {}", r.chan->peer_name);
-            fail_request(r, status::system);
+            fail_request(r, errc::io_error);
             return;
         }
-        const std::uint64_t capacity = get<std::uint64_t>(b, 8) & imm_len_mask;
-        r.imm_base = get<std::uint64_t>(b, 8) & ~imm_len_mask;
-        for (std::uint32_t k = 0; k < keys; ++k) {
-            r.remote_addr[k] = get<std::uint64_t>(b, 16 + 16 * k);
-            r.remote_key[k] = get<std::uint64_t>(b, 24 + 16 * k);
+        const std::uint64_t capacity = cts->capacity;
+        const auto keys = static_cast<std::size_t>(cts->rails);
+        r.imm_base = immediate::make_base(cts->target);
+        for (std::size_t k = 0; k < keys; ++k) {
+            r.remote_addr[k] = cts->rail[k].address;
+            r.remote_key[k] = cts->rail[k].key;
         }
-        r.stripes = static_cast<int>(keys);
+        r.stripes = cts->rails;
         r.to_write = std::min<std::uint64_t>(r.size, capacity);
         r.written = 0;
         if (r.to_write == 0) r.done = true;
@@ -773,7 +709,7 @@ void engine::start_writes(send_request& r) noexcept {
             auto h = rail_cache(k).lookup(std::span<std::byte>{const_cast<std::byte*>(r.data), r.size}, full_access);
             if (!h) {
                 LOOM_WARN("registering a send buffer on rail {} failed: {}", k, h.error().message());
-                fail_request(r, status::system);
+                fail_request(r, errc::io_error);
                 return;
             }
             r.src[i] = std::move(*h);
@@ -798,14 +734,14 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
     if (o.kind == op_kind::flush_read) {
         if (ev.has_error()) {
             LOOM_WARN("flush read failed: {}", ev.error_text.empty() ? ev.error.message() : ev.error_text);
-            fail_request(r, status::system);
+            fail_request(r, errc::io_error);
         } else {
             finish_slot(r, s);
         }
         return;
     }
     if (o.kind == op_kind::cts_send) {
-        if (ev.has_error()) fail_request(r, status::system);
+        if (ev.has_error()) fail_request(r, errc::io_error);
         return;
     }
     if (s.done) return;
@@ -821,10 +757,10 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
         }
         if (ev.error != make_error_code(errc::canceled))
             LOOM_WARN("receive from {} failed: {}", r.chan->peer_name, ev.error_text.empty() ? ev.error.message() : ev.error_text);
-        fail_request(r, status::system);
+        fail_request(r, errc::io_error);
         return;
     }
-    if (tag_kind(ev.tag) == kind_data) {
+    if (match_bits::kind_of(ev.tag) == message_kind::data) {
         land(r, s, ev.bytes_transferred);
         return;
     }
@@ -832,7 +768,7 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
     // data goes.
     if (ev.bytes_transferred != 0 || !ev.flags.has(op_flag::remote_cq_data)) {
         LOOM_WARN("malformed rendezvous request from {}", r.chan->peer_name);
-        fail_request(r, status::system);
+        fail_request(r, errc::io_error);
         return;
     }
     const std::uint64_t total = ev.data;
@@ -841,20 +777,17 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
     s.landed = 0;
     if (s.expected != 0 && !slot_keys(s, r.chan->rails)) {
         LOOM_WARN("registering a {}-byte receive buffer for the rendezvous failed", s.capacity);
-        fail_request(r, status::system);
+        fail_request(r, errc::io_error);
         return;
     }
-    const auto idx = static_cast<std::uint32_t>(&r - static_cast<receiver*>(r.chan)->pool.data());
-    std::span<std::byte> c{s.cts};
-    const auto keys = static_cast<std::uint32_t>(r.chan->rails);
-    put<std::uint32_t>(c, 0, cts_magic);
-    put<std::uint32_t>(c, 4, keys);
-    put<std::uint64_t>(c, 8, make_imm_base(r.chan->id, idx, o.slot) | std::min<std::uint64_t>(s.capacity, imm_len_mask));
-    for (std::uint32_t k = 0; k < keys; ++k) {
-        put<std::uint64_t>(c, 16 + 16 * k, s.raddr[k]);
-        put<std::uint64_t>(c, 24 + 16 * k, s.rkey[k]);
-    }
-    s.cts_len = 16 + 16 * std::size_t{keys};
+    clear_to_send cts{
+        .target = {.channel = r.chan->id,
+                   .request = static_cast<std::uint32_t>(&r - static_cast<receiver*>(r.chan)->pool.data()),
+                   .slot = o.slot},
+        .capacity = std::min<std::uint64_t>(s.capacity, immediate::length_mask),
+        .rails = r.chan->rails};
+    for (std::size_t k = 0; k < static_cast<std::size_t>(cts.rails); ++k) cts.rail[k] = {s.raddr[k], s.rkey[k]};
+    s.cts_len = encode(cts, s.cts).value();  // fits: cts_max_size bytes, rails and capacity in range
     s.cts_op.kind = op_kind::cts_send;
     s.cts_op.slot = o.slot;
     post(s.cts_op);
@@ -865,22 +798,22 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
 }
 
 void engine::on_remote_write(std::uint64_t imm) noexcept {
-    const auto id = static_cast<std::uint32_t>(imm >> 46);
-    auto it = receivers_.find(id);
+    const auto at = immediate::target_of(imm);
+    auto it = receivers_.find(at.channel);
     if (it == receivers_.end()) return;  // a late write to a closed channel
     auto& rc = *it->second;
-    auto& r = rc.pool[(imm >> 41) & 31U];
-    auto& s = r.slots[(imm >> 38) & 7U];
+    auto& r = rc.pool[at.request];
+    auto& s = r.slots[at.slot];
     if (r.magic.load(std::memory_order_relaxed) != magic_rreq || !s.rendezvous || s.done) return;
-    s.landed += imm & imm_len_mask;
+    s.landed += immediate::length_of(imm);
     if (s.landed >= s.expected) {
         s.received = s.expected;
         finish_slot(r, s);
     }
 }
 
-void engine::fail_request(request_base& r, status st) noexcept {
-    if (r.error == status::ok) r.error = st;
+void engine::fail_request(request_base& r, errc why) noexcept {
+    if (r.error == errc::success) r.error = why;
     r.done = true;
 }
 
@@ -905,7 +838,7 @@ void engine::check_peers() noexcept {
                 LOOM_WARN("peer {} (pid {}) is gone; failing its requests", r.chan->peer_name, r.chan->peer_pid);
             }
             r.chan->state = chan_state::failed;
-            fail_request(r, status::system);
+            fail_request(r, errc::io_error);
         }
     };
     for (channel_base* c : channels_) {
@@ -949,25 +882,13 @@ void engine::on_listen(listener& l, const completion_event& ev) noexcept {
         }
         return;
     }
-    const std::span<const std::byte> b{l.buffer.data(), std::min(ev.bytes_transferred, l.buffer.size())};
-    bool ok = b.size() >= conn_header && get<std::uint32_t>(b, 0) == conn_magic &&
-              get<std::uint16_t>(b, 4) == wire_version;
-    pending_connect pc;
-    if (ok) {
-        const auto len = get<std::uint16_t>(b, 6);
-        ok = len != 0 && len <= handle_address_capacity && conn_header + len <= b.size() &&
-             get<std::uint32_t>(b, 12) == l.id;
-        if (ok) {
-            auto a = address_from_raw(static_cast<address_format>(get<std::uint32_t>(b, 20)), b.subspan(conn_header, len));
-            ok = a.has_value() && decode_rails(b.subspan(conn_header + len), pc.rail_addresses);
-            if (ok) pc.peer_address = std::move(*a);
-        }
-    }
-    if (ok) {
-        pc.sender_id = get<std::uint32_t>(b, 8);
-        pc.pid = get<std::uint32_t>(b, 16);
-        pc.host = get<std::uint64_t>(b, 24);
-        l.arrived.push_back(std::move(pc));
+    auto m = decode_connect({l.buffer.data(), std::min(ev.bytes_transferred, l.buffer.size())});
+    if (m && m->listen_channel == l.id) {
+        l.arrived.push_back({.sender_id = m->sender_channel,
+                             .pid = m->pid,
+                             .host = m->host,
+                             .peer_address = std::move(m->sender_address),
+                             .rail_addresses = std::move(m->rails)});
     } else {
         LOOM_WARN("dropped a malformed connect message ({} bytes)", ev.bytes_transferred);
     }
@@ -993,7 +914,7 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     }
     auto info = decode_handle(handle);
     if (!info) return std::unexpected(info.error());
-    if (info->channel_id == 0 || info->channel_id > max_channel_id) return make_unexpected(errc::invalid_argument);
+    if (info->channel_id == 0 || info->channel_id > match_bits::max_channel_id) return make_unexpected(errc::invalid_argument);
     if (native_format(info->endpoint_address) != nic_.info.addr_format() &&
         !(nic_.info.addr_format() == address_format::unspecified))
         return make_unexpected(errc::invalid_argument);
@@ -1018,19 +939,19 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
         r.main.owner = r.cts_op.owner = &r;
         for (auto& w : r.write_ops) w.owner = &r;
     }
-    std::span<std::byte> m{s->connect_msg};
-    const auto self_raw = to_raw(self_);
-    put<std::uint32_t>(m, 0, conn_magic);
-    put<std::uint16_t>(m, 4, wire_version);
-    put<std::uint16_t>(m, 6, static_cast<std::uint16_t>(self_raw.size()));
-    put<std::uint32_t>(m, 8, s->id);
-    put<std::uint32_t>(m, 12, s->listen_id);
-    put<std::uint32_t>(m, 16, static_cast<std::uint32_t>(::getpid()));
-    put<std::uint32_t>(m, 20, static_cast<std::uint32_t>(native_format(self_)));
-    put<std::uint64_t>(m, 24, host_id_);
-    std::memcpy(s->connect_msg.data() + conn_header, self_raw.data(), self_raw.size());
-    s->connect_len = conn_header + self_raw.size() +
-                     encode_rails(std::span<std::byte>{s->connect_msg}.subspan(conn_header + self_raw.size()));
+    auto len = encode(connect_message{.sender_channel = s->id,
+                                      .listen_channel = s->listen_id,
+                                      .pid = static_cast<std::uint32_t>(::getpid()),
+                                      .host = host_id_,
+                                      .sender_address = self_,
+                                      .rails = rail_addresses()},
+                      s->connect_msg);
+    if (!len) {
+        s->magic.store(magic_dead);
+        slab_of<sender>().put(s);
+        return std::unexpected(len.error());
+    }
+    s->connect_len = *len;
     s->rails = 1;
     s->rail_peer[0] = s->peer;
     s->accept_op = {};
@@ -1056,22 +977,16 @@ void engine::on_accept_msg(sender& s, const completion_event& ev) noexcept {
         if (ev.error != make_error_code(errc::canceled)) s.state = chan_state::failed;
         return;
     }
-    const std::span<const std::byte> b{s.accept_msg.data(), std::min(ev.bytes_transferred, s.accept_msg.size())};
-    std::vector<address> rails;
-    if (b.size() < acpt_size + 1 || !decode_rails(b.subspan(acpt_size), rails) || get<std::uint32_t>(b, 0) != acpt_magic ||
-        get<std::uint16_t>(b, 4) != wire_version || get<std::uint32_t>(b, 12) != s.id) {
+    auto m = decode_accept({s.accept_msg.data(), std::min(ev.bytes_transferred, s.accept_msg.size())});
+    if (!m || m->sender_channel != s.id) {
         LOOM_WARN("malformed accept message from {}", s.peer_name);
         s.state = chan_state::failed;
         return;
     }
-    s.remote_id = get<std::uint32_t>(b, 8);
-    s.peer_pid = get<std::uint32_t>(b, 16);
-    s.peer_host = get<std::uint64_t>(b, 24);
-    if (s.remote_id == 0 || s.remote_id > max_channel_id) {
-        s.state = chan_state::failed;
-        return;
-    }
-    connect_rails(s, rails);
+    s.remote_id = m->receiver_channel;
+    s.peer_pid = m->pid;
+    s.peer_host = m->host;
+    connect_rails(s, m->rails);
     s.state = chan_state::ready;
 }
 
@@ -1103,16 +1018,18 @@ auto engine::accept(listener& l) -> result<receiver*> {
             q.slots[i].recv_op.slot = q.slots[i].cts_op.slot = i;
         }
     }
-    std::span<std::byte> m{r->accept_msg};
-    put<std::uint32_t>(m, 0, acpt_magic);
-    put<std::uint16_t>(m, 4, wire_version);
-    put<std::uint16_t>(m, 6, 0);
-    put<std::uint32_t>(m, 8, r->id);
-    put<std::uint32_t>(m, 12, r->remote_id);
-    put<std::uint32_t>(m, 16, static_cast<std::uint32_t>(::getpid()));
-    put<std::uint32_t>(m, 20, 0);
-    put<std::uint64_t>(m, 24, host_id_);
-    r->accept_len = acpt_size + encode_rails(m.subspan(acpt_size));
+    auto len = encode(accept_message{.receiver_channel = r->id,
+                                     .sender_channel = r->remote_id,
+                                     .pid = static_cast<std::uint32_t>(::getpid()),
+                                     .host = host_id_,
+                                     .rails = rail_addresses()},
+                      r->accept_msg);
+    if (!len) {
+        r->magic.store(magic_dead);
+        slab_of<receiver>().put(r);
+        return std::unexpected(len.error());
+    }
+    r->accept_len = *len;
     connect_rails(*r, pc.rail_addresses);
     r->accept_op = {};
     r->accept_op.owner = r;
@@ -1200,7 +1117,7 @@ auto engine::isend(sender& s, const void* data, std::size_t size, std::uint32_t 
     // A small message leaves before any bookkeeping: the request is filled in while it travels.
     const bool injected = !rendezvous && size <= inject_size_ &&
                           ep_.tagged_inject({static_cast<const std::byte*>(data), size},
-                                            make_tag(kind_data, s.remote_id, *seq, tag), s.peer);
+                                            make_tag(message_kind::data, s.remote_id, *seq, tag), s.peer);
     send_request& r = *take_request(s, coarse_now_);  // has_free made sure
     r.data = static_cast<const std::byte*>(data);
     r.size = size;
@@ -1248,7 +1165,7 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
         return make_unexpected(errc::invalid_argument);
     for (int i = 0; i < n; ++i) {
         if (data[i] == nullptr && sizes[i] != 0) return make_unexpected(errc::invalid_argument);
-        if (sizes[i] > imm_len_mask) return make_unexpected(errc::invalid_argument);
+        if (sizes[i] > immediate::length_mask) return make_unexpected(errc::invalid_argument);
         if (!covers(mh != nullptr ? mh[i] : nullptr, data[i], sizes[i])) {
             LOOM_WARN("receive {} of {} bytes at {} lies outside its registration", i, sizes[i], data[i]);
             return make_unexpected(errc::invalid_argument);
@@ -1262,7 +1179,7 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
         s.user_tag = static_cast<std::uint32_t>(tags[i]);
         const auto seq = rc.seqs.next(s.user_tag);
         if (!seq) {
-            fail_request(r, status::invalid_usage);
+            fail_request(r, errc::no_space);
             return &r;
         }
         s.seq = *seq;
@@ -1341,7 +1258,7 @@ void engine::release(request_base& r) noexcept {
     r.magic.store(magic_dead, std::memory_order_relaxed);
     r.active = false;
     r.released = true;
-    if (!r.done || r.error != status::ok) {
+    if (!r.done || r.error != errc::success) {
         cancel_ops(r);
         recycle(r);
         return;
@@ -1381,9 +1298,9 @@ void engine::drain_recycles() noexcept {
     }
 }
 
-auto engine::complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> status {
+auto engine::complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> errc {
     if (!unposted_.empty()) post_unposted();  // every engine call hands queued receives over
-    const status st = req.error;
+    const errc st = req.error;
     if (sizes != nullptr) {
         if (req.is_send) {
             auto& q = static_cast<send_request&>(req);
@@ -1436,7 +1353,7 @@ auto engine::iflush(receiver& rc, int n, void* const* data, const std::size_t* s
         s.done = !want[static_cast<std::size_t>(i)];
         if (s.done) continue;
         if (!slot_keys(s, 1)) {  // rail 0's key and RMA address of the buffer
-            fail_request(r, status::system);
+            fail_request(r, errc::io_error);
             return &r;
         }
         s.recv_op.kind = op_kind::flush_read;
@@ -1484,7 +1401,7 @@ void engine::retire(C& c, std::initializer_list<op*> own) noexcept {
     drain_recycles();  // nothing of this channel's pool may stay on the list past its close
     for (auto& r : c.pool) {
         if (r.active) {
-            fail_request(r, status::system);
+            fail_request(r, errc::io_error);
             release(r);
         }
     }

@@ -1,5 +1,7 @@
 #include "loom/plugins/wire.hpp"
 
+#include <loom/plugins/detail/little_endian.hpp>
+
 #include <cstring>
 
 namespace loom::plugins {
@@ -9,16 +11,8 @@ constexpr std::size_t off_magic = 0, off_version = 4, off_flags = 6, off_channel
                       off_addr_len = 20, off_addr = 22, off_reserved = 120, off_checksum = 124;
 static_assert(off_addr + handle_address_capacity == off_reserved);
 
-template <class T>
-void put(handle_bytes& b, std::size_t off, T v) noexcept {
-    for (std::size_t i = 0; i < sizeof(T); ++i) b[off + i] = static_cast<std::byte>((v >> (8 * i)) & 0xff);
-}
-template <class T>
-auto get(std::span<const std::byte> b, std::size_t off) noexcept -> T {
-    T v{};
-    for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<T>(b[off + i]) << (8 * i));
-    return v;
-}
+using detail::get_le;
+using detail::put_le;
 
 }  // namespace
 
@@ -37,31 +31,31 @@ auto encode_handle(const listen_info& info) -> result<handle_bytes> {
     const auto raw = to_raw(info.endpoint_address);
     if (raw.empty() || raw.size() > handle_address_capacity) return make_unexpected(errc::invalid_argument);
     handle_bytes b{};
-    put<std::uint32_t>(b, off_magic, handle_magic);
-    put<std::uint16_t>(b, off_version, wire_version);
-    put<std::uint16_t>(b, off_flags, info.flags);
-    put<std::uint64_t>(b, off_channel, info.channel_id);
-    put<std::uint32_t>(b, off_format, static_cast<std::uint32_t>(format));
-    put<std::uint16_t>(b, off_addr_len, static_cast<std::uint16_t>(raw.size()));
+    put_le<std::uint32_t>(b, off_magic, handle_magic);
+    put_le<std::uint16_t>(b, off_version, wire_version);
+    put_le<std::uint16_t>(b, off_flags, info.flags);
+    put_le<std::uint64_t>(b, off_channel, info.channel_id);
+    put_le<std::uint32_t>(b, off_format, static_cast<std::uint32_t>(format));
+    put_le<std::uint16_t>(b, off_addr_len, static_cast<std::uint16_t>(raw.size()));
     std::memcpy(b.data() + off_addr, raw.data(), raw.size());
-    put<std::uint32_t>(b, off_checksum, fnv1a(std::span{b}.first(off_checksum)));
+    put_le<std::uint32_t>(b, off_checksum, fnv1a(std::span{b}.first(off_checksum)));
     return b;
 }
 
 auto decode_handle(std::span<const std::byte> bytes) -> result<listen_info> {
     if (bytes.size() < handle_size) return make_unexpected(errc::invalid_argument);
     const auto b = bytes.first(handle_size);
-    if (get<std::uint32_t>(b, off_magic) != handle_magic) return make_unexpected(errc::invalid_argument);
-    if (get<std::uint32_t>(b, off_checksum) != fnv1a(b.first(off_checksum))) return make_unexpected(errc::invalid_argument);
-    if (get<std::uint16_t>(b, off_version) != wire_version) return make_unexpected(errc::not_supported);
-    const auto len = get<std::uint16_t>(b, off_addr_len);
+    if (get_le<std::uint32_t>(b, off_magic) != handle_magic) return make_unexpected(errc::invalid_argument);
+    if (get_le<std::uint32_t>(b, off_checksum) != fnv1a(b.first(off_checksum))) return make_unexpected(errc::invalid_argument);
+    if (get_le<std::uint16_t>(b, off_version) != wire_version) return make_unexpected(errc::not_supported);
+    const auto len = get_le<std::uint16_t>(b, off_addr_len);
     if (len == 0 || len > handle_address_capacity) return make_unexpected(errc::invalid_argument);
-    const auto format = static_cast<address_format>(get<std::uint32_t>(b, off_format));
+    const auto format = static_cast<address_format>(get_le<std::uint32_t>(b, off_format));
     auto addr = address_from_raw(format, b.subspan(off_addr, len));
     if (!addr) return std::unexpected(addr.error());
     listen_info info;
-    info.channel_id = get<std::uint64_t>(b, off_channel);
-    info.flags = get<std::uint16_t>(b, off_flags);
+    info.channel_id = get_le<std::uint64_t>(b, off_channel);
+    info.flags = get_le<std::uint16_t>(b, off_flags);
     info.endpoint_address = std::move(*addr);
     return info;
 }

@@ -88,10 +88,10 @@ struct pair_on_one_engine {
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
         while (!(rdone && sdone) && std::chrono::steady_clock::now() < deadline) {
             if (!rdone) {
-                EXPECT_EQ(eng->test(**rq, rdone, &got, 1), lp::status::ok);
+                EXPECT_EQ(eng->test(**rq, rdone, &got, 1), loom::errc::success);
             }
             if (!sdone) {
-                EXPECT_EQ(eng->test(**sq, sdone, &sent, 1), lp::status::ok);
+                EXPECT_EQ(eng->test(**sq, sdone, &sent, 1), loom::errc::success);
             }
         }
         EXPECT_TRUE(rdone && sdone);
@@ -173,10 +173,10 @@ TEST(PluginEngine, SteadyStateDataPathAllocatesNothing) {
             const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
             while (!(rdone && sdone) && std::chrono::steady_clock::now() < deadline) {
                 if (!rdone) {
-                    ASSERT_EQ(p.eng->test(**rq, rdone, &got, 1), lp::status::ok);
+                    ASSERT_EQ(p.eng->test(**rq, rdone, &got, 1), loom::errc::success);
                 }
                 if (!sdone) {
-                    ASSERT_EQ(p.eng->test(**sq, sdone, nullptr, 0), lp::status::ok);
+                    ASSERT_EQ(p.eng->test(**sq, sdone, nullptr, 0), loom::errc::success);
                 }
             }
             ASSERT_TRUE(rdone && sdone);

@@ -16,6 +16,9 @@
 #include <loom/plugins/config.hpp>
 #include <loom/plugins/topology.hpp>
 #include <loom/plugins/wire.hpp>
+#include <loom/plugins/control_messages.hpp>
+#include <loom/plugins/limits.hpp>
+#include <loom/plugins/match_bits.hpp>
 
 #include <loom/address_vector.hpp>
 #include <loom/completion_queue.hpp>
@@ -67,19 +70,6 @@ struct nic {
 /// docs/plugins.md).
 [[nodiscard]] auto default_eager_max(std::string_view provider) noexcept -> std::size_t;
 
-// ---------------------------------------------------------------- limits
-inline constexpr int max_slots = 8;             ///< sub-receives per grouped receive
-inline constexpr int recv_pool_size = 32;       ///< receive requests per channel
-inline constexpr int send_pool_size = 32 * max_slots;
-inline constexpr std::size_t scratch_size = 64; ///< receives smaller than this land in scratch first
-inline constexpr int tag_table_size = 128;      ///< distinct user tags per channel
-inline constexpr std::uint32_t max_channel_id = (1U << 18) - 1;
-inline constexpr int max_rails = 8;              ///< NICs fused into one virtual device
-inline constexpr std::size_t stripe_min = 65536; ///< a rendezvous stripes only when every rail gets this much
-inline constexpr std::size_t control_capacity = 1024;
-
-enum class status : int { ok = 0, system = 2, internal = 3, invalid_argument = 4, invalid_usage = 5 };
-
 class engine;
 struct request_base;
 
@@ -112,7 +102,7 @@ public:
                 e = {tag, 1, true};
                 return 0;
             }
-            if (e.tag == tag) return (e.seq++) & 0xfffU;
+            if (e.tag == tag) return (e.seq++) & match_bits::sequence_mask;
         }
         return std::nullopt;
     }
@@ -182,7 +172,7 @@ struct request_base {
     bool profiled{false};  ///< host events are open: the release hook runs when the host's view ends
     bool recycle_queued{false};            ///< on the engine's list of requests to put back in their pool
     request_base* recycle_next{nullptr};   ///< that list's link
-    status error{status::ok};
+    errc error{errc::success};  ///< why the request failed (success while it has not)
     clock::time_point started{};
 };
 
@@ -204,7 +194,7 @@ struct send_request : request_base {
     std::array<std::size_t, max_rails> stripe_off{}, stripe_len{}, stripe_done{}, chunk{};
     std::array<mr_handle, max_rails> src{};  ///< registrations of the RMA source when the host gave none
     std::array<const memory_region*, max_rails> src_mr{};
-    std::array<std::byte, 16 + 16 * max_rails> cts{};
+    std::array<std::byte, cts_max_size> cts{};
     op main{};
     op cts_op{};
     std::array<op, max_rails> write_ops{};
@@ -228,7 +218,7 @@ struct recv_slot {
     std::size_t expected{0};
     std::size_t landed{0};
     std::array<std::byte, scratch_size> scratch{};
-    std::array<std::byte, 16 + 16 * max_rails> cts{};
+    std::array<std::byte, cts_max_size> cts{};
     std::size_t cts_len{0};
     op recv_op{};
     op cts_op{};
@@ -363,13 +353,13 @@ public:
     [[nodiscard]] auto irecv(receiver& r, int n, void* const* data, const std::size_t* sizes, const int* tags,
                              memory_handle* const* mh) -> result<recv_request*>;
     /// Progresses and reports completion; a done request is released. sizes: n entries.
-    [[nodiscard]] auto test(request_base& req, bool& done, std::size_t* sizes, int n_sizes) -> status {
+    [[nodiscard]] auto test(request_base& req, bool& done, std::size_t* sizes, int n_sizes) -> errc {
         // Inline: hosts poll a pending request many times; only the last call completes it.
         if (!req.done) {
             progress();  // a request done at submission (inject) needs no queue read
             if (!req.done) {
                 done = false;
-                return status::ok;
+                return errc::success;
             }
         }
         done = true;
@@ -404,7 +394,7 @@ private:
     void post(op& o) noexcept;                       // first submission of an operation
     void settle(op& o, int rc) noexcept;             // in flight, done inline, queued on EAGAIN, or failed
     auto submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> int;
-    auto complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> status;  // test() of a done request
+    auto complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> errc;  // test() of a done request
     void poll_rail(rail& r) noexcept;
     /// An eager message into a live receive, landed without dispatch's routing: true if handled.
     auto land_eager(const tagged_completion& c) noexcept -> bool;
@@ -432,11 +422,10 @@ private:
     auto rail_ep(int k) noexcept -> endpoint&;
     auto rail_cache(int k) noexcept -> mr_cache&;
     auto insert_rail_peer(int k, const address& a) -> result<fabric_addr>;
-    auto encode_rails(std::span<std::byte> out) const -> std::size_t;
-    auto decode_rails(std::span<const std::byte> in, std::vector<address>& out) const -> bool;
+    auto rail_addresses() const -> std::vector<address>;  // rails 1.. as control messages carry them
     void connect_rails(channel_base& c, const std::vector<address>& remote) noexcept;
     auto slot_keys(recv_slot& s, int rails) -> bool;
-    void fail_request(request_base& r, status st) noexcept;
+    void fail_request(request_base& r, errc why) noexcept;
     static void finish_slot(recv_request& r, recv_slot& s) noexcept {
         if (s.done) return;
         s.done = true;

@@ -1,0 +1,104 @@
+// loom/plugins/match_bits.hpp — what the runtime puts in a tagged message's 64 match bits and
+// in a rendezvous write's 64 bits of immediate data. Both layouts are derived from the pool
+// sizes in limits.hpp; the static_asserts below refuse a pool that no longer fits its field.
+//
+// Tag:        63..62 kind | 61..44 channel id (of the side that receives) | 43..32 sequence
+//             number per (channel, user tag), wrapping | 31..0 the user's tag
+// Immediate:  63..46 receiving channel | 45..41 receive request | 40..38 slot | 37..0 length
+#pragma once
+
+#include <loom/plugins/limits.hpp>
+
+#include <bit>
+#include <cstdint>
+
+namespace loom::plugins {
+
+/// What a tagged message is; the top bits of its tag.
+enum class message_kind : std::uint64_t {
+    data = 0,                ///< eager payload (or the user's data)
+    rendezvous_request = 1,  ///< RTS: no payload, the size as immediate data
+    control = 2,             ///< CONNECT / ACCEPT and later control messages
+    clear_to_send = 3,       ///< CTS: where a rendezvous write goes
+};
+
+namespace match_bits {
+
+inline constexpr int kind_bits = 2;
+inline constexpr int channel_bits = 18;
+inline constexpr int sequence_bits = 12;
+inline constexpr int user_tag_bits = 32;
+static_assert(kind_bits + channel_bits + sequence_bits + user_tag_bits == 64);
+
+inline constexpr int sequence_shift = user_tag_bits;
+inline constexpr int channel_shift = sequence_shift + sequence_bits;
+inline constexpr int kind_shift = channel_shift + channel_bits;
+
+inline constexpr std::uint32_t max_channel_id = (std::uint32_t{1} << channel_bits) - 1;
+inline constexpr std::uint32_t sequence_mask = (std::uint32_t{1} << sequence_bits) - 1;
+
+/// The ignore mask a receive for data posts so that it also takes a rendezvous request.
+inline constexpr std::uint64_t rendezvous_ignore = std::uint64_t{1} << kind_shift;
+static_assert((static_cast<std::uint64_t>(message_kind::data) ^ static_cast<std::uint64_t>(message_kind::rendezvous_request)) << kind_shift ==
+              rendezvous_ignore);
+
+[[nodiscard]] constexpr auto make_tag(message_kind kind, std::uint32_t channel, std::uint32_t sequence,
+                                      std::uint32_t user_tag) noexcept -> std::uint64_t {
+    return (static_cast<std::uint64_t>(kind) << kind_shift) | (std::uint64_t{channel & max_channel_id} << channel_shift) |
+           (std::uint64_t{sequence & sequence_mask} << sequence_shift) | user_tag;
+}
+[[nodiscard]] constexpr auto kind_of(std::uint64_t tag) noexcept -> message_kind {
+    return static_cast<message_kind>(tag >> kind_shift);
+}
+[[nodiscard]] constexpr auto channel_of(std::uint64_t tag) noexcept -> std::uint32_t {
+    return static_cast<std::uint32_t>(tag >> channel_shift) & max_channel_id;
+}
+[[nodiscard]] constexpr auto sequence_of(std::uint64_t tag) noexcept -> std::uint32_t {
+    return static_cast<std::uint32_t>(tag >> sequence_shift) & sequence_mask;
+}
+[[nodiscard]] constexpr auto user_tag_of(std::uint64_t tag) noexcept -> std::uint32_t {
+    return static_cast<std::uint32_t>(tag);
+}
+
+}  // namespace match_bits
+
+namespace immediate {
+
+inline constexpr int channel_bits = match_bits::channel_bits;
+inline constexpr int request_bits = std::bit_width(static_cast<unsigned>(recv_pool_size - 1));
+inline constexpr int slot_bits = std::bit_width(static_cast<unsigned>(max_slots - 1));
+inline constexpr int length_bits = 64 - channel_bits - request_bits - slot_bits;
+static_assert((1U << request_bits) >= static_cast<unsigned>(recv_pool_size), "receive pool outgrew its field");
+static_assert((1U << slot_bits) >= static_cast<unsigned>(max_slots), "grouped receive outgrew its field");
+
+inline constexpr int slot_shift = length_bits;
+inline constexpr int request_shift = slot_shift + slot_bits;
+inline constexpr int channel_shift = request_shift + request_bits;
+
+inline constexpr std::uint64_t length_mask = (std::uint64_t{1} << length_bits) - 1;
+static_assert(max_rma_chunk <= length_mask, "an RMA chunk's length must fit the immediate data");
+
+/// The receive a rendezvous write lands in.
+struct write_target {
+    std::uint32_t channel{0};
+    std::uint32_t request{0};  ///< index into the channel's receive pool
+    std::uint32_t slot{0};     ///< sub-receive of a grouped receive
+    friend constexpr auto operator==(const write_target&, const write_target&) -> bool = default;
+};
+
+/// The immediate data with the length field zero (the CTS carries it; each write adds its length).
+[[nodiscard]] constexpr auto make_base(write_target t) noexcept -> std::uint64_t {
+    return (std::uint64_t{t.channel & match_bits::max_channel_id} << channel_shift) |
+           (std::uint64_t{t.request & ((1U << request_bits) - 1)} << request_shift) |
+           (std::uint64_t{t.slot & ((1U << slot_bits) - 1)} << slot_shift);
+}
+[[nodiscard]] constexpr auto target_of(std::uint64_t imm) noexcept -> write_target {
+    return {.channel = static_cast<std::uint32_t>(imm >> channel_shift) & match_bits::max_channel_id,
+            .request = static_cast<std::uint32_t>(imm >> request_shift) & ((1U << request_bits) - 1),
+            .slot = static_cast<std::uint32_t>(imm >> slot_shift) & ((1U << slot_bits) - 1)};
+}
+[[nodiscard]] constexpr auto length_of(std::uint64_t imm) noexcept -> std::uint64_t { return imm & length_mask; }
+[[nodiscard]] constexpr auto base_of(std::uint64_t imm) noexcept -> std::uint64_t { return imm & ~length_mask; }
+
+}  // namespace immediate
+}  // namespace loom::plugins

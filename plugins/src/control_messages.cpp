@@ -1,0 +1,208 @@
+#include <loom/plugins/control_messages.hpp>
+#include <loom/plugins/detail/little_endian.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+namespace loom::plugins {
+namespace {
+
+using detail::get_le;
+using detail::put_le;
+
+constexpr std::uint32_t connect_magic = 0x4e4e4f43;  // "CONN"
+constexpr std::uint32_t accept_magic = 0x54504341;   // "ACPT"
+constexpr std::uint32_t cts_magic = 0x31535443;      // "CTS1"
+
+// CONNECT
+constexpr std::size_t c_magic = 0, c_version = 4, c_addr_len = 6, c_sender = 8, c_listen = 12, c_pid = 16,
+                      c_format = 20, c_host = 24, c_addr = 32;
+static_assert(c_addr == connect_header_size && c_host + 8 == connect_header_size);
+// ACCEPT
+constexpr std::size_t a_magic = 0, a_version = 4, a_pad0 = 6, a_receiver = 8, a_sender = 12, a_pid = 16, a_pad1 = 20,
+                      a_host = 24;
+static_assert(a_host + 8 == accept_header_size && a_pad0 + 2 == a_receiver && a_pad1 + 4 == a_host);
+// CTS
+constexpr std::size_t t_magic = 0, t_rails = 4, t_imm = 8, t_rail = 16, t_rail_size = 16;
+static_assert(t_rail + t_rail_size * max_rails == cts_max_size);
+// Rail list entry
+constexpr std::size_t r_len = 0, r_format = 2, r_addr = 6;
+
+auto valid_channel(std::uint32_t id) noexcept -> bool { return id != 0 && id <= match_bits::max_channel_id; }
+
+auto bad() -> std::unexpected<std::error_code> { return make_unexpected(errc::protocol_error); }
+
+auto address_fits(const address& a) -> bool {
+    const auto n = to_raw(a).size();
+    return native_format(a) != address_format::unspecified && n != 0 && n <= handle_address_capacity;
+}
+
+auto rails_size(const std::vector<address>& rails) -> std::size_t {
+    std::size_t n = 1;
+    for (const auto& a : rails) n += r_addr + to_raw(a).size();
+    return n;
+}
+
+auto rails_fit(const std::vector<address>& rails) -> bool {
+    if (rails.size() >= static_cast<std::size_t>(max_rails)) return false;
+    for (const auto& a : rails)
+        if (!address_fits(a)) return false;
+    return true;
+}
+
+/// An address as its sender wrote it: native format and raw bytes (generic formats, or bytes
+/// after a string's terminator, would decode to an address that is not what was sent).
+auto decode_address(std::uint32_t format, std::span<const std::byte> bytes) -> result<address> {
+    auto a = address_from_raw(static_cast<address_format>(format), bytes);
+    if (!a || static_cast<std::uint32_t>(native_format(*a)) != format || !std::ranges::equal(to_raw(*a), bytes))
+        return bad();
+    return a;
+}
+
+void encode_rails(const std::vector<address>& rails, std::span<std::byte> out) {
+    out[0] = static_cast<std::byte>(rails.size());
+    std::size_t off = 1;
+    for (const auto& a : rails) {
+        const auto raw = to_raw(a);
+        put_le<std::uint16_t>(out, off + r_len, static_cast<std::uint16_t>(raw.size()));
+        put_le<std::uint32_t>(out, off + r_format, static_cast<std::uint32_t>(native_format(a)));
+        std::memcpy(out.data() + off + r_addr, raw.data(), raw.size());
+        off += r_addr + raw.size();
+    }
+}
+
+/// The rail list at the start of `in`; trailing bytes beyond it are refused too.
+auto decode_rails(std::span<const std::byte> in) -> result<std::vector<address>> {
+    if (in.empty()) return bad();
+    const auto n = std::to_integer<std::size_t>(in[0]);
+    if (n >= static_cast<std::size_t>(max_rails)) return bad();
+    std::vector<address> out;
+    std::size_t off = 1;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (off + r_addr > in.size()) return bad();
+        const auto len = get_le<std::uint16_t>(in, off + r_len);
+        const auto fmt = get_le<std::uint32_t>(in, off + r_format);
+        if (len == 0 || len > handle_address_capacity || off + r_addr + len > in.size()) return bad();
+        auto a = decode_address(fmt, in.subspan(off + r_addr, len));
+        if (!a) return bad();
+        out.push_back(std::move(*a));
+        off += r_addr + len;
+    }
+    if (off != in.size()) return bad();
+    return out;
+}
+
+}  // namespace
+
+auto encoded_size(const connect_message& m) noexcept -> std::size_t {
+    return connect_header_size + to_raw(m.sender_address).size() + rails_size(m.rails);
+}
+
+auto encoded_size(const accept_message& m) noexcept -> std::size_t { return accept_header_size + rails_size(m.rails); }
+
+auto encode(const connect_message& m, std::span<std::byte> out) -> result<std::size_t> {
+    if (!address_fits(m.sender_address) || !rails_fit(m.rails)) return make_unexpected(errc::invalid_argument);
+    const std::size_t n = encoded_size(m);
+    if (n > out.size()) return make_unexpected(errc::no_space);
+    const auto raw = to_raw(m.sender_address);
+    put_le<std::uint32_t>(out, c_magic, connect_magic);
+    put_le<std::uint16_t>(out, c_version, wire_version);
+    put_le<std::uint16_t>(out, c_addr_len, static_cast<std::uint16_t>(raw.size()));
+    put_le<std::uint32_t>(out, c_sender, m.sender_channel);
+    put_le<std::uint32_t>(out, c_listen, m.listen_channel);
+    put_le<std::uint32_t>(out, c_pid, m.pid);
+    put_le<std::uint32_t>(out, c_format, static_cast<std::uint32_t>(native_format(m.sender_address)));
+    put_le<std::uint64_t>(out, c_host, m.host);
+    std::memcpy(out.data() + c_addr, raw.data(), raw.size());
+    encode_rails(m.rails, out.subspan(c_addr + raw.size()));
+    return n;
+}
+
+auto decode_connect(std::span<const std::byte> in) -> result<connect_message> {
+    if (in.size() < connect_header_size || get_le<std::uint32_t>(in, c_magic) != connect_magic ||
+        get_le<std::uint16_t>(in, c_version) != wire_version)
+        return bad();
+    connect_message m;
+    m.sender_channel = get_le<std::uint32_t>(in, c_sender);
+    m.listen_channel = get_le<std::uint32_t>(in, c_listen);
+    if (!valid_channel(m.sender_channel) || !valid_channel(m.listen_channel)) return bad();
+    const auto len = get_le<std::uint16_t>(in, c_addr_len);
+    if (len == 0 || len > handle_address_capacity || c_addr + len > in.size()) return bad();
+    auto a = decode_address(get_le<std::uint32_t>(in, c_format), in.subspan(c_addr, len));
+    if (!a) return bad();
+    auto rails = decode_rails(in.subspan(c_addr + len));
+    if (!rails) return std::unexpected(rails.error());
+    m.pid = get_le<std::uint32_t>(in, c_pid);
+    m.host = get_le<std::uint64_t>(in, c_host);
+    m.sender_address = std::move(*a);
+    m.rails = std::move(*rails);
+    return m;
+}
+
+auto encode(const accept_message& m, std::span<std::byte> out) -> result<std::size_t> {
+    if (!rails_fit(m.rails)) return make_unexpected(errc::invalid_argument);
+    const std::size_t n = encoded_size(m);
+    if (n > out.size()) return make_unexpected(errc::no_space);
+    put_le<std::uint32_t>(out, a_magic, accept_magic);
+    put_le<std::uint16_t>(out, a_version, wire_version);
+    put_le<std::uint16_t>(out, a_pad0, 0);
+    put_le<std::uint32_t>(out, a_receiver, m.receiver_channel);
+    put_le<std::uint32_t>(out, a_sender, m.sender_channel);
+    put_le<std::uint32_t>(out, a_pid, m.pid);
+    put_le<std::uint32_t>(out, a_pad1, 0);
+    put_le<std::uint64_t>(out, a_host, m.host);
+    encode_rails(m.rails, out.subspan(accept_header_size));
+    return n;
+}
+
+auto decode_accept(std::span<const std::byte> in) -> result<accept_message> {
+    if (in.size() < accept_header_size + 1 || get_le<std::uint32_t>(in, a_magic) != accept_magic ||
+        get_le<std::uint16_t>(in, a_version) != wire_version || get_le<std::uint16_t>(in, a_pad0) != 0 ||
+        get_le<std::uint32_t>(in, a_pad1) != 0)
+        return bad();
+    accept_message m;
+    m.receiver_channel = get_le<std::uint32_t>(in, a_receiver);
+    m.sender_channel = get_le<std::uint32_t>(in, a_sender);
+    if (!valid_channel(m.receiver_channel) || !valid_channel(m.sender_channel)) return bad();
+    auto rails = decode_rails(in.subspan(accept_header_size));
+    if (!rails) return std::unexpected(rails.error());
+    m.pid = get_le<std::uint32_t>(in, a_pid);
+    m.host = get_le<std::uint64_t>(in, a_host);
+    m.rails = std::move(*rails);
+    return m;
+}
+
+auto encode(const clear_to_send& m, std::span<std::byte> out) -> result<std::size_t> {
+    if (m.rails < 1 || m.rails > max_rails || m.capacity > immediate::length_mask)
+        return make_unexpected(errc::invalid_argument);
+    const std::size_t n = encoded_size(m);
+    if (n > out.size()) return make_unexpected(errc::no_space);
+    put_le<std::uint32_t>(out, t_magic, cts_magic);
+    put_le<std::uint32_t>(out, t_rails, static_cast<std::uint32_t>(m.rails));
+    put_le<std::uint64_t>(out, t_imm, immediate::make_base(m.target) | m.capacity);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(m.rails); ++k) {
+        put_le<std::uint64_t>(out, t_rail + t_rail_size * k, m.rail[k].address);
+        put_le<std::uint64_t>(out, t_rail + t_rail_size * k + 8, m.rail[k].key);
+    }
+    return n;
+}
+
+auto decode_cts(std::span<const std::byte> in) -> result<clear_to_send> {
+    if (in.size() < t_rail || get_le<std::uint32_t>(in, t_magic) != cts_magic) return bad();
+    const auto rails = get_le<std::uint32_t>(in, t_rails);
+    if (rails < 1 || rails > static_cast<std::uint32_t>(max_rails) || in.size() != t_rail + t_rail_size * rails)
+        return bad();
+    clear_to_send m;
+    const auto imm = get_le<std::uint64_t>(in, t_imm);
+    m.target = immediate::target_of(imm);
+    m.capacity = immediate::length_of(imm);
+    if (!valid_channel(m.target.channel)) return bad();
+    m.rails = static_cast<int>(rails);
+    for (std::size_t k = 0; k < rails; ++k) {
+        m.rail[k].address = get_le<std::uint64_t>(in, t_rail + t_rail_size * k);
+        m.rail[k].key = get_le<std::uint64_t>(in, t_rail + t_rail_size * k + 8);
+    }
+    return m;
+}
+
+}  // namespace loom::plugins
