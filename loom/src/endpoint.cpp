@@ -4,6 +4,7 @@
 #include "loom/completion_queue.hpp"
 #include "loom/counter.hpp"
 #include "loom/memory_region.hpp"
+#include "loom/provider_facts.hpp"
 #include "loom/shared_rx_context.hpp"
 #include "loom/trigger.hpp"
 #include "refusal.hpp"
@@ -22,19 +23,12 @@ namespace loom {
 
 namespace {
 auto quirks_of(const ::fi_info& fi) noexcept -> endpoint::provider_quirks {
-    endpoint::provider_quirks q;
     const std::string_view prov = fi.fabric_attr && fi.fabric_attr->prov_name ? fi.fabric_attr->prov_name : "";
-    q.getopt_needs_enable = prov == "shm";
-    // libfabric 2.1's rxd sends fetch/compare atomics with an uninitialised segment count
-    // (rxd_tx_entry_init_atomic) and looks up the peer of fi_inject_atomic with the remote
-    // address (rxd_atomic_inject): results are garbage, hangs or endless EAGAIN.
-    const bool old_rxd = prov.ends_with("ofi_rxd") && ::fi_version() < FI_VERSION(2, 2);
-    q.broken_fetch_atomics = old_rxd;
-    q.broken_atomic_inject = old_rxd;
-    // rxm (seen with 2.1) segfaults in rxm_get_addr when an endpoint's own address is inserted
-    // into an AV that already holds peers.
-    q.broken_self_insert = prov.ends_with("ofi_rxm");
-    return q;
+    const auto f = provider_facts_for(prov);  // the one table of provider defects
+    return {.getopt_needs_enable = f.getopt_needs_enable,
+            .broken_fetch_atomics = f.broken_fetch_atomics,
+            .broken_atomic_inject = f.broken_atomic_inject,
+            .broken_self_insert = f.broken_self_insert};
 }
 }  // namespace
 

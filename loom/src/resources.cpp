@@ -5,6 +5,7 @@
 #include "loom/endpoint.hpp"
 #include "loom/fabric.hpp"
 #include "loom/memory_region.hpp"
+#include "loom/provider_facts.hpp"
 
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
@@ -258,10 +259,7 @@ auto registration_check(const domain& dom, const memory_registration& request) -
 
 /// Providers whose registrations go through libfabric's utility MR map, which turns a DMA-BUF
 /// into its mapped range (they never hand the descriptor to hardware).
-auto translates_dmabuf(const domain& dom) -> bool {
-    const auto p = dom.info().provider_name();
-    return p == "tcp" || p == "tcp;ofi_rxm" || p == "sockets" || p == "udp;ofi_rxd";
-}
+auto translates_dmabuf(const domain& dom) -> bool { return provider_facts_for(dom.info()).translates_dmabuf; }
 
 void set_device(::fi_mr_attr& attr, const memory_registration& request) noexcept {
     attr.iface = static_cast<::fi_hmem_iface>(request.iface);

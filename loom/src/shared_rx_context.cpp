@@ -1,4 +1,5 @@
 #include "loom/shared_rx_context.hpp"
+#include "loom/provider_facts.hpp"
 
 #include <rdma/fi_endpoint.h>
 
@@ -26,7 +27,7 @@ auto shared_rx_context::create(domain& dom, const fabric_info& info, std::pmr::m
     out.rx_flags_ = op_flag{attr.op_flags};
     out.rx_iov_limit_ = attr.iov_limit;
     out.needs_context_ = ((fi->mode | attr.mode) & (FI_CONTEXT | FI_CONTEXT2)) != 0;
-    out.cancel_crashes_ = info.provider_name() == "tcp";
+    out.cancel_crashes_ = provider_facts_for(info).srx_cancel_crashes;
     // Gates for receives (no size limit applies to receive buffers); nothing sends on an SRX.
     out.gates_.open(srx, out.caps_ & (capability::msg | capability::tagged), std::numeric_limits<std::size_t>::max(),
                     out.needs_context_);

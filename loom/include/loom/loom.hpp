@@ -15,6 +15,7 @@
 #include <loom/flags.hpp>
 #include <loom/memory_region.hpp>
 #include <loom/mr_cache.hpp>
+#include <loom/provider_facts.hpp>
 #include <loom/msg.hpp>
 #include <loom/scalable_endpoint.hpp>
 #include <loom/shared_rx_context.hpp>
