@@ -32,20 +32,12 @@ struct context {
     int traffic_class{-1};
 };
 
-struct vdevice {
-    std::vector<int> devs;
-    std::string name;
-    std::unique_ptr<lp::engine> engine{};  ///< one engine over all member NICs (rails)
-};
-
 struct plugin_state {
     std::mutex mu;
     int refs{0};
     bool discovered{false};
     lp::config cfg{};
-    std::vector<lp::nic> nics;
-    std::vector<std::unique_ptr<lp::engine>> engines;  // one per NIC, opened on first use
-    std::vector<vdevice> vdevs;
+    lp::device_registry devices{};
     logger_t logger{nullptr};
     std::atomic<long> open_comms{0};  // changed under the engines' locks, read under mu
     std::atomic<profiler_callback_t> profiler{nullptr};  // v10+: the host's profiler callback
@@ -98,6 +90,17 @@ void end_events(lp::request_base& r) noexcept {
 }
 
 // ---------------------------------------------------------------- lifecycle
+/// NCCL_DEBUG's verbosity as a log level: INFO and TRACE raise it, WARN and VERSION keep the
+/// default; unset or other values say nothing.
+auto level_of_nccl_debug(const char* v) -> std::optional<spdlog::level::level_enum> {
+    if (v == nullptr) return std::nullopt;
+    const std::string_view s(v);
+    if (s == "INFO") return spdlog::level::info;
+    if (s == "TRACE") return spdlog::level::trace;
+    if (s == "WARN" || s == "VERSION") return spdlog::level::warn;
+    return std::nullopt;
+}
+
 auto init_common(logger_t log, profiler_callback_t prof = nullptr) -> result_t {
     auto& st = state();
     std::lock_guard lock(st.mu);
@@ -109,76 +112,43 @@ auto init_common(logger_t log, profiler_callback_t prof = nullptr) -> result_t {
     if (!st.discovered) {
         auto cfg = lp::config::from_env();
         if (!cfg) {
-            lp::set_log_level("", "");
+            lp::set_log_level("", std::nullopt);
             LOOM_WARN("configuration: {}", lp::config::last_error());
             return invalid_usage;
         }
         st.cfg = *cfg;
-        const char* nccl_debug = std::getenv("NCCL_DEBUG");
-        lp::set_log_level(st.cfg.log_level, nccl_debug != nullptr ? nccl_debug : "");
-        auto nics = lp::discover_nics(st.cfg);
-        if (!nics) {
-            LOOM_WARN("provider discovery failed: {}", nics.error().message());
+        lp::set_log_level(st.cfg.log_level, level_of_nccl_debug(std::getenv("NCCL_DEBUG")));
+        auto reg = lp::device_registry::discover(st.cfg);
+        if (!reg) {
+            LOOM_WARN("provider discovery failed: {}", reg.error().message());
             return system_error;
         }
-        st.nics = std::move(*nics);
-        st.engines.resize(st.nics.size());
+        st.devices = std::move(*reg);
+        st.devices.on_engine_open([](lp::engine& e) noexcept { e.set_release_hook(&end_events); });
         st.discovered = true;
-        for (const auto& n : st.nics)
+        for (int d = 0; d < st.devices.nic_count(); ++d) {
+            const auto& n = *st.devices.primary_nic(d);
             LOOM_INFO("device {}: provider {}, pci {}, numa {}, rma {}", n.name, n.provider,
                       n.topo.pci_path.empty() ? "-" : n.topo.pci_path, n.topo.numa_node, n.rma);
-        if (st.nics.empty())
+        }
+        if (st.devices.nic_count() == 0)
             LOOM_WARN("no usable provider{}{}", st.cfg.provider.empty() ? "" : " named ", st.cfg.provider);
     }
     ++st.refs;
     return success;
 }
 
-/// The physical NIC index serving device `dev` (for a virtual device: its first member, which
-/// carries control and eager traffic; rendezvous writes stripe over all members).
-auto physical(const plugin_state& st, int dev) -> int {
-    if (dev < 0) return -1;
-    if (dev < static_cast<int>(st.nics.size())) return dev;
-    const auto v = static_cast<std::size_t>(dev) - st.nics.size();
-    return v < st.vdevs.size() ? st.vdevs[v].devs.front() : -1;
-}
-
 auto engine_for(int dev, lp::engine*& out) -> result_t {
     auto& st = state();
     std::lock_guard lock(st.mu);
     if (st.refs == 0) return internal_error;
-    const int p = physical(st, dev);
-    if (p < 0) {
+    if (!st.devices.contains(dev)) {
         LOOM_WARN("unknown device {}", dev);
         return invalid_usage;
     }
-    if (dev >= static_cast<int>(st.nics.size())) {
-        auto& v = st.vdevs[static_cast<std::size_t>(dev) - st.nics.size()];
-        if (!v.engine) {
-            std::vector<lp::nic> rails;
-            for (int d : v.devs) rails.push_back(st.nics[static_cast<std::size_t>(d)]);
-            auto opened = lp::engine::open(rails, st.cfg);
-            if (!opened) {
-                LOOM_WARN("opening virtual device {} failed: {}", v.name, opened.error().message());
-                return system_error;
-            }
-            v.engine = std::move(*opened);
-            v.engine->set_release_hook(&end_events);
-        }
-        out = v.engine.get();
-        return success;
-    }
-    auto& e = st.engines[static_cast<std::size_t>(p)];
-    if (!e) {
-        auto opened = lp::engine::open(st.nics[static_cast<std::size_t>(p)], st.cfg);
-        if (!opened) {
-            LOOM_WARN("opening device {} failed: {}", st.nics[static_cast<std::size_t>(p)].name, opened.error().message());
-            return system_error;
-        }
-        e = std::move(*opened);
-        e->set_release_hook(&end_events);
-    }
-    out = e.get();
+    auto e = st.devices.engine_for(dev);
+    if (!e) return system_error;
+    out = *e;
     return success;
 }
 
@@ -187,44 +157,35 @@ auto devices(int* ndev) -> result_t {
     auto& st = state();
     std::lock_guard lock(st.mu);
     if (st.refs == 0) return internal_error;
-    *ndev = static_cast<int>(st.nics.size());
+    *ndev = st.devices.nic_count();
     return success;
 }
-
-auto device_pointer_support(const lp::nic& n) -> int;
 
 auto get_properties(int dev, properties_v12& p) -> result_t {
     auto& st = state();
     std::lock_guard lock(st.mu);
     if (st.refs == 0) return internal_error;
-    const int phys = physical(st, dev);
-    if (phys < 0) return invalid_usage;
-    const auto& n = st.nics[static_cast<std::size_t>(phys)];
+    const lp::nic* primary = st.devices.primary_nic(dev);
+    if (primary == nullptr) return invalid_usage;
+    const auto& n = *primary;
+    const auto members = st.devices.members(dev);
     std::memset(&p, 0, sizeof(p));
-    const bool virt = dev >= static_cast<int>(st.nics.size());
-    const auto* vd = virt ? &st.vdevs[static_cast<std::size_t>(dev) - st.nics.size()] : nullptr;
-    p.name = const_cast<char*>(virt ? vd->name.c_str() : n.name.c_str());
+    p.name = const_cast<char*>(st.devices.name(dev).c_str());
     p.pciPath = n.topo.pci_path.empty() ? nullptr : const_cast<char*>(n.topo.pci_path.c_str());
     p.guid = n.guid;
-    p.ptrSupport = ptr_host | device_pointer_support(n);
+    const auto dm = lp::device_memory_support_of(n);
+    p.ptrSupport = ptr_host | (dm.cuda ? ptr_cuda : 0) | (dm.dmabuf ? ptr_dmabuf : 0);
     p.regIsGlobal = 1;
     p.forceFlush = 0;
-    int speed = n.topo.speed_mbps > 0 ? n.topo.speed_mbps : (n.provider == "shm" ? 100000 : 10000);
-    if (virt) speed *= static_cast<int>(vd->devs.size());
-    p.speed = speed;
+    p.speed = n.speed_mbps * static_cast<int>(members.size());
     p.port = 1;
     p.latency = 0.0F;
     p.maxComms = max_comms;
     p.maxRecvs = lp::max_slots;
     p.netDeviceType = device_host;
     p.netDeviceVersion = 0;
-    if (virt) {
-        p.vProps.ndevs = static_cast<int>(vd->devs.size());
-        for (std::size_t i = 0; i < vd->devs.size(); ++i) p.vProps.devs[i] = vd->devs[i];
-    } else {
-        p.vProps.ndevs = 1;
-        p.vProps.devs[0] = dev;
-    }
+    p.vProps.ndevs = static_cast<int>(members.size());
+    for (std::size_t i = 0; i < members.size(); ++i) p.vProps.devs[i] = members[i];
     p.maxP2pBytes = max_bytes;
     p.maxCollBytes = max_bytes;
     p.maxMultiRequestSize = 1;
@@ -338,44 +299,6 @@ auto close_send(void* c) -> result_t { return close_comm<lp::sender, lp::magic_s
 auto close_recv(void* c) -> result_t { return close_comm<lp::receiver, lp::magic_recv>(c); }
 
 // ---------------------------------------------------------------- registration
-/// Where CUDA memory at [data, data+size) lives (interface, device ordinal); an error when this
-/// device cannot register CUDA memory.
-auto cuda_memory(lp::engine* e, void* data, std::size_t size) -> std::optional<lp::device_memory> {
-    if (!e->hmem()) {
-        LOOM_WARN("CUDA memory registration requested, but {} was not opened with FI_HMEM", e->nic_info().provider);
-        return std::nullopt;
-    }
-    auto cuda = loom::gpu::cuda_driver::instance();
-    if (!cuda) {
-        LOOM_WARN("CUDA memory registration requested without a CUDA driver: {}", loom::gpu::cuda_driver::unavailable_reason());
-        return std::nullopt;
-    }
-    auto where = (*cuda)->pointer_info(data);
-    if (!where || where->type != loom::gpu::memory_type::device ||
-        reinterpret_cast<std::uintptr_t>(data) + size > where->base + where->size) {
-        LOOM_WARN("regMr(CUDA) of {} bytes at {}: not inside one device allocation", size, data);
-        return std::nullopt;
-    }
-    return lp::device_memory{.iface = loom::hmem_iface::cuda, .device = static_cast<std::uint64_t>(where->device)};
-}
-
-/// NCCL_PTR_CUDA (and NCCL_PTR_DMABUF) when the device's provider takes device memory and a CUDA
-/// driver with devices is loaded; DMA-BUF only where every GPU can export one and the provider
-/// hands descriptors to hardware (not the utility providers, which need the mapping).
-auto device_pointer_support(const lp::nic& n) -> int {
-    const ::fi_info* info = n.info.native();
-    if (info == nullptr || (info->caps & FI_HMEM) == 0) return 0;
-    auto cuda = loom::gpu::cuda_driver::instance();
-    if (!cuda || (*cuda)->device_count() < 1) return 0;
-    if (!lp::flush_reads(n)) return 0;  // device memory needs iflush's read-back
-    int out = ptr_cuda;
-    bool all_dmabuf = true;
-    for (int d = 0; d < (*cuda)->device_count(); ++d) all_dmabuf = all_dmabuf && (*cuda)->dmabuf_supported(d);
-    const bool hw = n.provider == "efa" || n.provider == "cxi" || n.provider.starts_with("verbs");
-    if (all_dmabuf && hw) out |= ptr_dmabuf;
-    return out;
-}
-
 auto reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type, std::uint64_t offset, int fd,
                    void** mhandle) -> result_t {
     if (mhandle == nullptr) return internal_error;
@@ -384,7 +307,7 @@ auto reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type, std::uint
     if (e == nullptr || data == nullptr || size == 0 || size > (std::size_t{1} << 46)) return internal_error;
     lp::device_memory dev{};
     if (type == ptr_cuda) {
-        auto where = cuda_memory(e, data, size);
+        auto where = lp::locate_cuda_memory(*e, data, size);
         if (!where) return internal_error;
         dev = *where;
     } else if (type != ptr_host) {
@@ -558,15 +481,9 @@ auto make_vdevice(int* d, int ndevs, const int* devs, int max_devs) -> result_t 
     auto& st = state();
     std::lock_guard lock(st.mu);
     if (st.refs == 0) return internal_error;
-    vdevice v;
-    for (int i = 0; i < ndevs; ++i) {
-        if (devs[i] < 0 || devs[i] >= static_cast<int>(st.nics.size())) return invalid_usage;
-        if (std::ranges::find(v.devs, devs[i]) != v.devs.end()) return invalid_usage;
-        v.devs.push_back(devs[i]);
-        v.name += (i == 0 ? "" : "+") + st.nics[static_cast<std::size_t>(devs[i])].name;
-    }
-    st.vdevs.push_back(std::move(v));
-    *d = static_cast<int>(st.nics.size() + st.vdevs.size() - 1);
+    auto v = st.devices.make_virtual(std::span{devs, static_cast<std::size_t>(ndevs)}, max_devs);
+    if (!v) return invalid_usage;
+    *d = *v;
     return success;
 }
 
@@ -576,9 +493,7 @@ auto finalize_common() -> result_t {
     if (st.refs == 0) return internal_error;
     if (--st.refs == 0 && st.open_comms == 0) {
         // Last communicator gone and nothing open: give the NICs back (the host may unload us).
-        st.engines.clear();
-        st.engines.resize(st.nics.size());
-        st.vdevs.clear();
+        st.devices.close_engines();
     }
     return success;
 }

@@ -133,105 +133,6 @@ auto ops_busy(request_base& r) noexcept -> bool {
 
 }  // namespace
 
-// ---------------------------------------------------------------- discovery
-auto provider_ranking() -> const std::vector<std::string>& {
-    static const std::vector<std::string> r{"cxi", "efa", "verbs;ofi_rxm", "psm3", "opx", "tcp;ofi_rxm", "tcp"};
-    return r;
-}
-
-auto default_eager_max(std::string_view provider) noexcept -> std::size_t {
-    // Measured with loom-bench over loopback, LOOM_EAGER_MAX swept (docs/plugins.md): on shm
-    // and native tcp eager sends match raw up to 256 KiB (nccl/raw 0.96-1.09 at 128-256 KiB)
-    // where the RTS/CTS round trip of the rendezvous costs 1.2-1.5x from 32 KiB (shm) or
-    // 128 KiB (tcp) to 256 KiB; a larger limit pads every receive with more discard space,
-    // which slows the eager sizes (1 MiB all-eager loses). On tcp;ofi_rxm the RMA-write
-    // rendezvous wins from 16 KiB (rxm's own protocol switches to a rendezvous there too).
-    // Other providers (hardware NICs) keep 64 KiB, untuned here.
-    // Truncation is safe at any limit: short receives are padded to it (engine::submit).
-    if (provider == "shm" || provider == "tcp") return 262144;
-    if (provider == "tcp;ofi_rxm") return 16384;
-    return 65536;
-}
-
-auto this_host_id() noexcept -> std::uint64_t {
-    std::string id;
-    std::ifstream f("/proc/sys/kernel/random/boot_id");
-    std::getline(f, id);
-    char host[256] = {};
-    (void)::gethostname(host, sizeof(host) - 1);
-    id += host;
-    return fnv1a(std::as_bytes(std::span{id.data(), id.size()})) | (std::uint64_t{fnv1a(std::as_bytes(std::span{host, std::strlen(host)}))} << 32);
-}
-
-auto discover_nics(const config& cfg) -> result<std::vector<nic>> {
-    std::vector<std::string> candidates;
-    if (!cfg.provider.empty()) candidates.push_back(cfg.provider);
-    else candidates = provider_ranking();
-    const auto ifaces = split_list(cfg.iface);
-    const capability full = capability::tagged | capability::msg | capability::rma | capability::read |
-                            capability::write | capability::remote_read | capability::remote_write;
-    // FI_HMEM only where device memory can exist: a GPU runtime loads (or LOOM_HMEM=1).
-    const bool want_hmem = cfg.hmem == tristate::on || (cfg.hmem == tristate::automatic && gpu::cuda_driver::instance());
-    for (const auto& prov : candidates) {
-        bool rma = true;
-        result<provider_range> all = make_unexpected(errc::no_data);
-        // FI_THREAD_DOMAIN: every call into a rail's objects is made under its engine's lock,
-        // so the provider may drop its own locks; FI_PROGRESS_CONTROL_UNIFIED says the same of
-        // control calls (AV inserts, registrations, closes), which lets the completion queue
-        // drop the mutex around its endpoint list. A provider that cannot offer
-        // FI_THREAD_DOMAIN (one that needs serialization per endpoint or completion queue) is
-        // asked again without.
-        auto query = [&](capability caps) -> result<provider_range> {
-            result<provider_range> r = make_unexpected(errc::no_data);
-            for (const auto dom : {threading_mode::domain, threading_mode::unspecified}) {
-                r = query_all({.capabilities = caps,
-                               .ep_type = endpoint_types::rdm,
-                               .provider = prov,
-                               .threading = dom,
-                               .control_progress = progress_mode::control_unified});
-                if (r && !r->empty()) break;
-            }
-            return r;
-        };
-        if (want_hmem) all = query(full | capability::hmem);
-        if (!all || all->empty()) all = query(full);
-        if (!all || all->empty()) {
-            rma = false;
-            all = query(capability::tagged | capability::msg);
-        }
-        if (!all || all->empty()) continue;
-        std::vector<nic> out;
-        for (const auto& info : *all) {
-            std::string name(info.provider_name() == "shm" ? std::string_view{"shm"} : info.domain_name());
-            if (!ifaces.empty() && std::ranges::find(ifaces, name) == ifaces.end()) continue;
-            auto same = std::ranges::find_if(out, [&](const nic& n) { return n.name == name; });
-            const bool v4 = info.addr_format() != address_format::sockaddr_in6;
-            if (same != out.end()) {
-                if (v4 && same->info.addr_format() == address_format::sockaddr_in6) same->info = info;
-                continue;
-            }
-            nic n;
-            n.info = info;
-            n.name = name;
-            n.provider = std::string(info.provider_name());
-            // The rendezvous needs 8 bytes of immediate data (sizes and completion ids).
-            const auto dom = info.get_domain_attr();
-            n.rma = rma && dom && dom->cq_data_size >= 8;
-            n.topo = describe_nic(name);
-            if (auto ep = info.get_endpoint_attr()) n.max_msg_size = ep->max_msg_size;
-            n.eager_max = cfg.eager_max.value_or(default_eager_max(n.provider));
-            const std::string key = n.provider + "/" + n.name;
-            n.guid = (std::uint64_t{fnv1a(std::as_bytes(std::span{key.data(), key.size()}))} << 32) | out.size();
-            out.push_back(std::move(n));
-        }
-        // Loopback is a device only when asked for by name or when it is all there is.
-        if (ifaces.empty() && out.size() > 1)
-            std::erase_if(out, [](const nic& n) { return n.name == "lo"; });
-        if (!out.empty()) return out;
-    }
-    return std::vector<nic>{};
-}
-
 // ---------------------------------------------------------------- tag sequences
 void tag_sequences::reset() noexcept { e_ = {}; }
 
@@ -272,7 +173,7 @@ auto open_rail(const nic& n, const config& cfg) -> result<std::unique_ptr<rail>>
     if (!cache) return std::unexpected(cache.error());
     r->cache = std::make_unique<mr_cache>(std::move(*cache));
     // Device memory is not retained: a freed and reallocated device buffer must not hit a stale
-    // registration, and NCCL keeps its own registration cache above us.
+    // registration, and hosts that register device memory keep their own caches above us.
     const mr_cache_limits none{.max_entries = 0, .max_registered_bytes = 0};
     auto dev = r->dom.get_memory_region_mode().has(mr_mode_flags::endpoint) ? make_mr_cache(r->dom, r->ep, none)
                                                                             : make_mr_cache(r->dom, none);
@@ -748,7 +649,8 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
     const bool small = s.capacity < scratch_size;
     if (ev.has_error()) {
         if (ev.error == make_error_code(errc::truncated)) {
-            // The sender sent more than this receive holds: keep what fits (NCCL's regIsGlobal rule).
+            // The sender sent more than this receive holds: keep what fits (hosts may post a
+            // send larger than its receive and expect the data truncated).
             ++stats_.truncated;
             if (small) std::memcpy(s.data, s.scratch.data(), s.capacity);
             s.received = s.capacity;
@@ -1050,6 +952,25 @@ auto engine::hmem() const noexcept -> bool {
     return info != nullptr && (info->caps & FI_HMEM) != 0;
 }
 
+auto locate_cuda_memory(const engine& e, const void* data, std::size_t size) -> result<device_memory> {
+    if (!e.hmem()) {
+        LOOM_WARN("CUDA memory registration requested, but {} was not opened with FI_HMEM", e.nic_info().provider);
+        return make_unexpected(errc::not_supported);
+    }
+    auto cuda = gpu::cuda_driver::instance();
+    if (!cuda) {
+        LOOM_WARN("CUDA memory registration requested without a CUDA driver: {}", gpu::cuda_driver::unavailable_reason());
+        return make_unexpected(errc::not_supported);
+    }
+    auto where = (*cuda)->pointer_info(data);
+    if (!where || where->type != gpu::memory_type::device ||
+        reinterpret_cast<std::uintptr_t>(data) + size > where->base + where->size) {
+        LOOM_WARN("registration of {} bytes of device memory at {}: not inside one device allocation", size, data);
+        return make_unexpected(errc::invalid_argument);
+    }
+    return device_memory{.iface = hmem_iface::cuda, .device = static_cast<std::uint64_t>(where->device)};
+}
+
 auto engine::register_memory(void* data, std::size_t size, const device_memory* dev) -> result<memory_handle*> {
     if (data == nullptr || size == 0) return make_unexpected(errc::invalid_argument);
     const std::span<std::byte> buf{static_cast<std::byte*>(data), size};
@@ -1096,9 +1017,6 @@ void engine::deregister(memory_handle& m) noexcept {
     slab_of<memory_handle>().put(&m);
 }
 
-auto flush_reads(const nic& n) noexcept -> bool {
-    return n.rma && !endpoint::quirks_for(n.info).broken_self_insert;
-}
 
 
 // ---------------------------------------------------------------- data path
@@ -1329,7 +1247,7 @@ auto engine::iflush(receiver& rc, int n, void* const* data, const std::size_t* s
         reads += needs ? 1 : 0;
     }
     if (reads == 0) return nullptr;
-    if (!flush_reads(nic_)) return make_unexpected(errc::not_supported);
+    if (!supports_flush_reads(nic_)) return make_unexpected(errc::not_supported);
     if (flush_buf_.empty()) {  // first flush: a landing area and this endpoint in its own AV
         flush_buf_.resize(8 * max_slots);
         auto reg = cache_->lookup(std::span<std::byte>{flush_buf_}, full_access);

@@ -62,19 +62,9 @@ auto log() -> spdlog::logger& { return the_state().logger; }
 
 void set_host_logger(host_log_fn fn, void* user) noexcept { the_state().sink->set(fn, user); }
 
-void set_log_level(std::string_view loom_level, std::string_view host_level) noexcept {
-    using spdlog::level::level_enum;
-    level_enum lv = level_enum::warn;
-    if (!loom_level.empty()) {
-        lv = spdlog::level::from_str(std::string(loom_level));
-    } else if (host_level == "INFO") {
-        lv = level_enum::info;
-    } else if (host_level == "TRACE") {
-        lv = level_enum::trace;
-    } else if (host_level == "VERSION" || host_level == "WARN" || host_level.empty()) {
-        lv = level_enum::warn;
-    }
-    log().set_level(lv);
+void set_log_level(std::string_view loom_level, std::optional<spdlog::level::level_enum> host_level) noexcept {
+    if (!loom_level.empty()) log().set_level(spdlog::level::from_str(std::string(loom_level)));
+    else log().set_level(host_level.value_or(spdlog::level::warn));
 }
 
 }  // namespace loom::plugins

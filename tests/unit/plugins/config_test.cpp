@@ -117,17 +117,4 @@ TEST(PluginTagSequences, FullTableIsReportedNotOverwritten) {
     EXPECT_EQ(s.next(977U), 1U);  // existing tags keep counting
 }
 
-TEST(PluginRanking, HardwareBeforeTcpAndEagerDefaults) {
-    const auto& r = loom::plugins::provider_ranking();
-    const auto pos = [&](const char* p) { return std::find(r.begin(), r.end(), p) - r.begin(); };
-    EXPECT_LT(pos("verbs;ofi_rxm"), pos("tcp;ofi_rxm"));
-    EXPECT_LT(pos("efa"), pos("tcp"));
-    EXPECT_LT(pos("tcp;ofi_rxm"), pos("tcp"));
-    EXPECT_EQ(std::find(r.begin(), r.end(), "sockets"), r.end());
-    EXPECT_EQ(loom::plugins::default_eager_max("shm"), 262144U);
-    EXPECT_EQ(loom::plugins::default_eager_max("tcp;ofi_rxm"), 16384U);
-    EXPECT_EQ(loom::plugins::default_eager_max("tcp"), 262144U);
-    EXPECT_EQ(loom::plugins::default_eager_max("efa"), 65536U);
-}
-
 }  // namespace

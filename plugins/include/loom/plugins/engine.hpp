@@ -1,6 +1,6 @@
 // loom/plugins/engine.hpp — the shared plugin runtime: NIC discovery, one connectionless RDM
 // engine per NIC, one-directional channels over it, fixed request pools and caller-driven
-// progress. The NCCL adaptor maps its ABI onto this; NVSHMEM and NIXL reuse it.
+// progress. Host-library adaptors map their ABIs onto this.
 //
 // Tags (64 bits) carry the whole matching state, so nothing relies on FIFO completion:
 //   63..62 kind (0 data, 1 rendezvous request, 2 control, 3 clear-to-send)
@@ -14,6 +14,7 @@
 #pragma once
 
 #include <loom/plugins/config.hpp>
+#include <loom/plugins/device_registry.hpp>
 #include <loom/plugins/topology.hpp>
 #include <loom/plugins/wire.hpp>
 #include <loom/plugins/control_messages.hpp>
@@ -48,27 +49,6 @@
 namespace loom::plugins {
 
 using clock = std::chrono::steady_clock;
-
-// ---------------------------------------------------------------- NICs
-struct nic {
-    fabric_info info;
-    std::string name;       ///< domain name (interface), or the provider for shm-like ones
-    std::string provider;
-    nic_topology topo;
-    bool rma{false};        ///< RMA write + remote CQ data: the rendezvous path is available
-    std::size_t eager_max{0};
-    std::uint64_t guid{0};
-    std::size_t max_msg_size{0};
-};
-
-/// Providers in the order the runtime prefers them (hardware first, then TCP).
-[[nodiscard]] auto provider_ranking() -> const std::vector<std::string>&;
-/// The NICs of the best-ranked provider present (or of cfg.provider), filtered by cfg.iface.
-/// An empty list when nothing usable is found.
-[[nodiscard]] auto discover_nics(const config& cfg) -> result<std::vector<nic>>;
-/// The eager/rendezvous switch for a provider when LOOM_EAGER_MAX is not set (measured; see
-/// docs/plugins.md).
-[[nodiscard]] auto default_eager_max(std::string_view provider) noexcept -> std::size_t;
 
 class engine;
 struct request_base;
@@ -125,7 +105,7 @@ inline constexpr std::uint32_t magic_sreq = 0x4c4f7331;
 inline constexpr std::uint32_t magic_rreq = 0x4c4f7231;
 inline constexpr std::uint32_t magic_dead = 0;
 
-/// A user registration (NCCL mhandle, NIXL/NVSHMEM memory). Lives in a never-freed slab, so a
+/// A user registration (a host's memory handle). Lives in a never-freed slab, so a
 /// stale pointer still reads as dead instead of touching freed memory.
 struct memory_handle {
     std::atomic<std::uint32_t> magic{magic_dead};
@@ -268,7 +248,7 @@ struct listener : channel_base {
     std::deque<pending_connect> arrived{};
 };
 
-/// Device memory or a DMA-BUF to register (NCCL_PTR_CUDA, regMrDmaBuf). `iface` system with a
+/// Device memory or a DMA-BUF to register. `iface` system with a
 /// descriptor is a host DMA-BUF.
 struct device_memory {
     hmem_iface iface{hmem_iface::system};
@@ -276,6 +256,11 @@ struct device_memory {
     int dmabuf_fd{-1};              ///< ≥ 0: register through the DMA-BUF
     std::uint64_t dmabuf_offset{0}; ///< offset of the buffer's first byte in the DMA-BUF
 };
+
+/// Where CUDA memory at [data, data+size) lives (interface, device ordinal), for registering it
+/// on `e`. not_supported when the engine was opened without FI_HMEM or no CUDA driver loads;
+/// invalid_argument when the range is not inside one device allocation.
+[[nodiscard]] auto locate_cuda_memory(const engine& e, const void* data, std::size_t size) -> result<device_memory>;
 
 /// Per-engine counters (exact; read under the engine lock).
 struct engine_stats {
@@ -367,7 +352,7 @@ public:
     }
     /// Makes received data visible to its device: an RMA read (from this endpoint to itself) of
     /// a few bytes of every non-empty buffer that is device memory (or of every registered
-    /// buffer when `all`). nullptr when nothing needs a read (done), as NCCL expects; the
+    /// buffer when `all`). nullptr when nothing needs a read (done already); the
     /// request otherwise, completed through test(). not_supported without RMA.
     [[nodiscard]] auto iflush(receiver& r, int n, void* const* data, const std::size_t* sizes,
                               memory_handle* const* mh, bool all) -> result<recv_request*>;
@@ -481,12 +466,5 @@ private:
     std::atomic<bool> stop_{false};
     std::thread progress_thread_{};  ///< LOOM_PROGRESS_THREAD=1: drives progress() in the background
 };
-
-/// Whether iflush can read back received data on this NIC: RMA, and an AV that takes the
-/// endpoint's own address.
-[[nodiscard]] auto flush_reads(const nic& n) noexcept -> bool;
-
-/// Hash identifying this host (boot id + hostname); peers compare it to know they share a host.
-[[nodiscard]] auto this_host_id() noexcept -> std::uint64_t;
 
 }  // namespace loom::plugins

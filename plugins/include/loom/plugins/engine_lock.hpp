@@ -1,6 +1,6 @@
 #pragma once
-// The engine lock, asymmetric: one thread (the owner — in NCCL the proxy progress thread that
-// makes the isend/irecv/test calls) enters with a plain store and two loads, no atomic
+// The engine lock, asymmetric: one thread (the owner — typically the host's progress
+// thread that makes the send/receive/test calls) enters with a plain store and two loads, no atomic
 // read-modify-write; every other thread takes a slow path that forces a full barrier on the
 // owner with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (Dekker's protocol with the owner's
 // fence moved to the other side). Taking an ordinary spin lock is an xchg, a full barrier that
@@ -8,8 +8,8 @@
 // a fifth of the sender's time in an 8-byte stream (docs/plugins.md).
 //
 // Owner: a thread that takes the slow path `rebias_streak` times in a row while the owner did
-// not enter at all becomes the owner (NCCL: connect/accept come from a service thread first,
-// then the progress thread takes over). Where the slow path needs membarrier often — two busy
+// not enter at all becomes the owner (a host may connect and accept from a service thread
+// first, then its progress thread takes over). Where the slow path needs membarrier often — two busy
 // threads, e.g. LOOM_PROGRESS_THREAD=1 or several host threads — the lock turns plain for good:
 // the slow path for everyone, without membarrier. Also plain from the start where membarrier is
 // unavailable (old kernels, seccomp). Not reentrant.

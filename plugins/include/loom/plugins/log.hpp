@@ -1,10 +1,11 @@
 // loom/plugins/log.hpp — the runtime's logger: spdlog, forwarded to the host library's logger
-// when it hands one over (NCCL's ncclDebugLogger_t), stderr otherwise.
+// when the adaptor hands one over, stderr otherwise.
 #pragma once
 
 #include <spdlog/spdlog.h>
 
 #include <memory>
+#include <optional>
 #include <string_view>
 
 namespace loom::plugins {
@@ -19,9 +20,9 @@ using host_log_fn = void (*)(void* user, spdlog::level::level_enum level, const 
 /// Routes records to `fn` (nullptr: back to stderr). Thread-safe.
 void set_host_logger(host_log_fn fn, void* user) noexcept;
 
-/// Sets the level: `loom_level` (LOOM_LOG_LEVEL) wins; otherwise the host's own verbosity
-/// setting, e.g. NCCL_DEBUG=WARN|INFO|TRACE; otherwise warn.
-void set_log_level(std::string_view loom_level, std::string_view host_level) noexcept;
+/// Sets the level: `loom_level` (LOOM_LOG_LEVEL) wins; otherwise the level the adaptor read
+/// from its host library's own verbosity setting; otherwise warn.
+void set_log_level(std::string_view loom_level, std::optional<spdlog::level::level_enum> host_level) noexcept;
 
 }  // namespace loom::plugins
 

@@ -1,5 +1,5 @@
 // loom/plugins/wire.hpp — the listen handle the plugins hand through their host library
-// (NCCL's 128-byte ncclNetHandle, NIXL connection info, NVSHMEM bootstrap blobs).
+// (a fixed 128-byte handle, or a part of a larger connection blob).
 //
 // Layout (little-endian, 128 bytes):
 //   0  u32 magic "LOOM"      4  u16 version      6  u16 flags
