@@ -13,6 +13,7 @@ using detail::put_le;
 constexpr std::uint32_t connect_magic = 0x4e4e4f43;  // "CONN"
 constexpr std::uint32_t accept_magic = 0x54504341;   // "ACPT"
 constexpr std::uint32_t cts_magic = 0x31535443;      // "CTS1"
+constexpr std::uint32_t live_magic = 0x4556494c;     // "LIVE"
 
 // CONNECT
 constexpr std::size_t c_magic = 0, c_version = 4, c_addr_len = 6, c_sender = 8, c_listen = 12, c_pid = 16,
@@ -25,6 +26,10 @@ static_assert(a_host + 8 == accept_header_size && a_pad0 + 2 == a_receiver && a_
 // CTS
 constexpr std::size_t t_magic = 0, t_rails = 4, t_imm = 8, t_rail = 16, t_rail_size = 16;
 static_assert(t_rail + t_rail_size * max_rails == cts_max_size);
+// PING / PONG
+constexpr std::size_t l_magic = 0, l_version = 4, l_type = 6, l_sequence = 8, l_pad = 12;
+static_assert(l_pad + 4 == liveness_size);
+constexpr std::uint16_t type_ping = 1, type_pong = 2;
 // Rail list entry
 constexpr std::size_t r_len = 0, r_format = 2, r_addr = 6;
 
@@ -203,6 +208,25 @@ auto decode_cts(std::span<const std::byte> in) -> result<clear_to_send> {
         m.rail[k].key = get_le<std::uint64_t>(in, t_rail + t_rail_size * k + 8);
     }
     return m;
+}
+
+auto encode(const liveness_message& m, std::span<std::byte> out) -> result<std::size_t> {
+    if (out.size() < liveness_size) return make_unexpected(errc::no_space);
+    put_le<std::uint32_t>(out, l_magic, live_magic);
+    put_le<std::uint16_t>(out, l_version, wire_version);
+    put_le<std::uint16_t>(out, l_type, m.pong ? type_pong : type_ping);
+    put_le<std::uint32_t>(out, l_sequence, m.sequence);
+    put_le<std::uint32_t>(out, l_pad, 0);
+    return liveness_size;
+}
+
+auto decode_liveness(std::span<const std::byte> in) -> result<liveness_message> {
+    if (in.size() != liveness_size || get_le<std::uint32_t>(in, l_magic) != live_magic ||
+        get_le<std::uint16_t>(in, l_version) != wire_version || get_le<std::uint32_t>(in, l_pad) != 0)
+        return bad();
+    const auto type = get_le<std::uint16_t>(in, l_type);
+    if (type != type_ping && type != type_pong) return bad();
+    return liveness_message{.pong = type == type_pong, .sequence = get_le<std::uint32_t>(in, l_sequence)};
 }
 
 }  // namespace loom::plugins

@@ -2,6 +2,7 @@
 
 #include <loom/gpu/cuda.hpp>
 #include <loom/plugins/log.hpp>
+#include <loom/plugins/stripe_plan.hpp>
 
 #include <loom/rma.hpp>
 
@@ -71,6 +72,7 @@ auto owner_channel(const op& o) noexcept -> channel_base* {
     case op_kind::listen_recv: return static_cast<listener*>(o.owner);
     case op_kind::connect_send: case op_kind::accept_recv: return static_cast<sender*>(o.owner);
     case op_kind::accept_send: return static_cast<receiver*>(o.owner);
+    case op_kind::liveness_recv: return static_cast<channel_base*>(o.owner);
     default: return nullptr;
     }
 }
@@ -78,7 +80,7 @@ auto owner_channel(const op& o) noexcept -> channel_base* {
 /// Operations that only receive: the ones fi_cancel can take back (sends cannot be recalled).
 auto cancellable(const op& o) noexcept -> bool {
     return o.kind == op_kind::recv_slot || o.kind == op_kind::cts_recv || o.kind == op_kind::listen_recv ||
-           o.kind == op_kind::accept_recv;
+           o.kind == op_kind::accept_recv || o.kind == op_kind::liveness_recv;
 }
 
 auto busy(const op& o) noexcept -> bool { return o.in_flight || o.deferred; }
@@ -213,19 +215,8 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
     e->host_id_ = this_host_id();
     e->deferred_.reserve(1024);
     e->unposted_.reserve(1024);
-    if (cfg.progress_thread) {
-        e->mu_.make_plain();  // two busy threads: no owner to favour
-        engine* self = e.get();
-        e->progress_thread_ = std::thread([self] {
-            while (!self->stop_.load(std::memory_order_relaxed)) {
-                {
-                    std::lock_guard lock(self->mu_);
-                    self->progress();
-                }
-                std::this_thread::sleep_for(std::chrono::microseconds(50));
-            }
-        });
-    }
+    if (cfg.progress_thread) e->mu_.make_plain();  // two busy threads: no owner to favour
+    e->progress_thread_ = std::thread([self = e.get()] { self->watchdog(); });
     LOOM_INFO("engine on {} ({}, {} rail{}): eager <= {} B, rendezvous {}, inject {} B", n.name, n.provider,
               nics.size(), nics.size() == 1 ? "" : "s", e->eager_max_,
               n.rma ? "RMA write + immediate data" : "off (no RMA)", e->inject_size_);
@@ -351,6 +342,11 @@ auto engine::submit(op& o) noexcept -> int {
     case op_kind::accept_send: {
         auto& r = *static_cast<receiver*>(o.owner);
         return control({r.accept_msg.data(), r.accept_len}, make_tag(message_kind::control, r.remote_id, 0, 0), r.peer);
+    }
+    case op_kind::liveness_recv: {
+        auto& c = *static_cast<channel_base*>(o.owner);
+        return code(ep_.tagged_recv(c.live_buf, make_tag(message_kind::control, c.id, liveness_sequence, 0),
+                                    0xffffffffU, fabric_addrs::unspecified, nullptr, &o));
     }
     case op_kind::flush_read: {
         auto& r = *static_cast<recv_request*>(o.owner);
@@ -490,7 +486,10 @@ void engine::progress() noexcept {
         retrying_.clear();
     }
     // Peer checks at most every 100 ms; the clock is read every 64th call only.
-    if ((++progress_calls_ & 63U) == 0) [[unlikely]] {
+    // A plain increment (only lock holders write it); the watchdog reads it to see the host call.
+    const auto calls = progress_calls_.load(std::memory_order_relaxed) + 1;
+    progress_calls_.store(calls, std::memory_order_relaxed);
+    if ((calls & 63U) == 0) [[unlikely]] {
         const auto now = clock::now();
         coarse_now_ = now;
         if (now >= next_peer_check_) {
@@ -540,6 +539,12 @@ void engine::dispatch(const completion_event& ev) noexcept {
     case op_kind::accept_send:
         if (ev.has_error()) static_cast<receiver*>(o->owner)->state = chan_state::failed;
         return;
+    case op_kind::liveness_recv: {
+        auto& c = *static_cast<channel_base*>(o->owner);
+        const auto m = c.magic.load(std::memory_order_relaxed);
+        if (m == magic_send || m == magic_recv) on_liveness(c, ev);
+        return;
+    }
     default: return;  // request operations: handled above
     }
 }
@@ -590,22 +595,13 @@ void engine::on_send_op(send_request& r, op& o, const completion_event& ev) noex
 
 void engine::start_writes(send_request& r) noexcept {
     // Stripe over the rails both sides have when every rail gets a worthwhile share.
-    int n = std::min(r.stripes, r.chan->rails);
-    if (n > 1 && r.to_write < stripe_min * static_cast<std::size_t>(n)) n = 1;
-    // Page-aligned shares of ceil(to_write / n); the last stripe takes whatever is left (a
-    // share rounded from the floor lost the remainder: 2 x 128 KiB + 1 byte over two rails
-    // never completed).
-    const std::size_t page = 4096;
-    const std::size_t per = (r.to_write + static_cast<std::size_t>(n) - 1) / static_cast<std::size_t>(n);
-    const std::size_t share = (per + page - 1) / page * page;
-    std::size_t off = 0;
-    int used = 0;
-    for (int k = 0; k < n && off < r.to_write; ++k, ++used) {
+    const auto plan = plan_stripes(r.to_write, std::min(r.stripes, r.chan->rails));
+    const int used = plan.count;
+    for (int k = 0; k < used; ++k) {
         const auto i = static_cast<std::size_t>(k);
-        r.stripe_off[i] = off;
-        r.stripe_len[i] = k == n - 1 ? r.to_write - off : std::min(share, r.to_write - off);
+        r.stripe_off[i] = plan.stripes[i].offset;
+        r.stripe_len[i] = plan.stripes[i].length;
         r.stripe_done[i] = 0;
-        off += r.stripe_len[i];
         if (r.src_mr[i] == nullptr) {  // the host registered on rail 0 only (or not at all)
             auto h = rail_cache(k).lookup(std::span<std::byte>{const_cast<std::byte*>(r.data), r.size}, full_access);
             if (!h) {
@@ -717,38 +713,6 @@ void engine::on_remote_write(std::uint64_t imm) noexcept {
 void engine::fail_request(request_base& r, errc why) noexcept {
     if (r.error == errc::success) r.error = why;
     r.done = true;
-}
-
-auto engine::peer_alive(const channel_base& c) const noexcept -> bool {
-    if (c.state == chan_state::failed) return false;
-    if (c.peer_host != host_id_ || c.peer_pid == 0) return true;  // no cheaper evidence than transport errors
-    if (::kill(static_cast<pid_t>(c.peer_pid), 0) == -1 && errno == ESRCH) return false;
-    std::ifstream f("/proc/" + std::to_string(c.peer_pid) + "/stat");
-    std::string line;
-    std::getline(f, line);
-    const auto p = line.rfind(')');
-    return !(p != std::string::npos && p + 2 < line.size() && (line[p + 2] == 'Z' || line[p + 2] == 'X'));
-}
-
-void engine::check_peers() noexcept {
-    const auto now = clock::now();
-    auto check = [&](request_base& r) {
-        if (!r.active || r.done || now - r.started < cfg_.peer_timeout) return;
-        if (!peer_alive(*r.chan)) {
-            if (r.chan->state != chan_state::failed) {
-                ++stats_.peers_declared_dead;
-                LOOM_WARN("peer {} (pid {}) is gone; failing its requests", r.chan->peer_name, r.chan->peer_pid);
-            }
-            r.chan->state = chan_state::failed;
-            fail_request(r, errc::io_error);
-        }
-    };
-    for (channel_base* c : channels_) {
-        if (c->is_sender)
-            for (auto& r : static_cast<sender*>(c)->pool) check(r);
-        else
-            for (auto& r : static_cast<receiver*>(c)->pool) check(r);
-    }
 }
 
 // ---------------------------------------------------------------- connection set-up
@@ -890,6 +854,7 @@ void engine::on_accept_msg(sender& s, const completion_event& ev) noexcept {
     s.peer_host = m->host;
     connect_rails(s, m->rails);
     s.state = chan_state::ready;
+    start_liveness(s);
 }
 
 auto engine::accept(listener& l) -> result<receiver*> {
@@ -943,6 +908,7 @@ auto engine::accept(listener& l) -> result<receiver*> {
     r->is_sender = false;
     channels_.push_back(r);
     post(r->accept_op);
+    start_liveness(*r);
     return r;
 }
 
@@ -1346,12 +1312,12 @@ void engine::close(sender& s) noexcept {
     // Outstanding sends get the chance to finish (the peer may still be receiving them); what
     // is left is failed and its cancellable parts cancelled.
     drain(s, [&] { return std::ranges::any_of(s.pool, [](const send_request& r) { return r.active && !r.done; }); });
-    retire(s, {&s.connect_op, &s.accept_op});
+    retire(s, {&s.connect_op, &s.accept_op, &s.live_op});
 }
 
 void engine::close(receiver& rc) noexcept {
     receivers_.erase(rc.id);
-    retire(rc, {&rc.accept_op});
+    retire(rc, {&rc.accept_op, &rc.live_op});
 }
 
 }  // namespace loom::plugins

@@ -181,7 +181,28 @@ void torture(const M& m, Decode decode, const char* what) {
     }
 }
 
+TEST(ControlMessages, LivenessRoundTripsAndHasItsLayout) {
+    for (const bool pong : {false, true}) {
+        const lp::liveness_message m{.pong = pong, .sequence = 0xdeadbeef};
+        const auto b = bytes_of(m);
+        ASSERT_EQ(b.size(), lp::liveness_size);
+        EXPECT_EQ(std::string(reinterpret_cast<const char*>(b.data()), 4), "LIVE");
+        EXPECT_EQ(b[6], static_cast<std::byte>(pong ? 2 : 1));
+        EXPECT_EQ(b[8], std::byte{0xef});
+        auto d = lp::decode_liveness(b);
+        ASSERT_TRUE(d);
+        EXPECT_EQ(d->pong, pong);
+        EXPECT_EQ(d->sequence, 0xdeadbeefU);
+    }
+    auto b = bytes_of(lp::liveness_message{});
+    b[6] = std::byte{3};
+    EXPECT_EQ(lp::decode_liveness(b).error(), loom::errc::protocol_error);
+    std::array<std::byte, 8> small{};
+    EXPECT_EQ(lp::encode(lp::liveness_message{}, small).error(), loom::errc::no_space);
+}
+
 TEST(ControlMessages, TruncatedOrBitFlippedMessagesAreRefusedOrReadFaithfully) {
+    torture(lp::liveness_message{.pong = true, .sequence = 77}, [](auto b) { return lp::decode_liveness(b); }, "liveness");
     torture(sample_connect(), [](auto b) { return lp::decode_connect(b); }, "connect");
     torture(sample_accept(), [](auto b) { return lp::decode_accept(b); }, "accept");
     torture(sample_cts(), [](auto b) { return lp::decode_cts(b); }, "cts");
@@ -219,6 +240,7 @@ TEST(ControlMessages, RandomBytesNeverCrashAndRarelyDecode) {
         expect_refused_or_faithful(b, [](auto s) { return lp::decode_connect(s); }, "connect", static_cast<std::size_t>(n));
         expect_refused_or_faithful(b, [](auto s) { return lp::decode_accept(s); }, "accept", static_cast<std::size_t>(n));
         expect_refused_or_faithful(b, [](auto s) { return lp::decode_cts(s); }, "cts", static_cast<std::size_t>(n));
+        expect_refused_or_faithful(b, [](auto s) { return lp::decode_liveness(s); }, "liveness", static_cast<std::size_t>(n));
     }
 }
 

@@ -14,6 +14,8 @@
 //   u16 length, u32 address format, address bytes
 // CTS (receiver -> sender, clear-to-send tag of the sender channel):
 //   0 u32 magic "CTS1"  4 u32 rails  8 u64 immediate base | capacity  16 per rail u64 address, u64 key
+// PING / PONG (either side -> the peer's channel, control tag with sequence liveness_sequence):
+//   0 u32 magic "LIVE"  4 u16 version  6 u16 1 ping, 2 pong  8 u32 sequence  12 u32 0
 #pragma once
 
 #include <loom/address.hpp>
@@ -64,6 +66,16 @@ struct clear_to_send {
     std::array<remote_rail, max_rails> rail{};
 };
 
+/// A liveness probe (ping) or its answer (pong), exchanged while a channel waits on its peer.
+struct liveness_message {
+    bool pong{false};
+    std::uint32_t sequence{0};  ///< a pong repeats its ping's
+};
+
+/// The sequence field of the control tag that carries liveness messages (0 is the handshake's).
+inline constexpr std::uint32_t liveness_sequence = 1;
+
+inline constexpr std::size_t liveness_size = 16;
 inline constexpr std::size_t connect_header_size = 32;
 inline constexpr std::size_t accept_header_size = 32;
 inline constexpr std::size_t cts_max_size = 16 + 16 * max_rails;
@@ -80,11 +92,13 @@ inline constexpr std::size_t cts_max_size = 16 + 16 * max_rails;
 [[nodiscard]] auto encode(const connect_message& m, std::span<std::byte> out) -> result<std::size_t>;
 [[nodiscard]] auto encode(const accept_message& m, std::span<std::byte> out) -> result<std::size_t>;
 [[nodiscard]] auto encode(const clear_to_send& m, std::span<std::byte> out) -> result<std::size_t>;
+[[nodiscard]] auto encode(const liveness_message& m, std::span<std::byte> out) -> result<std::size_t>;
 
 /// Decodes a received message; protocol_error for anything malformed (short, wrong magic or
 /// version, lengths beyond the bytes, zero channel ids, bad addresses, rail counts out of range).
 [[nodiscard]] auto decode_connect(std::span<const std::byte> in) -> result<connect_message>;
 [[nodiscard]] auto decode_accept(std::span<const std::byte> in) -> result<accept_message>;
 [[nodiscard]] auto decode_cts(std::span<const std::byte> in) -> result<clear_to_send>;
+[[nodiscard]] auto decode_liveness(std::span<const std::byte> in) -> result<liveness_message>;
 
 }  // namespace loom::plugins

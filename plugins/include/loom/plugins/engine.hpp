@@ -55,7 +55,7 @@ struct request_base;
 
 enum class op_kind : std::uint8_t {
     send_eager, send_rts, cts_recv, rma_write, recv_slot, cts_send, listen_recv, connect_send, accept_recv,
-    accept_send, flush_read,
+    accept_send, flush_read, liveness_recv,
 };
 
 /// One libfabric operation in flight; its address is the provider's context.
@@ -132,6 +132,13 @@ struct channel_base {
     chan_state state{chan_state::idle};
     bool is_sender{false};
     std::string peer_name{};
+    // Liveness (peer_monitor.cpp): while a request waits on the peer, pings go out and the
+    // peer's pongs keep last_heard fresh.
+    clock::time_point last_heard{};
+    clock::time_point last_ping{};
+    std::uint32_t ping_sequence{0};
+    op live_op{};  ///< the posted receive for the peer's pings and pongs
+    std::array<std::byte, liveness_size> live_buf{};
 };
 
 /// A host profiler's event for one operation: the handle its callback gave back and the
@@ -416,8 +423,16 @@ private:
         s.done = true;
         if (--r.remaining == 0) r.done = true;
     }
+    // peer_monitor.cpp
     void check_peers() noexcept;
     auto peer_alive(const channel_base& c) const noexcept -> bool;
+    auto same_host_peer_gone(const channel_base& c) const noexcept -> bool;
+    void watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept;
+    void declare_dead(channel_base& c, const char* why) noexcept;
+    void start_liveness(channel_base& c) noexcept;
+    void on_liveness(channel_base& c, const completion_event& ev) noexcept;
+    void send_liveness(channel_base& c, bool pong, std::uint32_t sequence) noexcept;
+    void watchdog() noexcept;  // the background thread's loop
     auto new_channel_id() -> result<std::uint32_t>;
     void drain(channel_base& c, const std::function<bool()>& pending) noexcept;
     void recycle(request_base& r) noexcept;
@@ -450,7 +465,8 @@ private:
     std::vector<op*> unposted_{};
     std::vector<channel_base*> channels_{};  ///< open senders and receivers (peer checks)
     clock::time_point next_peer_check_{};
-    std::uint64_t progress_calls_{0};
+    /// progress() calls so far; written under the engine lock only, read by the watchdog.
+    std::atomic<std::uint64_t> progress_calls_{0};
     /// The clock as of the last progress call that read it (every 64th): requests are stamped
     /// with it, so submissions read no clock. A stale stamp only makes a peer check come early.
     clock::time_point coarse_now_{clock::now()};
@@ -464,7 +480,10 @@ private:
     fabric_addr self_addr_{fabric_addrs::unspecified};  ///< this endpoint in its own AV (flush reads)
 
     std::atomic<bool> stop_{false};
-    std::thread progress_thread_{};  ///< LOOM_PROGRESS_THREAD=1: drives progress() in the background
+    /// Drives progress() in the background: continuously with LOOM_PROGRESS_THREAD=1, otherwise
+    /// only while the host makes no call for a while (so that pings are answered by a peer
+    /// that is busy elsewhere).
+    std::thread progress_thread_{};
 };
 
 }  // namespace loom::plugins

@@ -1,0 +1,152 @@
+// The peer monitor: a request that waits on its peer must end even when the peer is gone —
+// killed, its host down or unreachable — on any host. While nothing waits, it costs nothing.
+// Once a request of a channel has waited for a quarter of LOOM_PEER_TIMEOUT_MS, the channel
+// pings its peer every quarter; the peer's engine answers from its progress, which the
+// watchdog thread drives when the host makes no call (a peer busy computing still answers).
+// A channel that has heard nothing for three quarters of the timeout is dead: every request on
+// it fails. So a peer dies at t and its requests fail by t + timeout (+ one 100 ms check).
+// Peers on this host are also checked by pid, which says "gone" sooner.
+#include <loom/plugins/engine.hpp>
+#include <loom/plugins/log.hpp>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+
+namespace loom::plugins {
+namespace {
+
+auto ping_interval(const config& cfg) -> clock::duration {
+    return std::max<clock::duration>(cfg.peer_timeout / 4, std::chrono::milliseconds(20));
+}
+
+auto silence_limit(const config& cfg) -> clock::duration { return cfg.peer_timeout - ping_interval(cfg); }
+
+/// How long the host may leave the engine alone before the watchdog progresses it.
+constexpr auto watchdog_period = std::chrono::milliseconds(20);
+
+}  // namespace
+
+auto engine::same_host_peer_gone(const channel_base& c) const noexcept -> bool {
+    if (c.peer_host != host_id_ || c.peer_pid == 0) return false;
+    if (::kill(static_cast<pid_t>(c.peer_pid), 0) == -1 && errno == ESRCH) return true;
+    std::ifstream f("/proc/" + std::to_string(c.peer_pid) + "/stat");
+    std::string line;
+    std::getline(f, line);
+    const auto p = line.rfind(')');
+    return p != std::string::npos && p + 2 < line.size() && (line[p + 2] == 'Z' || line[p + 2] == 'X');
+}
+
+auto engine::peer_alive(const channel_base& c) const noexcept -> bool {
+    return c.state != chan_state::failed && !same_host_peer_gone(c);
+}
+
+void engine::start_liveness(channel_base& c) noexcept {
+    c.last_heard = clock::now();
+    c.last_ping = {};
+    c.ping_sequence = 0;
+    c.live_op = {};
+    c.live_op.owner = &c;
+    c.live_op.kind = op_kind::liveness_recv;
+    post(c.live_op);
+}
+
+void engine::send_liveness(channel_base& c, bool pong, std::uint32_t sequence) noexcept {
+    std::array<std::byte, liveness_size> b{};
+    (void)encode(liveness_message{.pong = pong, .sequence = sequence}, b);
+    // An inject: nothing to complete or cancel. When the provider refuses for now (a peer being
+    // reconnected, queues full) the next check pings again; a lost pong is answered anew.
+    const auto tag = match_bits::make_tag(message_kind::control, c.remote_id, liveness_sequence, pong ? 1U : 0U);
+    if (auto r = ep_.tagged_inject(b, tag, c.peer); !r && r.error() != make_error_code(errc::again))
+        LOOM_DEBUG("liveness {} to {}: {}", pong ? "pong" : "ping", c.peer_name, r.error().message());
+}
+
+void engine::on_liveness(channel_base& c, const completion_event& ev) noexcept {
+    if (ev.has_error()) {
+        if (ev.error == make_error_code(errc::canceled)) return;  // the channel is closing
+        LOOM_DEBUG("liveness receive from {}: {}", c.peer_name, ev.error.message());
+    } else if (auto m = decode_liveness({c.live_buf.data(), std::min(ev.bytes_transferred, c.live_buf.size())})) {
+        c.last_heard = clock::now();  // a ping says as much as a pong
+        if (!m->pong) send_liveness(c, true, m->sequence);
+    } else {
+        LOOM_WARN("dropped a malformed liveness message from {}", c.peer_name);
+    }
+    if (c.state == chan_state::ready) post(c.live_op);
+}
+
+void engine::declare_dead(channel_base& c, const char* why) noexcept {
+    if (c.state != chan_state::failed) {
+        ++stats_.peers_declared_dead;
+        LOOM_WARN("peer {} (pid {}) {}; failing its requests", c.peer_name, c.peer_pid, why);
+    }
+    c.state = chan_state::failed;
+    auto fail = [&](request_base& r) {
+        if (r.active && !r.done) fail_request(r, errc::host_unreachable);
+    };
+    if (c.is_sender)
+        std::ranges::for_each(static_cast<sender&>(c).pool, fail);
+    else
+        std::ranges::for_each(static_cast<receiver&>(c).pool, fail);
+}
+
+void engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept {
+    if (!waiting) {
+        c.last_heard = now;  // nothing waits on the peer: nothing to prove
+        return;
+    }
+    if (same_host_peer_gone(c)) return declare_dead(c, "is gone");
+    if (now - c.last_heard > silence_limit(cfg_)) return declare_dead(c, "stopped answering");
+    if (now - c.last_ping >= ping_interval(cfg_)) {
+        c.last_ping = now;
+        send_liveness(c, false, ++c.ping_sequence);
+    }
+}
+
+void engine::check_peers() noexcept {
+    const auto now = clock::now();
+    const auto stalled = ping_interval(cfg_);
+    auto waits = [&](const request_base& r) { return r.active && !r.done && now - r.started >= stalled; };
+    for (channel_base* c : channels_) {
+        if (c->state != chan_state::ready) continue;
+        const bool waiting = c->is_sender ? std::ranges::any_of(static_cast<sender*>(c)->pool, waits)
+                                          : std::ranges::any_of(static_cast<receiver*>(c)->pool, waits);
+        watch_peer(*c, waiting, now);
+    }
+}
+
+void engine::watchdog() noexcept {
+    auto seen = progress_calls_.load(std::memory_order_relaxed);
+    while (!stop_.load(std::memory_order_relaxed)) {
+        if (cfg_.progress_thread) {
+            {
+                std::lock_guard lock(mu_);
+                progress();
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+            continue;
+        }
+        std::this_thread::sleep_for(watchdog_period);
+        const auto now_calls = progress_calls_.load(std::memory_order_relaxed);
+        if (now_calls != seen) {  // the host is driving the engine
+            seen = now_calls;
+            continue;
+        }
+        if (!mu_.try_lock()) continue;
+        // A host that leaves the engine alone still answers pings and has its peers checked:
+        // the 100 ms checks of progress() run at most every 64 calls, so the watchdog runs
+        // them itself.
+        progress();
+        const auto now = clock::now();
+        coarse_now_ = now;
+        if (now >= next_peer_check_) {
+            next_peer_check_ = now + std::chrono::milliseconds(100);
+            check_peers();
+        }
+        seen = progress_calls_.load(std::memory_order_relaxed);
+        mu_.unlock();
+    }
+}
+
+}  // namespace loom::plugins
