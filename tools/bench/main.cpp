@@ -70,13 +70,16 @@ interleaved (raw, loom, nccl, then the paths again in another order: every path 
 often in every place and after every other path), and reports median, spread (MAD %), the
 ratio of every path to raw and the ratio's 95 % interval.
 
-  --paths LIST       comma list of raw, loom, nccl, raw2 (default raw,loom,nccl)
+  --paths LIST       comma list of raw, loom, nccl, raw2, nccl2 (default raw,loom,nccl)
                        raw   plain libfabric C calls written for the benchmark (the floor)
                        raw2  a second, separate instance of raw (own fabric, domain and
                              endpoint): the A/A control. Its ratio to raw is the machine's
                              noise floor; a path's ratio means little closer to 1 than that.
                        loom  the loom core API
                        nccl  the built libnccl-net-loom.so driven through ncclNetPlugin_v12
+                       nccl2 a second NCCL plugin (--nccl2-plugin), e.g. an older build,
+                             measured interleaved with nccl: an A/B run (the same plugin
+                             by default: an A/A control of the plugin path)
   --ops LIST         comma list of (default pingpong,stream):
                        pingpong           tagged ping-pong, one-way latency (half round trip)
                        pingpong_untagged  untagged ping-pong (raw and loom; NCCL's ABI has none)
@@ -119,6 +122,8 @@ ratio of every path to raw and the ratio's 95 % interval.
                      pairs did together (sum of bandwidths or rates; latency: the slowest
                      pair's median), from every pair's medians.
   --nccl-plugin PATH plugin to load (default: the one built with this tool)
+  --nccl2-plugin PATH plugin the nccl2 path loads (default: the --nccl-plugin one). Both
+                     are loaded into one process; they share its libloom.so.0
   --json FILE        write results as JSON ("-": stdout, the table then goes to stderr)
   --csv FILE         write results as CSV ("-": stdout)
   --plot FILE.svg    draw latency and bandwidth against size, one series per path, log axes
@@ -151,6 +156,7 @@ struct options {
     int ranks{2};
     enum class launch { automatic, local, mpi } launcher{launch::automatic};
     std::string nccl_plugin{LOOM_BENCH_NCCL_PLUGIN};
+    std::string nccl2_plugin{};  ///< empty: nccl_plugin
     std::string json, csv, plot;
     bool quiet{false};
 };
@@ -194,7 +200,7 @@ auto parse_args(int argc, char** argv, options& o) -> int {
             if (v == nullptr) return bad("--paths needs a list");
             o.paths = split(v);
             for (const auto& p : o.paths)
-                if (p != "raw" && p != "raw2" && p != "loom" && p != "nccl") {
+                if (p != "raw" && p != "raw2" && p != "loom" && p != "nccl" && p != "nccl2") {
                     if (p == "nvshmem" || p == "nixl") return bad("path '" + p + "' is not implemented yet");
                     return bad("unknown path '" + p + "'");
                 }
@@ -260,6 +266,10 @@ auto parse_args(int argc, char** argv, options& o) -> int {
             const char* v = value();
             if (v == nullptr) return bad("--nccl-plugin needs a path");
             o.nccl_plugin = v;
+        } else if (a == "--nccl2-plugin") {
+            const char* v = value();
+            if (v == nullptr) return bad("--nccl2-plugin needs a path");
+            o.nccl2_plugin = v;
         } else if (a == "--json" || a == "--csv" || a == "--plot") {
             const char* v = value();
             if (v == nullptr) return bad(std::string(a) + " needs a file");
@@ -449,10 +459,15 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
             const auto& name = o.paths[k];
             const std::size_t at = path_offset(round, n_paths, k);  // a new layout every round
             const std::size_t copy = code_copy(round, k);           // and another copy of its code
-            auto p = name == "loom"   ? make_loom_path(at, copy)
-                     : name == "nccl" ? make_nccl_path(at, copy)
-                                      : make_raw_path(at, copy);
-            if (auto e = p->open(cfg, buf, ch, rank); !e.empty()) {
+            auto p = name == "loom"                       ? make_loom_path(at, copy)
+                     : name == "nccl" || name == "nccl2" ? make_nccl_path(at, copy)
+                                                         : make_raw_path(at, copy);
+            path_config this_cfg = cfg;
+            if (name == "nccl2") {
+                this_cfg.nccl_path_name = "nccl2";
+                if (!o.nccl2_plugin.empty()) this_cfg.nccl_plugin = o.nccl2_plugin;
+            }
+            if (auto e = p->open(this_cfg, buf, ch, rank); !e.empty()) {
                 std::fprintf(stderr, "loom-bench: rank %d: path %s over %s: %s\n", rank, name.c_str(),
                              o.provider.c_str(), e.c_str());
                 return ch.abandon(1);

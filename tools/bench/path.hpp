@@ -83,6 +83,7 @@ struct path_config {
     std::string provider{"shm"};
     std::string domain;  ///< preferred domain (e.g. "lo"); empty: shm's own or the first
     std::string nccl_plugin;
+    std::string nccl_path_name{"nccl"};  ///< "nccl2": the second plugin of an A/B run
     int window{16};
     /// Ask for FI_RMA / FI_ATOMIC (and remotely accessible registrations) only when an RMA or
     /// atomic operation is requested: the other operations keep their exact setup.

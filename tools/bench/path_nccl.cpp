@@ -42,7 +42,7 @@ public:
         if (initialized_) net_->finalize(ctx_);
         // The library stays loaded: its runtime may still own threads or atexit handlers.
     }
-    auto name() const -> std::string override { return "nccl"; }
+    auto name() const -> std::string override { return name_; }
     auto unsupported(operation op) const -> std::string override {
         switch (op) {
             case operation::pingpong_untagged:
@@ -60,6 +60,7 @@ public:
 
     auto open(const path_config& cfg, const buffers& buf, channel& ch, int) -> std::string override {
         buf_ = buf;
+        name_ = cfg.nccl_path_name;
         lib_ = ::dlopen(cfg.nccl_plugin.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (lib_ == nullptr) return std::string("dlopen: ") + ::dlerror();
         net_ = static_cast<const net_v12*>(::dlsym(lib_, "ncclNetPlugin_v12"));
@@ -195,6 +196,7 @@ private:
     std::chrono::steady_clock::time_point deadline_{};
     std::string error_;
     std::string domain_;
+    std::string name_{"nccl"};
 };
 
 }  // namespace

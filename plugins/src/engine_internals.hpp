@@ -1,0 +1,125 @@
+// The engine's internals shared by its source files (one per responsibility: set-up,
+// submission, progress, rendezvous, connections, registrations, requests, closing,
+// peer_monitor): object slabs and what every file asks of an operation or a request.
+#pragma once
+
+#include <loom/plugins/engine.hpp>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+namespace loom::plugins::engine_detail {
+
+inline const mr_access_flags full_access = mr_access_flags::send | mr_access_flags::recv | mr_access_flags::read |
+                                    mr_access_flags::write | mr_access_flags::remote_read |
+                                    mr_access_flags::remote_write;
+
+// ---------------------------------------------------------------- never-freed object slabs
+template <class T>
+class slab {
+public:
+    auto get() -> T* {
+        std::lock_guard lock(mu_);
+        if (!free_.empty()) {
+            T* p = free_.back();
+            free_.pop_back();
+            return p;
+        }
+        return new T();  // NOLINT: slab objects live until process exit by design
+    }
+    void put(T* p) {
+        std::lock_guard lock(mu_);
+        free_.push_back(p);
+    }
+
+private:
+    std::mutex mu_;
+    std::vector<T*> free_;
+};
+
+template <class T>
+inline auto slab_of() -> slab<T>& {
+    static auto* s = new slab<T>();  // NOLINT: outlives every engine and the host's atexit order
+    return *s;
+}
+
+/// The request an operation belongs to; nullptr for a channel's own (set-up) operations.
+inline auto owner_request(const op& o) noexcept -> request_base* {
+    switch (o.kind) {
+    case op_kind::send_eager: case op_kind::send_rts: case op_kind::cts_recv: case op_kind::rma_write:
+        return static_cast<send_request*>(o.owner);
+    case op_kind::recv_slot: case op_kind::cts_send: case op_kind::flush_read:
+        return static_cast<recv_request*>(o.owner);
+    default: return nullptr;
+    }
+}
+
+/// The channel a set-up operation belongs to (listen, connect, accept).
+inline auto owner_channel(const op& o) noexcept -> channel_base* {
+    switch (o.kind) {
+    case op_kind::listen_recv: return static_cast<listener*>(o.owner);
+    case op_kind::connect_send: case op_kind::accept_recv: return static_cast<sender*>(o.owner);
+    case op_kind::accept_send: return static_cast<receiver*>(o.owner);
+    case op_kind::liveness_recv: return static_cast<channel_base*>(o.owner);
+    default: return nullptr;
+    }
+}
+
+/// Operations that only receive: the ones fi_cancel can take back (sends cannot be recalled).
+inline auto cancellable(const op& o) noexcept -> bool {
+    return o.kind == op_kind::recv_slot || o.kind == op_kind::cts_recv || o.kind == op_kind::listen_recv ||
+           o.kind == op_kind::accept_recv || o.kind == op_kind::liveness_recv;
+}
+
+inline auto busy(const op& o) noexcept -> bool { return o.in_flight || o.deferred; }
+
+/// Calls f on every operation a request may have posted.
+template <class F>
+inline void for_each_op(request_base& r, F&& f) {
+    if (r.is_send) {
+        auto& q = static_cast<send_request&>(r);
+        f(q.main);
+        f(q.cts_op);
+        for (auto& w : q.write_ops) f(w);
+    } else {
+        auto& q = static_cast<recv_request&>(r);
+        for (int i = 0; i < q.n; ++i) {
+            f(q.slots[static_cast<std::size_t>(i)].recv_op);
+            f(q.slots[static_cast<std::size_t>(i)].cts_op);
+        }
+    }
+}
+
+/// A request from the channel's pool, reset for a new operation; nullptr when all are in use.
+template <class C>
+inline auto take_request(C& c, clock::time_point now) noexcept -> decltype(&c.pool[0]) {
+    if (c.free_list.empty()) return nullptr;
+    auto& r = c.pool[static_cast<std::size_t>(c.free_list.back())];
+    c.free_list.pop_back();
+    r.gen += 1;
+    r.chan = &c;
+    r.done = false;
+    r.released = false;
+    r.error = errc::success;
+    r.started = now;
+    return &r;
+}
+
+inline auto ops_busy(request_base& r) noexcept -> bool {
+    if (r.is_send) {
+        // Only a rendezvous posts the CTS receive and the writes.
+        auto& q = static_cast<send_request&>(r);
+        if (busy(q.main)) return true;
+        if (!q.rendezvous) return false;
+        return busy(q.cts_op) || std::ranges::any_of(q.write_ops, busy);
+    }
+    auto& q = static_cast<recv_request&>(r);
+    for (int i = 0; i < q.n; ++i) {
+        const auto& s = q.slots[static_cast<std::size_t>(i)];
+        if (busy(s.recv_op) || busy(s.cts_op)) return true;
+    }
+    return false;
+}
+
+}  // namespace loom::plugins::engine_detail

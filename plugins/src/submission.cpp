@@ -1,0 +1,164 @@
+// Submission: every operation kind handed to the provider; FI_EAGAIN defers and retries it
+// until LOOM_EAGAIN_TIMEOUT_MS.
+#include "engine_internals.hpp"
+
+#include <loom/gpu/cuda.hpp>
+#include <loom/plugins/log.hpp>
+
+#include <loom/rma.hpp>
+
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace loom::plugins {
+
+using namespace engine_detail;
+using match_bits::make_tag;
+
+// ---------------------------------------------------------------- submission
+auto engine::submit(op& o) noexcept -> int {
+    auto code = [](const void_result& r) -> int { return r ? 0 : -r.error().value(); };
+    auto control = [&](std::span<const std::byte> msg, std::uint64_t tag, fabric_addr to) -> int {
+        if (msg.size() <= inject_size_) {
+            const int rc = code(ep_.tagged_inject(msg, tag, to));
+            return rc == 0 ? 1 : rc;  // 1: complete already
+        }
+        return code(ep_.tagged_send(msg, tag, to, nullptr, &o));
+    };
+    switch (o.kind) {
+    case op_kind::send_eager: {
+        auto& r = *static_cast<send_request*>(o.owner);
+        return code(ep_.tagged_send({r.data, r.size}, make_tag(message_kind::data, r.chan->remote_id, r.seq, r.user_tag),
+                                    r.chan->peer, r.desc, &o));
+    }
+    case op_kind::send_rts: {
+        // No payload: the size travels as immediate data, so nothing lands in the user's buffer.
+        auto& r = *static_cast<send_request*>(o.owner);
+        const int rc = code(ep_.tagged_injectdata({}, make_tag(message_kind::rendezvous_request, r.chan->remote_id, r.seq, r.user_tag), r.size,
+                                                  r.chan->peer));
+        return rc == 0 ? 1 : rc;
+    }
+    case op_kind::cts_recv: {
+        auto& r = *static_cast<send_request*>(o.owner);
+        return code(ep_.tagged_recv(r.cts, make_tag(message_kind::clear_to_send, r.chan->id, r.seq, r.user_tag), 0,
+                                    fabric_addrs::unspecified, nullptr, &o));
+    }
+    case op_kind::rma_write: {
+        auto& r = *static_cast<send_request*>(o.owner);
+        const std::size_t k = o.slot;
+        if (r.src_mr[k] == nullptr) return -FI_EINVAL;
+        const std::size_t at = r.stripe_off[k] + r.stripe_done[k];
+        const remote_memory remote{r.remote_addr[k] + at, r.remote_key[k], r.chunk[k]};
+        return code(rma::write_data_to(rail_ep(static_cast<int>(k)), {r.data + at, r.chunk[k]}, *r.src_mr[k],
+                                       r.chan->rail_peer[k], remote, r.imm_base | r.chunk[k], &o));
+    }
+    case op_kind::recv_slot: {
+        auto& r = *static_cast<recv_request*>(o.owner);
+        return submit_recv_slot(r, r.slots[o.slot], o);
+    }
+    case op_kind::cts_send: {
+        auto& r = *static_cast<recv_request*>(o.owner);
+        auto& s = r.slots[o.slot];
+        return control({s.cts.data(), s.cts_len}, make_tag(message_kind::clear_to_send, r.chan->remote_id, s.seq, s.user_tag), r.chan->peer);
+    }
+    case op_kind::listen_recv: {
+        auto& l = *static_cast<listener*>(o.owner);
+        return code(ep_.tagged_recv(l.buffer, make_tag(message_kind::control, l.id, 0, 0), 0, fabric_addrs::unspecified, nullptr,
+                                    &o));
+    }
+    case op_kind::connect_send: {
+        auto& s = *static_cast<sender*>(o.owner);
+        return control({s.connect_msg.data(), s.connect_len}, make_tag(message_kind::control, s.listen_id, 0, 0), s.peer);
+    }
+    case op_kind::accept_recv: {
+        auto& s = *static_cast<sender*>(o.owner);
+        return code(ep_.tagged_recv(s.accept_msg, make_tag(message_kind::control, s.id, 0, 0), 0, fabric_addrs::unspecified,
+                                    nullptr, &o));
+    }
+    case op_kind::accept_send: {
+        auto& r = *static_cast<receiver*>(o.owner);
+        return control({r.accept_msg.data(), r.accept_len}, make_tag(message_kind::control, r.remote_id, 0, 0), r.peer);
+    }
+    case op_kind::liveness_recv: {
+        auto& c = *static_cast<channel_base*>(o.owner);
+        return code(ep_.tagged_recv(c.live_buf, make_tag(message_kind::control, c.id, liveness_sequence, 0),
+                                    0xffffffffU, fabric_addrs::unspecified, nullptr, &o));
+    }
+    case op_kind::flush_read: {
+        auto& r = *static_cast<recv_request*>(o.owner);
+        auto& s = r.slots[o.slot];
+        const std::size_t len = std::min<std::size_t>(s.capacity, 8);
+        const remote_memory remote{s.raddr[0], s.rkey[0], len};
+        return code(rma::read_to(ep_, {flush_buf_.data() + 8 * std::size_t{o.slot}, len}, flush_reg_.region(),
+                                 self_addr_, remote, &o));
+    }
+    }
+    return -FI_EINVAL;
+}
+
+auto engine::submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> int {
+    const bool small = s.capacity < scratch_size;
+    std::span<std::byte> buf = small ? std::span<std::byte>{s.scratch} : std::span<std::byte>{s.data, s.capacity};
+    const auto tag = make_tag(message_kind::data, r.chan->id, s.seq, s.user_tag);
+    void_result rc;
+    if (buf.size() < eager_max_ && !discard_.empty()) {
+        // Pad the receive to the eager limit with a shared discard area: an eager message
+        // larger than this receive then lands whole (the excess in the discard area) and
+        // the provider never truncates (several providers get truncation wrong).
+        const std::array<::iovec, 2> iov{{{buf.data(), buf.size()}, {discard_.data(), eager_max_ - buf.size()}}};
+        void* const descs[2] = {small ? nullptr : s.desc, discard_reg_.descriptor()};
+        const bool any_desc = descs[0] != nullptr || descs[1] != nullptr;
+        rc = ep_.tagged_recvv(iov, any_desc ? std::span<void* const>{descs} : std::span<void* const>{}, tag,
+                              match_bits::rendezvous_ignore, fabric_addrs::unspecified, &o);
+    } else {
+        rc = ep_.tagged_recv(buf, tag, match_bits::rendezvous_ignore, fabric_addrs::unspecified, small ? nullptr : s.desc, &o);
+    }
+    return rc ? 0 : -rc.error().value();
+}
+
+void engine::post(op& o) noexcept {
+    if (request_base* r = owner_request(o)) o.gen = r->gen;
+    o.deferred = false;
+    settle(o, submit(o));
+}
+
+void engine::settle(op& o, int rc) noexcept {
+    const bool retried = o.deferred;
+    o.deferred = false;
+    if (rc == 0 || rc == 1) {
+        o.in_flight = rc == 0;  // 1: injected, nothing will complete
+        if (request_base* r = owner_request(o); r != nullptr && !o.in_flight) recycle(*r);
+        return;
+    }
+    if (rc == -FI_EAGAIN) {
+        const auto now = clock::now();
+        if (!retried) {
+            ++stats_.eagain_retries;
+            o.deferred_since = now;
+        }
+        if (now - o.deferred_since < cfg_.eagain_timeout) {
+            o.deferred = true;
+            deferred_.push_back(&o);
+            return;
+        }
+    }
+    fail_op(o, rc);
+}
+
+void engine::fail_op(op& o, int rc) noexcept {
+    request_base* r = owner_request(o);
+    LOOM_WARN("{} to {}: {}", rc == -FI_EAGAIN ? "gave up retrying a submission" : "submission failed",
+              r != nullptr ? r->chan->peer_name : owner_channel(o)->peer_name,
+              rc == -FI_EAGAIN ? "provider busy beyond LOOM_EAGAIN_TIMEOUT_MS" : fi_strerror(-rc));
+    if (r != nullptr) {
+        fail_request(*r, errc::io_error);
+        recycle(*r);
+    } else {
+        owner_channel(o)->state = chan_state::failed;
+    }
+}
+
+}  // namespace loom::plugins
