@@ -80,12 +80,12 @@ void engine::close(sender& s) noexcept {
     // Outstanding sends get the chance to finish (the peer may still be receiving them); what
     // is left is failed and its cancellable parts cancelled.
     drain(s, [&] { return std::ranges::any_of(s.pool, [](const send_request& r) { return r.active && !r.done; }); });
-    retire(s, {&s.connect_op, &s.accept_op, &s.live_op});
+    retire(s, {&s.connect_op, &s.accept_op, &s.liveness.receive});
 }
 
 void engine::close(receiver& rc) noexcept {
     receivers_.erase(rc.id);
-    retire(rc, {&rc.accept_op, &rc.live_op});
+    retire(rc, {&rc.accept_op, &rc.liveness.receive});
 }
 
 }  // namespace loom::plugins

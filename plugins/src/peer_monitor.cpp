@@ -44,13 +44,13 @@ auto engine::peer_alive(const channel_base& c) const noexcept -> bool {
 }
 
 void engine::start_liveness(channel_base& c) noexcept {
-    c.last_heard = clock::now();
-    c.last_ping = {};
-    c.ping_sequence = 0;
-    c.live_op = {};
-    c.live_op.owner = &c;
-    c.live_op.kind = op_kind::liveness_recv;
-    post(c.live_op);
+    c.live->last_heard = clock::now();
+    c.live->last_ping = {};
+    c.live->ping_sequence = 0;
+    c.live->receive = {};
+    c.live->receive.owner = &c;
+    c.live->receive.kind = op_kind::liveness_recv;
+    post(c.live->receive);
 }
 
 void engine::send_liveness(channel_base& c, bool pong, std::uint32_t sequence) noexcept {
@@ -67,13 +67,13 @@ void engine::on_liveness(channel_base& c, const completion_event& ev) noexcept {
     if (ev.has_error()) {
         if (ev.error == make_error_code(errc::canceled)) return;  // the channel is closing
         LOOM_DEBUG("liveness receive from {}: {}", c.peer_name, ev.error.message());
-    } else if (auto m = decode_liveness({c.live_buf.data(), std::min(ev.bytes_transferred, c.live_buf.size())})) {
-        c.last_heard = clock::now();  // a ping says as much as a pong
+    } else if (auto m = decode_liveness({c.live->buffer.data(), std::min(ev.bytes_transferred, c.live->buffer.size())})) {
+        c.live->last_heard = clock::now();  // a ping says as much as a pong
         if (!m->pong) send_liveness(c, true, m->sequence);
     } else {
         LOOM_WARN("dropped a malformed liveness message from {}", c.peer_name);
     }
-    if (c.state == chan_state::ready) post(c.live_op);
+    if (c.state == chan_state::ready) post(c.live->receive);
 }
 
 void engine::declare_dead(channel_base& c, const char* why) noexcept {
@@ -93,14 +93,14 @@ void engine::declare_dead(channel_base& c, const char* why) noexcept {
 
 void engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept {
     if (!waiting) {
-        c.last_heard = now;  // nothing waits on the peer: nothing to prove
+        c.live->last_heard = now;  // nothing waits on the peer: nothing to prove
         return;
     }
     if (same_host_peer_gone(c)) return declare_dead(c, "is gone");
-    if (now - c.last_heard > silence_limit(cfg_)) return declare_dead(c, "stopped answering");
-    if (now - c.last_ping >= ping_interval(cfg_)) {
-        c.last_ping = now;
-        send_liveness(c, false, ++c.ping_sequence);
+    if (now - c.live->last_heard > silence_limit(cfg_)) return declare_dead(c, "stopped answering");
+    if (now - c.live->last_ping >= ping_interval(cfg_)) {
+        c.live->last_ping = now;
+        send_liveness(c, false, ++c.live->ping_sequence);
     }
 }
 

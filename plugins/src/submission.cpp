@@ -84,7 +84,7 @@ auto engine::submit(op& o) noexcept -> int {
     }
     case op_kind::liveness_recv: {
         auto& c = *static_cast<channel_base*>(o.owner);
-        return code(ep_.tagged_recv(c.live_buf, make_tag(message_kind::control, c.id, liveness_sequence, 0),
+        return code(ep_.tagged_recv(c.live->buffer, make_tag(message_kind::control, c.id, liveness_sequence, 0),
                                     0xffffffffU, fabric_addrs::unspecified, nullptr, &o));
     }
     case op_kind::flush_read: {

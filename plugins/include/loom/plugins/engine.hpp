@@ -119,6 +119,16 @@ struct memory_handle {
 
 enum class chan_state : std::uint8_t { idle, connecting, ready, failed, closed };
 
+/// Liveness of a connection (peer_monitor.cpp): while a request waits on the peer, pings go out
+/// and the peer's pongs keep last_heard fresh.
+struct liveness_state {
+    clock::time_point last_heard{};
+    clock::time_point last_ping{};
+    std::uint32_t ping_sequence{0};
+    op receive{};  ///< the posted receive for the peer's pings and pongs
+    std::array<std::byte, liveness_size> buffer{};
+};
+
 struct channel_base {
     std::atomic<std::uint32_t> magic{magic_dead};
     engine* eng{nullptr};
@@ -132,13 +142,7 @@ struct channel_base {
     chan_state state{chan_state::idle};
     bool is_sender{false};
     std::string peer_name{};
-    // Liveness (peer_monitor.cpp): while a request waits on the peer, pings go out and the
-    // peer's pongs keep last_heard fresh.
-    clock::time_point last_heard{};
-    clock::time_point last_ping{};
-    std::uint32_t ping_sequence{0};
-    op live_op{};  ///< the posted receive for the peer's pings and pongs
-    std::array<std::byte, liveness_size> live_buf{};
+    liveness_state* live{nullptr};  ///< the derived channel's own (last, after its pools)
 };
 
 /// A host profiler's event for one operation: the handle its callback gave back and the
@@ -229,6 +233,8 @@ struct sender : channel_base {
     tag_sequences seqs{};
     std::array<send_request, send_pool_size> pool{};
     std::vector<int> free_list{};
+    liveness_state liveness{};
+    sender() noexcept { live = &liveness; }
 };
 
 struct receiver : channel_base {
@@ -238,6 +244,8 @@ struct receiver : channel_base {
     tag_sequences seqs{};
     std::array<recv_request, recv_pool_size> pool{};
     std::vector<int> free_list{};
+    liveness_state liveness{};
+    receiver() noexcept { live = &liveness; }
 };
 
 /// A CONNECT that arrived at a listener and waits for accept().
