@@ -79,12 +79,7 @@ void stop_event(profiler_callback_t prof, lp::host_event& ev) noexcept {
 void end_events(lp::request_base& r) noexcept {
     auto prof = state().profiler.load(std::memory_order_acquire);
     if (prof == nullptr) return;
-    if (r.is_send) {
-        stop_event(prof, static_cast<lp::send_request&>(r).prof);
-    } else {
-        auto& q = static_cast<lp::recv_request&>(r);
-        for (int i = 0; i < q.n; ++i) stop_event(prof, q.slots[static_cast<std::size_t>(i)].prof);
-    }
+    for (int i = 0; i < lp::view_of(r).parts; ++i) stop_event(prof, lp::host_event_of(r, i));
 }
 
 // ---------------------------------------------------------------- lifecycle
@@ -353,11 +348,11 @@ auto isend(void* send_comm, void* data, std::size_t size, int tag, void* mhandle
     if (!r) return code_of(r.error());
     if (*r != nullptr && phandle != nullptr) {
         if (auto prof = state().profiler.load(std::memory_order_acquire); prof != nullptr) {
-            auto& q = **r;
-            start_event(prof, q.prof, phandle,
-                        {loom_event_send, 0, tag, s->id, size, q.rendezvous ? 1U : 0U,
+            lp::request_base& q = **r;
+            start_event(prof, lp::host_event_of(q, 0), phandle,
+                        {loom_event_send, 0, tag, s->id, size, lp::view_of(q).rendezvous ? 1U : 0U,
                          static_cast<std::uint32_t>(s->eng->rail_count()), s->eng->nic_info().name.c_str()});
-            q.profiled = true;
+            lp::mark_profiled(q);
         }
     }
     *request = static_cast<lp::request_base*>(*r);
@@ -381,13 +376,13 @@ auto irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int* t
     if (!r) return code_of(r.error());
     if (*r != nullptr && phandles != nullptr) {
         if (auto prof = state().profiler.load(std::memory_order_acquire); prof != nullptr) {
-            auto& q = **r;
+            lp::request_base& q = **r;
             for (int i = 0; i < n; ++i) {
                 if (phandles[i] == nullptr) continue;
-                start_event(prof, q.slots[static_cast<std::size_t>(i)].prof, phandles[i],
+                start_event(prof, lp::host_event_of(q, i), phandles[i],
                             {loom_event_recv, static_cast<std::uint32_t>(i), tags[i], rc->id, sizes[i], 0,
                              static_cast<std::uint32_t>(rc->eng->rail_count()), rc->eng->nic_info().name.c_str()});
-                q.profiled = true;
+                lp::mark_profiled(q);
             }
         }
     }
@@ -453,7 +448,7 @@ auto test(void* request, int* done, int* sizes) -> result_t {
     if (r->magic.load(std::memory_order_relaxed) != m) return internal_error;
     std::array<std::size_t, lp::max_slots> s;  // [0, n) set by a finished test
     bool finished = false;
-    const int n = m == lp::magic_rreq ? static_cast<lp::recv_request*>(r)->n : 1;
+    const int n = lp::view_of(*r).parts;
     const auto st = e->test(*r, finished, sizes != nullptr ? s.data() : nullptr, n);
     *done = finished ? 1 : 0;
     if (finished && sizes != nullptr)

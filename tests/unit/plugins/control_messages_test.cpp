@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "address_support.hpp"
+
 #include <cstring>
 #include <random>
 #include <vector>
@@ -12,11 +14,7 @@ namespace lp = loom::plugins;
 
 namespace {
 
-auto str_address(const char* text) -> loom::address {
-    std::vector<std::byte> raw(std::strlen(text) + 1);
-    std::memcpy(raw.data(), text, raw.size());
-    return loom::address_from_raw(loom::address_format::str, raw).value();
-}
+using address_support::str_address;
 
 auto sample_connect() -> lp::connect_message {
     return {.sender_channel = 7,

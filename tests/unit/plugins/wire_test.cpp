@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "address_support.hpp"
+
 #include <cstring>
 #include <random>
 
@@ -10,11 +12,7 @@ namespace lp = loom::plugins;
 
 namespace {
 
-auto shm_address(const char* text) -> loom::address {
-    std::vector<std::byte> raw(std::strlen(text) + 1);
-    std::memcpy(raw.data(), text, raw.size());
-    return loom::address_from_raw(loom::address_format::str, raw).value();
-}
+auto shm_address(const char* text) -> loom::address { return address_support::str_address(text); }
 
 /// Re-seals a handle after a test edited its fields.
 void reseal(lp::handle_bytes& b) {

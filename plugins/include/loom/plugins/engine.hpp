@@ -221,6 +221,25 @@ struct recv_request : request_base {
     std::array<recv_slot, max_slots> slots{};
 };
 
+/// What an adaptor may read of a request (for its host's profiler, its logs).
+struct request_view {
+    bool is_send{false};
+    bool rendezvous{false};  ///< a send that goes by RTS/CTS and RMA writes
+    int parts{1};            ///< sub-receives of a grouped receive; 1 for a send
+};
+[[nodiscard]] inline auto view_of(const request_base& r) noexcept -> request_view {
+    if (r.is_send) return {.is_send = true, .rendezvous = static_cast<const send_request&>(r).rendezvous, .parts = 1};
+    return {.is_send = false, .rendezvous = false, .parts = static_cast<const recv_request&>(r).n};
+}
+/// Marks a request whose host events the adaptor opened: the engine calls its release hook
+/// once when the host's view of the request ends.
+inline void mark_profiled(request_base& r) noexcept { r.profiled = true; }
+/// The host-event slot of part `i` of a request (the send itself, or sub-receive i).
+[[nodiscard]] inline auto host_event_of(request_base& r, int i) noexcept -> host_event& {
+    if (r.is_send) return static_cast<send_request&>(r).prof;
+    return static_cast<recv_request&>(r).slots[static_cast<std::size_t>(i)].prof;
+}
+
 struct listener;
 struct sender : channel_base {
     std::uint32_t listen_id{0};
