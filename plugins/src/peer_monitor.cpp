@@ -7,6 +7,7 @@
 // it fails. So a peer dies at t and its requests fail by t + timeout (+ one 100 ms check).
 // Peers on this host are also checked by pid, which says "gone" sooner.
 #include <loom/plugins/engine.hpp>
+#include <loom/plugins/liveness.hpp>
 #include <loom/plugins/log.hpp>
 
 #include <signal.h>
@@ -17,12 +18,6 @@
 
 namespace loom::plugins {
 namespace {
-
-auto ping_interval(const config& cfg) -> clock::duration {
-    return std::max<clock::duration>(cfg.peer_timeout / 4, std::chrono::milliseconds(20));
-}
-
-auto silence_limit(const config& cfg) -> clock::duration { return cfg.peer_timeout - ping_interval(cfg); }
 
 /// How long the host may leave the engine alone before the watchdog progresses it.
 constexpr auto watchdog_period = std::chrono::milliseconds(20);
@@ -97,16 +92,19 @@ void engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) no
         return;
     }
     if (same_host_peer_gone(c)) return declare_dead(c, "is gone");
-    if (now - c.live->last_heard > silence_limit(cfg_)) return declare_dead(c, "stopped answering");
-    if (now - c.live->last_ping >= ping_interval(cfg_)) {
+    switch (liveness_step(true, now, c.live->last_heard, c.live->last_ping, cfg_.peer_timeout)) {
+    case liveness_action::declare_dead: return declare_dead(c, "stopped answering");
+    case liveness_action::ping:
         c.live->last_ping = now;
         send_liveness(c, false, ++c.live->ping_sequence);
+        return;
+    case liveness_action::none: return;
     }
 }
 
 void engine::check_peers() noexcept {
     const auto now = clock::now();
-    const auto stalled = ping_interval(cfg_);
+    const auto stalled = ping_interval(cfg_.peer_timeout);
     auto waits = [&](const request_base& r) { return r.active && !r.done && now - r.started >= stalled; };
     for (channel_base* c : channels_) {
         if (c->state != chan_state::ready) continue;

@@ -1,0 +1,40 @@
+// loom/plugins/liveness.hpp — when a channel pings its peer and when it gives the peer up:
+// pure functions of the clock, so the thresholds are tested without a provider (the engine's
+// peer monitor, src/peer_monitor.cpp, acts on them).
+//
+// While a request waits on the peer for a quarter of the timeout, ping every quarter; after
+// three quarters without a word the peer is dead. A peer that dies at t answered its last
+// ping at most a quarter before t, so its requests fail by t + timeout.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+
+namespace loom::plugins {
+
+using liveness_clock = std::chrono::steady_clock;
+
+/// How long a request waits before its channel starts to ping, and the ping period.
+[[nodiscard]] constexpr auto ping_interval(std::chrono::milliseconds peer_timeout) noexcept -> liveness_clock::duration {
+    return std::max<liveness_clock::duration>(peer_timeout / 4, std::chrono::milliseconds(20));
+}
+
+/// How long a waited-on peer may stay silent before it is declared dead.
+[[nodiscard]] constexpr auto silence_limit(std::chrono::milliseconds peer_timeout) noexcept -> liveness_clock::duration {
+    return peer_timeout - ping_interval(peer_timeout);
+}
+
+enum class liveness_action { none, ping, declare_dead };
+
+/// What a channel does at `now`, given whether a request has waited on the peer for
+/// ping_interval, when it last heard from the peer and when it last pinged.
+[[nodiscard]] constexpr auto liveness_step(bool waiting, liveness_clock::time_point now,
+                                           liveness_clock::time_point last_heard,
+                                           liveness_clock::time_point last_ping,
+                                           std::chrono::milliseconds peer_timeout) noexcept -> liveness_action {
+    if (!waiting) return liveness_action::none;
+    if (now - last_heard > silence_limit(peer_timeout)) return liveness_action::declare_dead;
+    return now - last_ping >= ping_interval(peer_timeout) ? liveness_action::ping : liveness_action::none;
+}
+
+}  // namespace loom::plugins

@@ -1,0 +1,69 @@
+// The liveness thresholds: nothing while nothing waits, pings every quarter of the timeout,
+// dead after three quarters of silence, so a death is noticed within the timeout.
+#include <loom/plugins/liveness.hpp>
+
+#include <gtest/gtest.h>
+
+namespace lp = loom::plugins;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto timeout = 1000ms;
+const lp::liveness_clock::time_point t0{std::chrono::seconds(100)};
+
+TEST(Liveness, NothingHappensWhileNoRequestWaits) {
+    EXPECT_EQ(lp::liveness_step(false, t0 + 1h, t0, t0, timeout), lp::liveness_action::none);
+}
+
+TEST(Liveness, PingsEveryQuarterOfTheTimeout) {
+    EXPECT_EQ(lp::ping_interval(timeout), 250ms);
+    EXPECT_EQ(lp::liveness_step(true, t0 + 249ms, t0, t0, timeout), lp::liveness_action::none);
+    EXPECT_EQ(lp::liveness_step(true, t0 + 250ms, t0, t0, timeout), lp::liveness_action::ping);
+    EXPECT_EQ(lp::liveness_step(true, t0 + 260ms, t0 + 250ms, t0 + 250ms, timeout), lp::liveness_action::none);
+}
+
+TEST(Liveness, DeadAfterThreeQuartersOfSilence) {
+    EXPECT_EQ(lp::silence_limit(timeout), 750ms);
+    EXPECT_EQ(lp::liveness_step(true, t0 + 750ms, t0, t0 + 500ms, timeout), lp::liveness_action::ping);
+    EXPECT_EQ(lp::liveness_step(true, t0 + 751ms, t0, t0 + 750ms, timeout), lp::liveness_action::declare_dead);
+}
+
+TEST(Liveness, APeerThatAnswersIsNeverDeclaredDead) {
+    // Pongs arrive 30 ms after each ping: the silence never exceeds a quarter plus that.
+    auto heard = t0, pinged = t0;
+    for (auto now = t0; now < t0 + 60s; now += 10ms) {
+        const auto a = lp::liveness_step(true, now, heard, pinged, timeout);
+        ASSERT_NE(a, lp::liveness_action::declare_dead) << (now - t0).count();
+        if (a == lp::liveness_action::ping) pinged = now;
+        if (now - pinged == 30ms) heard = now;
+    }
+}
+
+TEST(Liveness, ADeathIsNoticedWithinTheTimeout) {
+    // Checks every 100 ms; the peer answers each ping at once until it dies at `death`.
+    for (auto death = t0 + 5s; death < t0 + 5s + 500ms; death += 7ms) {
+        auto heard = t0, pinged = t0;
+        auto declared = lp::liveness_clock::time_point::max();
+        for (auto now = t0; now < death + 5s; now += 100ms) {
+            const auto a = lp::liveness_step(true, now, heard, pinged, timeout);
+            if (a == lp::liveness_action::declare_dead) {
+                declared = now;
+                break;
+            }
+            if (a == lp::liveness_action::ping) {
+                pinged = now;
+                if (now < death) heard = now;
+            }
+        }
+        ASSERT_GE(declared, death);
+        ASSERT_LE(declared - death, timeout + 100ms) << "death at +" << (death - t0).count();
+    }
+}
+
+TEST(Liveness, TinyTimeoutsStillPingAtTwentyMilliseconds) {
+    EXPECT_EQ(lp::ping_interval(40ms), 20ms);
+    EXPECT_EQ(lp::silence_limit(40ms), 20ms);
+}
+
+}  // namespace
