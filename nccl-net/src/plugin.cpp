@@ -9,6 +9,7 @@
 #include <loom/plugins/config.hpp>
 #include <loom/plugins/engine.hpp>
 #include <loom/plugins/log.hpp>
+#include <loom/plugins/runtime.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -30,14 +31,11 @@ namespace {
 constexpr std::size_t max_bytes = std::size_t{1} << 30;  // maxP2pBytes / maxCollBytes (≤ v8: int sizes)
 constexpr int max_comms = 65536;
 
+/// What the adaptor keeps of its host: the logger and the profiler callback. Configuration,
+/// devices and the counts that decide when they are given back are the runtime's.
 struct plugin_state {
     std::mutex mu;
-    int refs{0};
-    bool discovered{false};
-    lp::config cfg{};
-    lp::device_registry devices{};
     logger_t logger{nullptr};
-    std::atomic<long> open_comms{0};  // changed under the engines' locks, read under mu
     std::atomic<profiler_callback_t> profiler{nullptr};  // v10+: the host's profiler callback
 };
 
@@ -98,50 +96,29 @@ auto level_of_nccl_debug(const char* v) -> std::optional<spdlog::level::level_en
 
 auto init_common(logger_t log, profiler_callback_t prof) -> result_t {
     auto& st = state();
-    std::lock_guard lock(st.mu);
-    if (prof != nullptr) st.profiler.store(prof, std::memory_order_release);
-    if (log != nullptr) {
-        st.logger = log;
-        lp::set_host_logger(&forward_log, reinterpret_cast<void*>(log));
+    {
+        std::lock_guard lock(st.mu);
+        if (prof != nullptr) st.profiler.store(prof, std::memory_order_release);
+        if (log != nullptr) {
+            st.logger = log;
+            lp::set_host_logger(&forward_log, reinterpret_cast<void*>(log));
+        }
     }
-    if (!st.discovered) {
-        auto cfg = lp::config::from_env();
-        if (!cfg) {
-            lp::set_log_level("", std::nullopt);
-            LOOM_WARN("configuration: {}", lp::config::last_error());
-            return invalid_usage;
-        }
-        st.cfg = *cfg;
-        lp::set_log_level(st.cfg.log_level, level_of_nccl_debug(std::getenv("NCCL_DEBUG")));
-        auto reg = lp::device_registry::discover(st.cfg);
-        if (!reg) {
-            LOOM_WARN("provider discovery failed: {}", reg.error().message());
-            return system_error;
-        }
-        st.devices = std::move(*reg);
-        st.devices.on_engine_open([](lp::engine& e) noexcept { e.set_release_hook(&end_events); });
-        st.discovered = true;
-        for (int d = 0; d < st.devices.nic_count(); ++d) {
-            const auto& n = *st.devices.primary_nic(d);
-            LOOM_INFO("device {}: provider {}, pci {}, numa {}, rma {}", n.name, n.provider,
-                      n.topo.pci_path.empty() ? "-" : n.topo.pci_path, n.topo.numa_node, n.rma);
-        }
-        if (st.devices.nic_count() == 0)
-            LOOM_WARN("no usable provider{}{}", st.cfg.provider.empty() ? "" : " named ", st.cfg.provider);
-    }
-    ++st.refs;
+    auto r = lp::runtime::instance().acquire(level_of_nccl_debug(std::getenv("NCCL_DEBUG")),
+                                             [](lp::engine& e) noexcept { e.set_release_hook(&end_events); });
+    if (!r) return r.error() == make_error_code(loom::errc::invalid_argument) ? invalid_usage : system_error;
     return success;
 }
 
 auto engine_for(int dev, lp::engine*& out) -> result_t {
-    auto& st = state();
-    std::lock_guard lock(st.mu);
-    if (st.refs == 0) return internal_error;
-    if (!st.devices.contains(dev)) {
+    auto& rt = lp::runtime::instance();
+    auto lock = rt.guard();
+    if (!rt.acquired()) return internal_error;
+    if (!rt.devices().contains(dev)) {
         LOOM_WARN("unknown device {}", dev);
         return invalid_usage;
     }
-    auto e = st.devices.engine_for(dev);
+    auto e = rt.devices().engine_for(dev);
     if (!e) return system_error;
     out = *e;
     return success;
@@ -149,23 +126,23 @@ auto engine_for(int dev, lp::engine*& out) -> result_t {
 
 auto devices(int* ndev) -> result_t {
     if (ndev == nullptr) return internal_error;
-    auto& st = state();
-    std::lock_guard lock(st.mu);
-    if (st.refs == 0) return internal_error;
-    *ndev = st.devices.nic_count();
+    auto& rt = lp::runtime::instance();
+    auto lock = rt.guard();
+    if (!rt.acquired()) return internal_error;
+    *ndev = rt.devices().nic_count();
     return success;
 }
 
 auto get_properties(int dev, properties_v12& p) -> result_t {
-    auto& st = state();
-    std::lock_guard lock(st.mu);
-    if (st.refs == 0) return internal_error;
-    const lp::nic* primary = st.devices.primary_nic(dev);
+    auto& rt = lp::runtime::instance();
+    auto lock = rt.guard();
+    if (!rt.acquired()) return internal_error;
+    const lp::nic* primary = rt.devices().primary_nic(dev);
     if (primary == nullptr) return invalid_usage;
     const auto& n = *primary;
-    const auto members = st.devices.members(dev);
+    const auto members = rt.devices().members(dev);
     std::memset(&p, 0, sizeof(p));
-    p.name = const_cast<char*>(st.devices.name(dev).c_str());
+    p.name = const_cast<char*>(rt.devices().name(dev).c_str());
     p.pciPath = n.topo.pci_path.empty() ? nullptr : const_cast<char*>(n.topo.pci_path.c_str());
     p.guid = n.guid;
     const auto dm = lp::device_memory_support_of(n);
@@ -232,7 +209,7 @@ auto listen(int dev, void* handle, void** listen_comm) -> result_t {
     }
     std::memcpy(handle, h.data(), h.size());
     *listen_comm = *l;
-    ++state().open_comms;
+    lp::runtime::instance().opened();
     return success;
 }
 
@@ -250,7 +227,7 @@ auto connect(int dev, void* handle, void** send_comm, device_handle_v7** dev_com
     }
     if (*s != nullptr) {
         *send_comm = *s;
-        ++state().open_comms;
+        lp::runtime::instance().opened();
     }
     return success;
 }
@@ -269,7 +246,7 @@ auto accept(void* listen_comm, void** recv_comm, device_handle_v7** dev_comm) ->
     }
     if (*r != nullptr) {
         *recv_comm = *r;
-        ++state().open_comms;
+        lp::runtime::instance().opened();
     }
     return success;
 }
@@ -286,7 +263,7 @@ auto close_comm(void* comm) -> result_t {
     }
     // After the engine lock is given back: a finalize that sees no open comms may destroy the
     // engine (and its lock) at once.
-    --state().open_comms;
+    lp::runtime::instance().closed();
     return success;
 }
 auto close_listen(void* c) -> result_t { return close_comm<lp::listener, lp::magic_listen>(c); }
@@ -421,7 +398,7 @@ auto iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles, vo
         if (sizes[i] < 0) return internal_error;
         s[static_cast<std::size_t>(i)] = static_cast<std::size_t>(sizes[i]);
     }
-    const auto mode = state().cfg.flush;
+    const auto mode = lp::runtime::instance().settings().flush;
     // Host memory is visible once the receive completed: nothing to flush (a NULL request
     // counts as done). Device memory written by the NIC is made visible by an RMA read of
     // the received buffer (it orders the NIC's earlier writes before the read's completion).
@@ -473,24 +450,17 @@ auto irecv_consumed(void* recv_comm, int n, void* request) -> result_t {
 
 auto make_vdevice(int* d, int ndevs, const int* devs, int max_devs) -> result_t {
     if (d == nullptr || devs == nullptr || ndevs < 1 || ndevs > max_devs) return internal_error;
-    auto& st = state();
-    std::lock_guard lock(st.mu);
-    if (st.refs == 0) return internal_error;
-    auto v = st.devices.make_virtual(std::span{devs, static_cast<std::size_t>(ndevs)}, max_devs);
+    auto& rt = lp::runtime::instance();
+    auto lock = rt.guard();
+    if (!rt.acquired()) return internal_error;
+    auto v = rt.devices().make_virtual(std::span{devs, static_cast<std::size_t>(ndevs)}, max_devs);
     if (!v) return invalid_usage;
     *d = *v;
     return success;
 }
 
 auto finalize_common() -> result_t {
-    auto& st = state();
-    std::lock_guard lock(st.mu);
-    if (st.refs == 0) return internal_error;
-    if (--st.refs == 0 && st.open_comms == 0) {
-        // Last communicator gone and nothing open: give the NICs back (the host may unload us).
-        st.devices.close_engines();
-    }
-    return success;
+    return lp::runtime::instance().release() ? success : internal_error;
 }
 
 }  // namespace loom::nccl_net

@@ -143,6 +143,7 @@ auto device_registry::discover(const config& cfg) -> result<device_registry> {
     return r;
 }
 
+device_registry::device_registry() noexcept = default;
 device_registry::device_registry(device_registry&&) noexcept = default;
 auto device_registry::operator=(device_registry&&) noexcept -> device_registry& = default;
 device_registry::~device_registry() = default;

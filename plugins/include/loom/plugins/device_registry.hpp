@@ -51,7 +51,7 @@ class device_registry {
 public:
     /// Discovers the NICs cfg selects.
     [[nodiscard]] static auto discover(const config& cfg) -> result<device_registry>;
-    device_registry() = default;
+    device_registry() noexcept;
     device_registry(device_registry&&) noexcept;
     auto operator=(device_registry&&) noexcept -> device_registry&;
     ~device_registry();
