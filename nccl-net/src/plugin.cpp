@@ -31,11 +31,10 @@ namespace {
 constexpr std::size_t max_bytes = std::size_t{1} << 30;  // maxP2pBytes / maxCollBytes (≤ v8: int sizes)
 constexpr int max_comms = 65536;
 
-/// What the adaptor keeps of its host: the logger and the profiler callback. Configuration,
-/// devices and the counts that decide when they are given back are the runtime's.
+/// What the adaptor keeps of its host: the profiler callback (the logger goes to the runtime's
+/// log). Configuration, devices and the counts that decide when they are given back are the
+/// runtime's.
 struct plugin_state {
-    std::mutex mu;
-    logger_t logger{nullptr};
     std::atomic<profiler_callback_t> profiler{nullptr};  // v10+: the host's profiler callback
 };
 
@@ -95,15 +94,8 @@ auto level_of_nccl_debug(const char* v) -> std::optional<spdlog::level::level_en
 }  // namespace
 
 auto init_common(logger_t log, profiler_callback_t prof) -> result_t {
-    auto& st = state();
-    {
-        std::lock_guard lock(st.mu);
-        if (prof != nullptr) st.profiler.store(prof, std::memory_order_release);
-        if (log != nullptr) {
-            st.logger = log;
-            lp::set_host_logger(&forward_log, reinterpret_cast<void*>(log));
-        }
-    }
+    if (prof != nullptr) state().profiler.store(prof, std::memory_order_release);
+    if (log != nullptr) lp::set_host_logger(&forward_log, reinterpret_cast<void*>(log));
     auto r = lp::runtime::instance().acquire(level_of_nccl_debug(std::getenv("NCCL_DEBUG")),
                                              [](lp::engine& e) noexcept { e.set_release_hook(&end_events); });
     if (!r) return r.error() == make_error_code(loom::errc::invalid_argument) ? invalid_usage : system_error;

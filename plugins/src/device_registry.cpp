@@ -82,7 +82,8 @@ auto nics_of(std::string_view prov, bool rma, const config& cfg) -> std::vector<
         // The rendezvous needs 8 bytes of immediate data (sizes and completion ids).
         const auto dom = info.get_domain_attr();
         if (rma && !(dom && dom->cq_data_size >= 8)) continue;
-        std::string name(info.provider_name() == "shm" ? std::string_view{"shm"} : info.domain_name());
+        // A host-local provider (shm) is one device, named after the provider.
+        std::string name(provider_facts_for(info).host_local ? info.provider_name() : info.domain_name());
         if (!ifaces.empty() && std::ranges::find(ifaces, name) == ifaces.end()) continue;
         auto same = std::ranges::find_if(out, [&](const nic& n) { return n.name == name; });
         if (same != out.end()) {

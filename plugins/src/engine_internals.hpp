@@ -74,6 +74,12 @@ inline auto cancellable(const op& o) noexcept -> bool {
 
 inline auto busy(const op& o) noexcept -> bool { return o.in_flight || o.deferred; }
 
+/// f(pool) with the request pool of a sender or a receiver channel.
+template <class F>
+inline decltype(auto) with_pool(channel_base& c, F&& f) {
+    return c.is_sender ? f(static_cast<sender&>(c).pool) : f(static_cast<receiver&>(c).pool);
+}
+
 /// Calls f on every operation a request may have posted.
 template <class F>
 inline void for_each_op(request_base& r, F&& f) {

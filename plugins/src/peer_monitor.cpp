@@ -6,6 +6,8 @@
 // A channel that has heard nothing for three quarters of the timeout is dead: every request on
 // it fails. So a peer dies at t and its requests fail by t + timeout (+ one 100 ms check).
 // Peers on this host are also checked by pid, which says "gone" sooner.
+#include "engine_internals.hpp"
+
 #include <loom/plugins/engine.hpp>
 #include <loom/plugins/liveness.hpp>
 #include <loom/plugins/log.hpp>
@@ -17,6 +19,9 @@
 #include <fstream>
 
 namespace loom::plugins {
+
+using namespace engine_detail;
+
 namespace {
 
 /// How long the host may leave the engine alone before the watchdog progresses it.
@@ -77,29 +82,31 @@ void engine::declare_dead(channel_base& c, const char* why) noexcept {
         LOOM_WARN("peer {} (pid {}) {}; failing its requests", c.peer_name, c.peer_pid, why);
     }
     c.state = chan_state::failed;
-    auto fail = [&](request_base& r) {
-        if (r.active && !r.done) fail_request(r, errc::host_unreachable);
-    };
-    if (c.is_sender)
-        std::ranges::for_each(static_cast<sender&>(c).pool, fail);
-    else
-        std::ranges::for_each(static_cast<receiver&>(c).pool, fail);
+    with_pool(c, [&](auto& pool) {
+        for (auto& r : pool)
+            if (r.active && !r.done) fail_request(r, errc::host_unreachable);
+    });
 }
 
 void engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept {
-    if (!waiting) {
-        c.live->last_heard = now;  // nothing waits on the peer: nothing to prove
-        return;
-    }
-    if (same_host_peer_gone(c)) return declare_dead(c, "is gone");
-    switch (liveness_step(true, now, c.live->last_heard, c.live->last_ping, cfg_.peer_timeout)) {
+    if (waiting && same_host_peer_gone(c)) return declare_dead(c, "is gone");
+    switch (liveness_step(waiting, now, c.live->last_heard, c.live->last_ping, cfg_.peer_timeout)) {
     case liveness_action::declare_dead: return declare_dead(c, "stopped answering");
     case liveness_action::ping:
         c.live->last_ping = now;
         send_liveness(c, false, ++c.live->ping_sequence);
         return;
-    case liveness_action::none: return;
+    case liveness_action::none:
+        if (!waiting) c.live->last_heard = now;  // nothing waits on the peer: nothing to prove
+        return;
     }
+}
+
+void engine::tick(clock::time_point now) noexcept {
+    coarse_now_ = now;
+    if (now < next_peer_check_) return;
+    next_peer_check_ = now + std::chrono::milliseconds(100);
+    check_peers();
 }
 
 void engine::check_peers() noexcept {
@@ -108,9 +115,7 @@ void engine::check_peers() noexcept {
     auto waits = [&](const request_base& r) { return r.active && !r.done && now - r.started >= stalled; };
     for (channel_base* c : channels_) {
         if (c->state != chan_state::ready) continue;
-        const bool waiting = c->is_sender ? std::ranges::any_of(static_cast<sender*>(c)->pool, waits)
-                                          : std::ranges::any_of(static_cast<receiver*>(c)->pool, waits);
-        watch_peer(*c, waiting, now);
+        watch_peer(*c, with_pool(*c, [&](auto& pool) { return std::ranges::any_of(pool, waits); }), now);
     }
 }
 
@@ -133,15 +138,9 @@ void engine::watchdog() noexcept {
         }
         if (!mu_.try_lock()) continue;
         // A host that leaves the engine alone still answers pings and has its peers checked:
-        // the 100 ms checks of progress() run at most every 64 calls, so the watchdog runs
-        // them itself.
+        // progress() ticks only every 64th call, so the watchdog ticks itself.
         progress();
-        const auto now = clock::now();
-        coarse_now_ = now;
-        if (now >= next_peer_check_) {
-            next_peer_check_ = now + std::chrono::milliseconds(100);
-            check_peers();
-        }
+        tick(clock::now());
         seen = progress_calls_.load(std::memory_order_relaxed);
         mu_.unlock();
     }

@@ -82,14 +82,7 @@ void engine::progress() noexcept {
     // A plain increment (only lock holders write it); the watchdog reads it to see the host call.
     const auto calls = progress_calls_.load(std::memory_order_relaxed) + 1;
     progress_calls_.store(calls, std::memory_order_relaxed);
-    if ((calls & 63U) == 0) [[unlikely]] {
-        const auto now = clock::now();
-        coarse_now_ = now;
-        if (now >= next_peer_check_) {
-            next_peer_check_ = now + std::chrono::milliseconds(100);
-            check_peers();
-        }
-    }
+    if ((calls & 63U) == 0) [[unlikely]] tick(clock::now());
 }
 
 void engine::dispatch(const completion_event& ev) noexcept {

@@ -22,7 +22,8 @@ auto can_make_uts_namespaces() -> bool {
 }
 
 /// Both directions between the two processes: `to` carries this process's sends, `from` its
-/// receives. The side that accepted first (`listens_first`) connects second.
+/// receives. The side with `listens_first` writes its handle before reading the peer's (the
+/// other side the reverse), so the two handle exchanges over the pipes cannot deadlock.
 struct two_way {
     void* listen{nullptr};
     void* from{nullptr};
