@@ -140,6 +140,14 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     return nullptr;
 }
 
+void engine::abandon_connect(const void* key) noexcept {
+    auto it = connecting_.find(key);
+    if (it == connecting_.end()) return;
+    sender* s = it->second.second;
+    connecting_.erase(it);
+    close(*s);
+}
+
 void engine::on_accept_msg(sender& s, const completion_event& ev) noexcept {
     if (ev.has_error()) {
         if (ev.error != make_error_code(errc::canceled)) s.state = chan_state::failed;

@@ -72,9 +72,18 @@ auto nics_of(std::string_view prov, bool rma, const config& cfg) -> std::vector<
     // FI_HMEM only where device memory can exist: a GPU runtime loads (or LOOM_HMEM=1).
     const bool want_hmem = cfg.hmem == tristate::on || (cfg.hmem == tristate::automatic && gpu::cuda_driver::instance());
     const auto caps = rma ? full_caps : capability::tagged | capability::msg;
+    // With RMA, native atomics too where the provider has them (the endpoint manager's
+    // one-sided atomics); asked for first, dropped when the provider refuses them.
+    std::vector<capability> tries;
+    for (const bool hmem : {true, false}) {
+        if (hmem && !(want_hmem && rma)) continue;
+        const auto base = hmem ? caps | capability::hmem : caps;
+        if (rma) tries.push_back(base | capability::atomic);
+        tries.push_back(base);
+    }
     result<provider_range> all = make_unexpected(errc::no_data);
-    if (want_hmem && rma) all = query(prov, caps | capability::hmem);
-    if (!all || all->empty()) all = query(prov, caps);
+    for (const auto c : tries)
+        if (all = query(prov, c); all && !all->empty()) break;
     if (!all || all->empty()) return {};
     const auto ifaces = split_list(cfg.iface);
     std::vector<nic> out;

@@ -115,7 +115,8 @@ void engine::check_peers() noexcept {
     auto waits = [&](const request_base& r) { return r.active && !r.done && now - r.started >= stalled; };
     for (channel_base* c : channels_) {
         if (c->state != chan_state::ready) continue;
-        watch_peer(*c, with_pool(*c, [&](auto& pool) { return std::ranges::any_of(pool, waits); }), now);
+        const bool foreign_waits = c->foreign_in_flight > 0 && now - c->foreign_since >= stalled;
+        watch_peer(*c, foreign_waits || with_pool(*c, [&](auto& pool) { return std::ranges::any_of(pool, waits); }), now);
     }
 }
 

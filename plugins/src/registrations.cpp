@@ -78,6 +78,22 @@ auto engine::register_memory(void* data, std::size_t size, const device_memory* 
     return m;
 }
 
+auto engine::atomics() const noexcept -> bool {
+    const ::fi_info* info = nic_.info.native();
+    return info != nullptr && (info->caps & FI_ATOMIC) != 0;
+}
+
+auto engine::export_key(const memory_handle& m) const -> result<memory_key> {
+    // One-sided operations go over rail 0 (the control rail): its key is the one a peer needs.
+    if (!nic_.rma) return make_unexpected(errc::not_supported);
+    auto key = m.reg.key();
+    if (!key) return make_unexpected(errc::io_error);
+    memory_key k{.base = main_->virt_addr ? reinterpret_cast<std::uintptr_t>(m.base)
+                                          : static_cast<std::uint64_t>(m.base - m.reg.address()),
+                 .length = m.length, .key = *key};
+    return k;
+}
+
 void engine::deregister(memory_handle& m) noexcept {
     m.magic.store(magic_dead);
     m.reg.release();

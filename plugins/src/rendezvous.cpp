@@ -165,6 +165,10 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
 }
 
 void engine::on_remote_write(std::uint64_t imm) noexcept {
+    if (immediate::is_user_value(imm)) {
+        if (remote_data_hook_ != nullptr) remote_data_hook_(remote_data_context_, immediate::user_value_of(imm));
+        return;
+    }
     const auto at = immediate::target_of(imm);
     auto it = receivers_.find(at.channel);
     if (it == receivers_.end()) return;  // a late write to a closed channel

@@ -87,6 +87,10 @@ auto engine::submit(op& o) noexcept -> int {
         return code(ep_.tagged_recv(c.live->buffer, make_tag(message_kind::control, c.id, liveness_sequence, 0),
                                     0xffffffffU, fabric_addrs::unspecified, nullptr, &o));
     }
+    case op_kind::foreign: {
+        auto& f = static_cast<foreign_op&>(o);
+        return f.submit_with(f, ep_, f.chan->peer);
+    }
     case op_kind::flush_read: {
         auto& r = *static_cast<recv_request*>(o.owner);
         auto& s = r.slots[o.slot];
@@ -130,6 +134,7 @@ void engine::settle(op& o, int rc) noexcept {
     o.deferred = false;
     if (rc == 0 || rc == 1) {
         o.in_flight = rc == 0;  // 1: injected, nothing will complete
+        if (o.kind == op_kind::foreign && rc == 1) end_foreign(static_cast<foreign_op&>(o), {});
         if (request_base* r = owner_request(o); r != nullptr && !o.in_flight) recycle(*r);
         return;
     }
@@ -149,6 +154,7 @@ void engine::settle(op& o, int rc) noexcept {
 }
 
 void engine::fail_op(op& o, int rc) noexcept {
+    if (o.kind == op_kind::foreign) return end_foreign(static_cast<foreign_op&>(o), make_error_code(static_cast<errc>(-rc)));
     request_base* r = owner_request(o);
     LOOM_WARN("{} to {}: {}", rc == -FI_EAGAIN ? "gave up retrying a submission" : "submission failed",
               r != nullptr ? r->chan->peer_name : owner_channel(o)->peer_name,
@@ -159,6 +165,20 @@ void engine::fail_op(op& o, int rc) noexcept {
     } else {
         owner_channel(o)->state = chan_state::failed;
     }
+}
+
+void engine::post_foreign(foreign_op& o) noexcept {
+    o.kind = op_kind::foreign;
+    o.owner = nullptr;
+    if (o.chan->foreign_in_flight++ == 0) o.chan->foreign_since = coarse_now_;
+    post(o);
+}
+
+void engine::end_foreign(foreign_op& o, std::error_code why) noexcept {
+    o.in_flight = false;
+    o.deferred = false;
+    if (o.chan->foreign_in_flight > 0) --o.chan->foreign_in_flight;
+    o.on_end(o, why);
 }
 
 }  // namespace loom::plugins

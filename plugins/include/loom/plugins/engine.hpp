@@ -20,6 +20,7 @@
 #include <loom/plugins/control_messages.hpp>
 #include <loom/plugins/limits.hpp>
 #include <loom/plugins/match_bits.hpp>
+#include <loom/plugins/memory_key.hpp>
 
 #include <loom/address_vector.hpp>
 #include <loom/completion_queue.hpp>
@@ -55,7 +56,7 @@ struct request_base;
 
 enum class op_kind : std::uint8_t {
     send_eager, send_rts, cts_recv, rma_write, recv_slot, cts_send, listen_recv, connect_send, accept_recv,
-    accept_send, flush_read, liveness_recv,
+    accept_send, flush_read, liveness_recv, foreign,
 };
 
 /// One libfabric operation in flight; its address is the provider's context.
@@ -117,6 +118,21 @@ struct memory_handle {
     std::size_t length{0};
 };
 
+struct channel_base;
+
+/// An operation a layer above the engine issues to a channel's peer (the endpoint manager's
+/// one-sided RMA and atomics). The engine submits it through `submit_with` on rail 0, defers it
+/// on FI_EAGAIN like its own operations and hands its end — success, the completion's error or
+/// the submission's — to `on_end`, under the engine lock. The caller keeps it alive until then.
+struct foreign_op : op {
+    /// 0 (in flight), 1 (complete already) or -FI_E*.
+    using submit_fn = int (*)(foreign_op&, endpoint&, fabric_addr peer) noexcept;
+    using end_fn = void (*)(foreign_op&, std::error_code) noexcept;
+    submit_fn submit_with{nullptr};
+    end_fn on_end{nullptr};
+    channel_base* chan{nullptr};
+};
+
 enum class chan_state : std::uint8_t { idle, connecting, ready, failed, closed };
 
 /// Liveness of a connection (peer_monitor.cpp): while a request waits on the peer, pings go out
@@ -143,6 +159,8 @@ struct channel_base {
     bool is_sender{false};
     std::string peer_name{};
     liveness_state* live{nullptr};  ///< the derived channel's own (last, after its pools)
+    std::uint32_t foreign_in_flight{0};  ///< foreign operations to the peer not yet ended
+    clock::time_point foreign_since{};   ///< when the oldest of them may have started
 };
 
 /// A host profiler's event for one operation: the handle its callback gave back and the
@@ -336,6 +354,7 @@ public:
     [[nodiscard]] auto nic_info() const noexcept -> const nic& { return nic_; }
     [[nodiscard]] auto local_address() const noexcept -> const address& { return self_; }
     [[nodiscard]] auto eager_max() const noexcept -> std::size_t { return eager_max_; }
+    [[nodiscard]] auto settings() const noexcept -> const config& { return cfg_; }
     [[nodiscard]] auto stats() const noexcept -> const engine_stats& { return stats_; }
     /// The engine lock (asymmetric: the data-path thread enters without an atomic
     /// read-modify-write; see engine_lock.hpp).
@@ -351,6 +370,8 @@ public:
     /// Starts (first call) or continues a connection to the listener behind `handle`. Returns
     /// nullptr while the handshake runs, the channel once the peer accepted.
     [[nodiscard]] auto connect(std::span<const std::byte> handle, const void* handle_key) -> result<sender*>;
+    /// Gives up a connection connect(…, handle_key) has not returned yet (nothing if none).
+    void abandon_connect(const void* handle_key) noexcept;
     /// A receive channel for the next connector, or nullptr when none has arrived yet.
     [[nodiscard]] auto accept(listener& l) -> result<receiver*>;
     void close(listener& l) noexcept;
@@ -399,6 +420,25 @@ public:
         return m == nullptr || (is_live(m) && m->reg.contains(p, n));
     }
 
+    /// Free requests in a sender's pool (released ones put back first).
+    [[nodiscard]] auto free_requests(sender& s) noexcept -> int {
+        (void)has_free(s);
+        return static_cast<int>(s.free_list.size());
+    }
+    /// Submits a foreign operation to `o.chan`'s peer (a ready sender or receiver).
+    void post_foreign(foreign_op& o) noexcept;
+    /// The key a peer's one-sided operations on `m` need. io_error when the provider has none.
+    [[nodiscard]] auto export_key(const memory_handle& m) const -> result<memory_key>;
+    /// Whether the endpoint was opened with FI_ATOMIC (native atomics).
+    [[nodiscard]] auto atomics() const noexcept -> bool;
+    /// Called (under the engine lock) for every RMA write with user immediate data
+    /// (immediate::make_user_value) that lands here.
+    using remote_data_hook = void (*)(void* context, std::uint64_t value) noexcept;
+    void set_remote_data_hook(remote_data_hook h, void* context) noexcept {
+        remote_data_hook_ = h;
+        remote_data_context_ = context;
+    }
+
     /// Called (under the engine lock) once for every request marked `profiled` when the host's
     /// view of it ends: reported done by test(), or failed by close(). Adaptors close the host
     /// profiler's events there.
@@ -445,6 +485,7 @@ private:
     void connect_rails(channel_base& c, const std::vector<address>& remote) noexcept;
     auto slot_keys(recv_slot& s, int rails) -> bool;
     void fail_request(request_base& r, errc why) noexcept;
+    void end_foreign(foreign_op& o, std::error_code why) noexcept;
     static void finish_slot(recv_request& r, recv_slot& s) noexcept {
         if (s.done) return;
         s.done = true;
@@ -483,7 +524,7 @@ private:
     std::size_t inject_size_{0};
     engine_lock mu_{};
     request_base* recycle_head_{nullptr};  ///< released requests not yet back in their pools
-    std::uint32_t next_id_{1};
+    std::uint32_t next_id_{match_bits::first_channel_id};
     std::unordered_map<std::uint32_t, receiver*> receivers_{};
     std::unordered_map<const void*, std::pair<handle_bytes, sender*>> connecting_{};
     std::vector<op*> deferred_{};
@@ -503,6 +544,8 @@ private:
     engine_stats stats_{};
     std::uint64_t host_id_{0};
     release_hook release_hook_{nullptr};
+    remote_data_hook remote_data_hook_{nullptr};
+    void* remote_data_context_{nullptr};
     std::vector<std::byte> flush_buf_{};  ///< where flush reads land (8 bytes per slot)
     mr_handle flush_reg_{};
     fabric_addr self_addr_{fabric_addrs::unspecified};  ///< this endpoint in its own AV (flush reads)

@@ -5,6 +5,7 @@
 // Tag:        63..62 kind | 61..44 channel id (of the side that receives) | 43..32 sequence
 //             number per (channel, user tag), wrapping | 31..0 the user's tag
 // Immediate:  63..46 receiving channel | 45..41 receive request | 40..38 slot | 37..0 length
+//             (channel 0: a user's value in bits 45..0, from a one-sided write)
 #pragma once
 
 #include <loom/plugins/limits.hpp>
@@ -35,6 +36,9 @@ inline constexpr int channel_shift = sequence_shift + sequence_bits;
 inline constexpr int kind_shift = channel_shift + channel_bits;
 
 inline constexpr std::uint32_t max_channel_id = (std::uint32_t{1} << channel_bits) - 1;
+/// Channel ids start here: 0 is never a channel (an RMA write's immediate data with channel 0
+/// carries a user's value, see immediate::make_user_value).
+inline constexpr std::uint32_t first_channel_id = 1;
 inline constexpr std::uint32_t sequence_mask = (std::uint32_t{1} << sequence_bits) - 1;
 
 /// The ignore mask a receive for data posts so that it also takes a rendezvous request.
@@ -97,6 +101,14 @@ struct write_target {
             .request = static_cast<std::uint32_t>(imm >> request_shift) & ((1U << request_bits) - 1),
             .slot = static_cast<std::uint32_t>(imm >> slot_shift) & ((1U << slot_bits) - 1)};
 }
+/// A user's immediate data: channel 0, the value in the bits below the channel field.
+inline constexpr int user_value_bits = 64 - channel_bits;
+inline constexpr std::uint64_t max_user_value = (std::uint64_t{1} << user_value_bits) - 1;
+[[nodiscard]] constexpr auto make_user_value(std::uint64_t v) noexcept -> std::uint64_t { return v & max_user_value; }
+[[nodiscard]] constexpr auto is_user_value(std::uint64_t imm) noexcept -> bool { return (imm >> channel_shift) == 0; }
+[[nodiscard]] constexpr auto user_value_of(std::uint64_t imm) noexcept -> std::uint64_t { return imm & max_user_value; }
+static_assert(channel_shift == user_value_bits);
+
 [[nodiscard]] constexpr auto length_of(std::uint64_t imm) noexcept -> std::uint64_t { return imm & length_mask; }
 [[nodiscard]] constexpr auto base_of(std::uint64_t imm) noexcept -> std::uint64_t { return imm & ~length_mask; }
 

@@ -1,0 +1,199 @@
+// loom/plugins/endpoint_manager.hpp — the runtime's public face for hosts and standalone
+// programs: one manager per local device (or virtual device of several NICs), send endpoints
+// opened towards a peer's receive endpoint, receive endpoints that peers connect to, one-sided
+// operations on a send endpoint's peer, and events delivered by poll() (or a progress thread).
+//
+//   auto mgr = endpoint_manager::create({.on_event = handle}).value();
+//   auto rx = mgr->open_receive_endpoint({}, &my_state).value();     // its address:
+//   auto addr = mgr->address_of(rx).value();                         // give it to the peer
+//   ...                                                              // on the peer:
+//   auto tx = mgr->open_send_endpoint(addr, {}, &my_peer).value();   // event::connected later
+//   mgr->send(tx, bytes);                                            // buffered: copied, coalesced
+//   while (running) mgr->poll();                                     // events arrive in `handle`
+//
+// Every call but poll() returns quickly; errc::again means "no room now, poll and retry".
+#pragma once
+
+#include <loom/plugins/manager_messages.hpp>
+#include <loom/plugins/memory_key.hpp>
+#include <loom/plugins/wire.hpp>
+
+#include <loom/error.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace loom::plugins {
+
+struct memory_handle;
+
+/// How a send endpoint moves data.
+enum class send_mode : std::uint8_t {
+    /// Messages are copied into pre-registered buffers; several share one network message.
+    buffered,
+    /// The caller's registered buffer goes out as it is, preceded by a small header (a slot).
+    zero_copy,
+};
+
+struct connection_parameters {
+    send_mode mode{send_mode::buffered};
+    /// buffered: bytes per coalescing buffer (the largest batch; a message takes 8 bytes more).
+    std::size_t buffer_size{64 * 1024};
+    /// buffered: coalescing buffers; zero_copy: header slots (zero-copy messages in flight).
+    std::size_t buffer_count{16};
+    /// buffered: a partly filled buffer leaves at the first poll() this long after its first
+    /// message (0: at the next poll). flush() sends it at once.
+    std::chrono::microseconds flush_interval{0};
+};
+
+/// How a receive endpoint takes messages.
+enum class receive_mode : std::uint8_t {
+    /// Into buffers of the endpoint's own pool, handed to the event handler and reused after it.
+    pool,
+    /// Zero-copy messages into buffers the caller posts (post_receive), in posting order.
+    /// Batches of buffered senders still land in the endpoint's own buffers. One peer only.
+    posted,
+};
+
+struct receive_parameters {
+    receive_mode mode{receive_mode::pool};
+    /// Largest batch (at least the senders' buffer_size) and, in pool mode, largest zero-copy message.
+    std::size_t buffer_size{64 * 1024};
+    /// Receives of each kind kept posted per connected sender (at most max_receive_buffers).
+    std::size_t buffer_count{8};
+};
+inline constexpr std::size_t max_receive_buffers = 10;
+
+/// Opaque handles; 0 is never a valid one. A closed endpoint's handle stays invalid.
+enum class send_endpoint_id : std::uint64_t {};
+enum class receive_endpoint_id : std::uint64_t {};
+
+enum class event_kind : std::uint8_t {
+    connected,          ///< a send endpoint's peer accepted it (context: the endpoint's)
+    connection_failed,  ///< it never will (error says why); the endpoint stays open until closed
+    peer_connected,     ///< a sender connected to a receive endpoint (peer: which one)
+    peer_lost,          ///< a connection's peer is dead or unreachable; its operations failed
+    message,            ///< a received message (data; header for zero-copy; kind for records)
+    send_complete,      ///< a zero-copy send is done with the caller's buffer (context: the send's)
+    write_complete,     ///< a one-sided write ended (context: the write's)
+    read_complete,      ///< a one-sided read ended
+    atomic_complete,    ///< a one-sided atomic ended (its old value is in the caller's result)
+    remote_write,       ///< a peer's write with immediate data landed here (value: the data)
+    error,              ///< an operation or a received message failed (error says why)
+};
+
+/// One event. Spans point into the manager's or the caller's buffers and are valid only during
+/// the handler's call.
+struct event {
+    event_kind kind{};
+    std::error_code error{};
+    void* context{nullptr};       ///< the endpoint's (connection events, messages) or the operation's
+    send_endpoint_id sender{};    ///< the send endpoint concerned, if any
+    receive_endpoint_id receiver{};
+    std::uint32_t peer{0};        ///< receive side: which connected sender (from 1, per endpoint)
+    std::uint16_t record{0};      ///< message: its record kind (0 for the user's; zero-copy: 0)
+    std::span<const std::byte> data{};
+    std::span<const std::byte> header{};  ///< zero-copy message: the sender's header
+    void* buffer_context{nullptr};        ///< posted receive: the context given to post_receive
+    std::uint64_t value{0};               ///< remote_write: the immediate data
+};
+
+using event_handler = std::function<void(const event&)>;
+
+struct manager_options {
+    /// The runtime's device (NIC, or virtual device from make_virtual); see loom-devices.
+    int device{0};
+    event_handler on_event{};
+    /// Any thread may call any function at any time; the handler runs on one thread at a time.
+    bool thread_safe{false};
+    /// A thread of the manager calls poll() continuously (implies thread_safe): the handler runs there.
+    bool progress_thread{false};
+};
+
+class endpoint_manager {
+public:
+    /// Acquires the process's runtime (LOOM_* configuration, device discovery) and opens an
+    /// engine of its own on `device`. invalid_argument for an unknown device or no handler.
+    [[nodiscard]] static auto create(manager_options options) -> result<std::unique_ptr<endpoint_manager>>;
+    /// Closes every endpoint (outstanding operations end first, or are failed), then the engine.
+    ~endpoint_manager();
+    endpoint_manager(const endpoint_manager&) = delete;
+    auto operator=(const endpoint_manager&) -> endpoint_manager& = delete;
+
+    // ---------------------------------------------------------------- receiving
+    [[nodiscard]] auto open_receive_endpoint(const receive_parameters& params, void* context = nullptr)
+        -> result<receive_endpoint_id>;
+    /// What a peer passes to open_send_endpoint (fixed size, validated by the peer).
+    [[nodiscard]] auto address_of(receive_endpoint_id ep) const -> result<handle_bytes>;
+    [[nodiscard]] auto close_receive_endpoint(receive_endpoint_id ep) -> void_result;
+    /// Posted mode: the next zero-copy message lands in `buffer` (registered through `mh`, or
+    /// nullptr to let the manager look it up). The event carries `context` as buffer_context.
+    [[nodiscard]] auto post_receive(receive_endpoint_id ep, std::span<std::byte> buffer, memory_handle* mh,
+                                    void* context = nullptr) -> void_result;
+
+    // ---------------------------------------------------------------- sending
+    /// Starts connecting to the receive endpoint behind `peer_address`; event::connected (or
+    /// connection_failed) follows from poll(). Sends before then fail with not_connected.
+    [[nodiscard]] auto open_send_endpoint(std::span<const std::byte> peer_address, const connection_parameters& params,
+                                          void* context = nullptr) -> result<send_endpoint_id>;
+    /// Sends what is buffered, waits for outstanding operations (up to LOOM_PEER_TIMEOUT_MS),
+    /// then closes the connection.
+    [[nodiscard]] auto close_send_endpoint(send_endpoint_id ep) -> void_result;
+    /// Free buffers (buffered) or header slots (zero-copy): the least seen since the last call.
+    [[nodiscard]] auto available_buffers(send_endpoint_id ep) -> result<std::size_t>;
+    /// Buffered: copies `message` into the current buffer (message_too_long when it cannot fit
+    /// one; again when every buffer is in flight).
+    [[nodiscard]] auto send(send_endpoint_id ep, std::span<const std::byte> message) -> void_result;
+    /// Buffered: a record of a runtime component (kind ≥ first_component_kind).
+    [[nodiscard]] auto send_record(send_endpoint_id ep, std::uint16_t kind, std::span<const std::byte> payload)
+        -> void_result;
+    /// Zero-copy: `data` (inside `mh`) and up to max_header_bytes of `header` (copied).
+    /// event::send_complete with `context` once the buffer may be reused.
+    [[nodiscard]] auto send(send_endpoint_id ep, std::span<const std::byte> data, memory_handle* mh,
+                            std::span<const std::byte> header, void* context = nullptr) -> void_result;
+    /// Buffered: sends the current buffer now.
+    [[nodiscard]] auto flush(send_endpoint_id ep) -> void_result;
+
+    // ---------------------------------------------------------------- memory and one-sided operations
+    [[nodiscard]] auto register_memory(std::span<std::byte> buffer) -> result<memory_handle*>;
+    void deregister(memory_handle* mh) noexcept;
+    /// What a peer needs to reach `mh` with write/read/atomics (not_supported without RMA).
+    [[nodiscard]] auto remote_key_of(const memory_handle* mh) const -> result<remote_key_bytes>;
+    /// Writes `local` to the peer's registration at `offset`; with `immediate` (at most
+    /// immediate::max_user_value) the peer gets event::remote_write once the data is there.
+    [[nodiscard]] auto write(send_endpoint_id ep, std::span<const std::byte> local, memory_handle* mh,
+                             std::span<const std::byte> remote_key, std::uint64_t offset,
+                             std::optional<std::uint64_t> immediate = std::nullopt, void* context = nullptr)
+        -> void_result;
+    [[nodiscard]] auto read(send_endpoint_id ep, std::span<std::byte> local, memory_handle* mh,
+                            std::span<const std::byte> remote_key, std::uint64_t offset, void* context = nullptr)
+        -> void_result;
+    /// Native 64-bit atomics at `offset` (8-byte aligned); the old value lands in *previous.
+    /// not_supported where the provider has no native atomics.
+    [[nodiscard]] auto fetch_add(send_endpoint_id ep, std::uint64_t increment, std::uint64_t* previous,
+                                 std::span<const std::byte> remote_key, std::uint64_t offset, void* context = nullptr)
+        -> void_result;
+    [[nodiscard]] auto compare_swap(send_endpoint_id ep, std::uint64_t expected, std::uint64_t desired,
+                                    std::uint64_t* previous, std::span<const std::byte> remote_key,
+                                    std::uint64_t offset, void* context = nullptr) -> void_result;
+    [[nodiscard]] auto supports_atomics() const noexcept -> bool;
+
+    // ---------------------------------------------------------------- events
+    /// Progresses the engine and delivers what happened to the handler, sequentially, outside
+    /// the manager's lock (the handler may call the manager). The number of events delivered.
+    auto poll() -> std::size_t;
+
+    class impl;
+
+private:
+    explicit endpoint_manager(std::unique_ptr<impl> p) noexcept;
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace loom::plugins
