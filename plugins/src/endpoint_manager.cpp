@@ -197,4 +197,11 @@ auto endpoint_manager::flush(send_endpoint_id ep) -> void_result {
     return impl_->flush(*s);
 }
 
+auto endpoint_manager::messages_sent(send_endpoint_id ep) -> result<std::uint64_t> {
+    std::lock_guard lock(impl_->eng->mutex());
+    send_ep* s = impl_->lookup(ep);
+    if (s == nullptr) return make_unexpected(errc::invalid_argument);
+    return s->messages_sent;
+}
+
 }  // namespace loom::plugins

@@ -78,6 +78,7 @@ struct send_ep {
     std::vector<zero_copy_send> zc{};
     std::size_t zc_free{0};
     std::size_t least_available{0};          ///< since the last available_buffers()
+    std::uint64_t messages_sent{0};          ///< batches or zero-copy messages handed to the engine
     // one-sided
     std::array<one_sided_op, one_sided_slots> ops{};
     memory_handle* ops_mh{nullptr};

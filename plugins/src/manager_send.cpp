@@ -145,6 +145,7 @@ auto endpoint_manager::impl::flush(send_ep& s) -> void_result {
     if (!r) return std::unexpected(r.error());
     if (*r == nullptr) return make_unexpected(errc::again);  // the buffer stays current, intact
     s.in_flight[static_cast<std::size_t>(s.current)] = *r;
+    ++s.messages_sent;
     s.current = -1;
     s.writer.reset();
     return {};
@@ -173,6 +174,7 @@ auto endpoint_manager::impl::send_zero_copy(send_ep& s, std::span<const std::byt
     }
     *z = {.header = *h, .data = *d, .context = ctx, .used = true};
     --s.zc_free;
+    ++s.messages_sent;
     s.least_available = std::min(s.least_available, s.available());
     return {};
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <loom/plugins/manager_messages.hpp>
+#include <loom/plugins/match_bits.hpp>
 #include <loom/plugins/memory_key.hpp>
 #include <loom/plugins/wire.hpp>
 
@@ -69,6 +70,8 @@ struct receive_parameters {
     std::size_t buffer_count{8};
 };
 inline constexpr std::size_t max_receive_buffers = 10;
+/// The largest immediate value a one-sided write may carry (46 bits).
+inline constexpr std::uint64_t max_immediate_value = immediate::max_user_value;
 
 /// Opaque handles; 0 is never a valid one. A closed endpoint's handle stays invalid.
 enum class send_endpoint_id : std::uint64_t {};
@@ -159,6 +162,8 @@ public:
                             std::span<const std::byte> header, void* context = nullptr) -> void_result;
     /// Buffered: sends the current buffer now.
     [[nodiscard]] auto flush(send_endpoint_id ep) -> void_result;
+    /// Network messages a send endpoint has sent: batches (buffered), or zero-copy messages.
+    [[nodiscard]] auto messages_sent(send_endpoint_id ep) -> result<std::uint64_t>;
 
     // ---------------------------------------------------------------- memory and one-sided operations
     [[nodiscard]] auto register_memory(std::span<std::byte> buffer) -> result<memory_handle*>;
@@ -166,7 +171,7 @@ public:
     /// What a peer needs to reach `mh` with write/read/atomics (not_supported without RMA).
     [[nodiscard]] auto remote_key_of(const memory_handle* mh) const -> result<remote_key_bytes>;
     /// Writes `local` to the peer's registration at `offset`; with `immediate` (at most
-    /// immediate::max_user_value) the peer gets event::remote_write once the data is there.
+    /// max_immediate_value) the peer gets event::remote_write once the data is there.
     [[nodiscard]] auto write(send_endpoint_id ep, std::span<const std::byte> local, memory_handle* mh,
                              std::span<const std::byte> remote_key, std::uint64_t offset,
                              std::optional<std::uint64_t> immediate = std::nullopt, void* context = nullptr)

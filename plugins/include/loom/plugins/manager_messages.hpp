@@ -23,8 +23,8 @@
 
 namespace loom::plugins {
 
-/// What a batch record is. The user's messages are kind 0; the runtime's components (NIXL
-/// notifications, NVSHMEM's staged atomics) take kinds from `first_component_kind` up.
+/// What a batch record is. The user's messages are kind 0; the runtime's own components
+/// (a transfer's notifications, staged atomics) take kinds from `first_component_kind` up.
 enum class record_kind : std::uint16_t { message = 0 };
 inline constexpr std::uint16_t first_component_kind = 1;
 

@@ -1,0 +1,338 @@
+// The endpoint manager over a real provider (LOOM_PROVIDER, set per ctest entry): two managers
+// in one process, each with its own engine, talking through their receive and send endpoints.
+#include <loom/plugins/endpoint_manager.hpp>
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace lp = loom::plugins;
+using namespace std::chrono_literals;
+
+namespace {
+
+auto code(loom::errc e) { return loom::make_error_code(e); }
+auto text(std::span<const std::byte> b) -> std::string { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
+auto bytes(const std::string& s) -> std::span<const std::byte> { return std::as_bytes(std::span{s.data(), s.size()}); }
+
+/// An event with copies of what its spans showed.
+struct seen {
+    lp::event e;
+    std::string data, header;
+};
+
+/// A manager whose events are recorded.
+struct side {
+    std::mutex mu;
+    std::vector<seen> events;
+    std::unique_ptr<lp::endpoint_manager> m;
+
+    explicit side(bool progress_thread = false) {
+        auto r = lp::endpoint_manager::create({.on_event = [this](const lp::event& e) {
+                                                   std::lock_guard lock(mu);
+                                                   events.push_back({e, text(e.data), text(e.header)});
+                                               },
+                                               .progress_thread = progress_thread});
+        EXPECT_TRUE(r) << r.error().message();
+        if (r) m = std::move(*r);
+    }
+    auto count(lp::event_kind k) -> std::size_t {
+        std::lock_guard lock(mu);
+        return static_cast<std::size_t>(std::ranges::count_if(events, [&](const seen& s) { return s.e.kind == k; }));
+    }
+    auto of(lp::event_kind k) -> std::vector<seen> {
+        std::lock_guard lock(mu);
+        std::vector<seen> out;
+        for (const auto& s : events)
+            if (s.e.kind == k) out.push_back(s);
+        return out;
+    }
+};
+
+/// Polls both sides (those without a progress thread) until `done` or 20 s.
+template <class F>
+auto poll_until(side& a, side& b, F&& done) -> bool {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        a.m->poll();
+        b.m->poll();
+    }
+    return true;
+}
+
+struct EndpointManager : ::testing::Test {
+    side rx, tx;
+    lp::receive_endpoint_id in{};
+    lp::send_endpoint_id out{};
+
+    /// A receive endpoint on rx and a connected send endpoint of tx to it.
+    void link(const lp::receive_parameters& rp, const lp::connection_parameters& cp) {
+        ASSERT_TRUE(rx.m && tx.m);
+        auto r = rx.m->open_receive_endpoint(rp, &rx);
+        ASSERT_TRUE(r) << r.error().message();
+        in = *r;
+        auto s = tx.m->open_send_endpoint(rx.m->address_of(in).value(), cp, &tx);
+        ASSERT_TRUE(s) << s.error().message();
+        out = *s;
+        ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::connected) == 1 && rx.count(lp::event_kind::peer_connected) == 1; }));
+        EXPECT_EQ(tx.of(lp::event_kind::connected)[0].e.context, &tx);
+        EXPECT_EQ(tx.of(lp::event_kind::connected)[0].e.sender, out);
+    }
+};
+
+TEST_F(EndpointManager, CreateRefusesMissingHandlerAndUnknownDevice) {
+    EXPECT_EQ(lp::endpoint_manager::create({}).error(), code(loom::errc::invalid_argument));
+    EXPECT_EQ(lp::endpoint_manager::create({.device = 999, .on_event = [](const lp::event&) {}}).error(),
+              code(loom::errc::invalid_argument));
+}
+
+TEST_F(EndpointManager, BufferedMessagesCoalesceAndArriveInOrder) {
+    link({}, {.mode = lp::send_mode::buffered, .buffer_size = 4096, .buffer_count = 4});
+    constexpr int n = 300;
+    for (int i = 0; i < n; ++i) {
+        const std::string m = "m" + std::to_string(i);
+        while (true) {
+            auto r = tx.m->send(out, bytes(m));
+            if (r) break;
+            ASSERT_EQ(r.error(), code(loom::errc::again));
+            tx.m->poll();
+        }
+    }
+    ASSERT_TRUE(tx.m->flush(out));
+    ASSERT_TRUE(poll_until(rx, tx, [&] { return rx.count(lp::event_kind::message) == n; }));
+    const auto msgs = rx.of(lp::event_kind::message);
+    for (int i = 0; i < n; ++i) {
+        EXPECT_EQ(msgs[static_cast<std::size_t>(i)].data, "m" + std::to_string(i));
+        EXPECT_EQ(msgs[static_cast<std::size_t>(i)].e.context, &rx);
+        EXPECT_EQ(msgs[static_cast<std::size_t>(i)].e.peer, 1U);
+    }
+    // 300 records of 16 bytes in 4 KiB batches: a few network messages, not 300.
+    EXPECT_LE(tx.m->messages_sent(out).value(), 3U);
+    EXPECT_EQ(rx.count(lp::event_kind::error), 0U);
+}
+
+TEST_F(EndpointManager, AgainWhenEveryBufferIsInFlightAndTheLeastIsReported) {
+    link({}, {.mode = lp::send_mode::buffered, .buffer_size = 64, .buffer_count = 2});
+    EXPECT_EQ(tx.m->available_buffers(out).value(), 2U);
+    const std::string m(40, 'x');  // one record per 64-byte buffer
+    ASSERT_TRUE(tx.m->send(out, bytes(m)));
+    ASSERT_TRUE(tx.m->send(out, bytes(m)));  // the first buffer leaves, the second fills
+    EXPECT_EQ(tx.m->send(out, bytes(m)).error(), code(loom::errc::again));  // nothing lost: not sent
+    EXPECT_EQ(tx.m->available_buffers(out).value(), 0U);
+    ASSERT_TRUE(tx.m->flush(out));
+    ASSERT_TRUE(poll_until(rx, tx, [&] { return rx.count(lp::event_kind::message) == 2; }));
+    EXPECT_EQ(tx.m->available_buffers(out).value(), 0U);  // the least since the last call: that call's 0
+    EXPECT_EQ(tx.m->available_buffers(out).value(), 2U);
+    EXPECT_EQ(tx.m->send(out, bytes(std::string(64, 'y'))).error(), code(loom::errc::message_too_long));
+}
+
+TEST_F(EndpointManager, BadArgumentsAndStaleHandlesAreRefused) {
+    link({}, {.mode = lp::send_mode::buffered});
+    std::array<std::byte, 8> buf{};
+    EXPECT_EQ(tx.m->send(out, buf, nullptr, {}).error(), code(loom::errc::invalid_argument));  // zero-copy on buffered
+    EXPECT_EQ(tx.m->send_record(out, 0, buf).error(), code(loom::errc::invalid_argument));     // kind 0 is the user's
+    EXPECT_EQ(tx.m->open_send_endpoint(std::span{buf}, {}).error(), code(loom::errc::invalid_argument));
+    auto addr = rx.m->address_of(in).value();
+    addr[0] ^= std::byte{1};
+    EXPECT_FALSE(tx.m->open_send_endpoint(addr, {}));  // a corrupted address
+    EXPECT_EQ(tx.m->open_send_endpoint(rx.m->address_of(in).value(), {.buffer_count = 0}).error(),
+              code(loom::errc::invalid_argument));
+    EXPECT_EQ(rx.m->open_receive_endpoint({.buffer_count = lp::max_receive_buffers + 1}).error(),
+              code(loom::errc::invalid_argument));
+    EXPECT_EQ(rx.m->post_receive(in, buf, nullptr).error(), code(loom::errc::invalid_argument));  // pool mode
+    ASSERT_TRUE(tx.m->close_send_endpoint(out));
+    EXPECT_EQ(tx.m->send(out, buf).error(), code(loom::errc::invalid_argument));
+    EXPECT_EQ(tx.m->close_send_endpoint(out).error(), code(loom::errc::invalid_argument));
+    EXPECT_EQ(tx.m->available_buffers(lp::send_endpoint_id{}).error(), code(loom::errc::invalid_argument));
+    ASSERT_TRUE(rx.m->close_receive_endpoint(in));
+    EXPECT_EQ(rx.m->address_of(in).error(), code(loom::errc::invalid_argument));
+}
+
+TEST_F(EndpointManager, SendBeforeTheConnectionIsUpIsNotConnected) {
+    ASSERT_TRUE(rx.m && tx.m);
+    auto r = rx.m->open_receive_endpoint({});
+    ASSERT_TRUE(r);
+    auto s = tx.m->open_send_endpoint(rx.m->address_of(*r).value(), {});
+    ASSERT_TRUE(s);
+    if (tx.count(lp::event_kind::connected) == 0) {  // an immediate accept is possible, never required
+        std::array<std::byte, 4> b{};
+        EXPECT_EQ(tx.m->send(*s, b).error(), code(loom::errc::not_connected));
+    }
+}
+
+TEST_F(EndpointManager, ZeroCopyIntoPostedBuffersInPostingOrder) {
+    std::vector<std::vector<std::byte>> bufs(3, std::vector<std::byte>(200 * 1024));
+    int ctx[3];
+    ASSERT_TRUE(rx.m && tx.m);
+    auto r = rx.m->open_receive_endpoint({.mode = lp::receive_mode::posted});
+    ASSERT_TRUE(r);
+    in = *r;
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(rx.m->post_receive(in, bufs[static_cast<std::size_t>(i)], nullptr, &ctx[i]));  // before the peer
+    auto s = tx.m->open_send_endpoint(rx.m->address_of(in).value(), {.mode = lp::send_mode::zero_copy, .buffer_count = 4});
+    ASSERT_TRUE(s);
+    out = *s;
+    ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::connected) == 1; }));
+    const std::size_t sizes[3] = {100, 150 * 1024, 0};  // eager, rendezvous, empty
+    std::vector<std::vector<std::byte>> src;
+    int sent_ctx[3];
+    for (int i = 0; i < 3; ++i) {
+        src.emplace_back(sizes[i]);
+        for (std::size_t k = 0; k < sizes[i]; ++k) src.back()[k] = static_cast<std::byte>(k * 3 + static_cast<std::size_t>(i));
+        lp::memory_handle* mh = src.back().empty() ? nullptr : tx.m->register_memory(src.back()).value();
+        const std::string h = "h" + std::to_string(i);
+        ASSERT_TRUE(tx.m->send(out, src.back(), mh, bytes(h), &sent_ctx[i]));
+    }
+    ASSERT_TRUE(poll_until(rx, tx, [&] { return rx.count(lp::event_kind::message) == 3 && tx.count(lp::event_kind::send_complete) == 3; }));
+    const auto msgs = rx.of(lp::event_kind::message);
+    for (int i = 0; i < 3; ++i) {
+        const auto& m = msgs[static_cast<std::size_t>(i)];
+        EXPECT_EQ(m.header, "h" + std::to_string(i));
+        EXPECT_EQ(m.e.buffer_context, &ctx[i]);
+        ASSERT_EQ(m.data.size(), sizes[i]);
+        EXPECT_EQ(std::memcmp(m.data.data(), src[static_cast<std::size_t>(i)].data(), sizes[i]), 0);
+    }
+    for (const auto& c : tx.of(lp::event_kind::send_complete)) EXPECT_FALSE(c.e.error) << c.e.error.message();
+    // A second sender to a posted-mode endpoint (one peer only) is refused.
+    auto second = tx.m->open_send_endpoint(rx.m->address_of(in).value(), {});
+    ASSERT_TRUE(second);
+    ASSERT_TRUE(poll_until(rx, tx, [&] { return rx.count(lp::event_kind::error) == 1; }));
+    EXPECT_EQ(rx.of(lp::event_kind::error)[0].e.error, code(loom::errc::connection_refused));
+}
+
+TEST_F(EndpointManager, ZeroCopyLargerThanTheBufferIsAnErrorNotATruncation) {
+    link({.mode = lp::receive_mode::pool, .buffer_size = 1024, .buffer_count = 2},
+         {.mode = lp::send_mode::zero_copy, .buffer_count = 2});
+    std::vector<std::byte> big(1500, std::byte{7}), small(16, std::byte{9});
+    ASSERT_TRUE(tx.m->send(out, big, nullptr, {}));
+    ASSERT_TRUE(tx.m->send(out, small, nullptr, {}));
+    ASSERT_TRUE(poll_until(rx, tx, [&] { return rx.count(lp::event_kind::error) + rx.count(lp::event_kind::message) == 2; }));
+    ASSERT_EQ(rx.count(lp::event_kind::error), 1U);
+    EXPECT_EQ(rx.of(lp::event_kind::error)[0].e.error, code(loom::errc::message_too_long));
+    ASSERT_EQ(rx.count(lp::event_kind::message), 1U);
+    EXPECT_EQ(rx.of(lp::event_kind::message)[0].data, std::string(16, '\x09'));  // the next one still lands
+}
+
+TEST_F(EndpointManager, OneSidedWriteReadAndAtomics) {
+    link({}, {.mode = lp::send_mode::zero_copy});
+    std::vector<std::byte> target(8192), src(4096), back(4096);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 5);
+    auto tmh = rx.m->register_memory(target).value();
+    auto smh = tx.m->register_memory(src).value();
+    auto bmh = tx.m->register_memory(back).value();
+    const auto key = rx.m->remote_key_of(tmh).value();
+    int wctx = 0, rctx = 0;
+    ASSERT_TRUE(tx.m->write(out, src, smh, key, 1024, 77, &wctx));
+    ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::write_complete) == 1 && rx.count(lp::event_kind::remote_write) == 1; }));
+    EXPECT_EQ(tx.of(lp::event_kind::write_complete)[0].e.context, &wctx);
+    EXPECT_EQ(rx.of(lp::event_kind::remote_write)[0].e.value, 77U);
+    EXPECT_EQ(std::memcmp(target.data() + 1024, src.data(), src.size()), 0);
+    ASSERT_TRUE(tx.m->read(out, back, bmh, key, 1024, &rctx));
+    ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::read_complete) == 1; }));
+    EXPECT_FALSE(tx.of(lp::event_kind::read_complete)[0].e.error);
+    EXPECT_EQ(back, src);
+
+    // Refused before the provider sees them.
+    EXPECT_EQ(tx.m->write(out, src, smh, key, 8192 - 100).error(), code(loom::errc::invalid_argument));  // past the end
+    EXPECT_EQ(tx.m->write(out, src, nullptr, key, 0).error(), code(loom::errc::invalid_argument));
+    EXPECT_EQ(tx.m->write(out, src, smh, key, 0, lp::max_immediate_value + 1).error(), code(loom::errc::invalid_argument));
+    auto bad_key = key;
+    bad_key[0] ^= std::byte{1};
+    EXPECT_EQ(tx.m->write(out, src, smh, bad_key, 0).error(), code(loom::errc::invalid_argument));
+    std::uint64_t old = 1;
+    EXPECT_EQ(tx.m->fetch_add(out, 1, &old, key, 3).error(), code(loom::errc::invalid_argument));  // unaligned
+    EXPECT_EQ(tx.m->fetch_add(out, 1, nullptr, key, 0).error(), code(loom::errc::invalid_argument));
+
+    if (!tx.m->supports_atomics()) {
+        EXPECT_EQ(tx.m->fetch_add(out, 1, &old, key, 0).error(), code(loom::errc::not_supported));
+    } else {
+        std::uint64_t old2 = 1;
+        ASSERT_TRUE(tx.m->fetch_add(out, 40, &old, key, 0));
+        ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::atomic_complete) == 1; }));
+        ASSERT_TRUE(tx.m->compare_swap(out, 40, 2, &old2, key, 0));
+        ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::atomic_complete) == 2; }));
+        EXPECT_EQ(old, 0U);
+        EXPECT_EQ(old2, 40U);
+        std::uint64_t now = 0;
+        std::memcpy(&now, target.data(), 8);
+        EXPECT_EQ(now, 2U);
+    }
+    rx.m->deregister(tmh);
+    tx.m->deregister(smh);
+    tx.m->deregister(bmh);
+    EXPECT_EQ(rx.m->remote_key_of(tmh).error(), code(loom::errc::invalid_argument));  // stale
+}
+
+TEST(EndpointManagerThreads, AProgressThreadDeliversWhileTheCallerSends) {
+    side rx(true), tx(true);
+    ASSERT_TRUE(rx.m && tx.m);
+    auto in = rx.m->open_receive_endpoint({}).value();
+    auto out = tx.m->open_send_endpoint(rx.m->address_of(in).value(), {.flush_interval = 100us}).value();
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (tx.count(lp::event_kind::connected) == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    ASSERT_EQ(tx.count(lp::event_kind::connected), 1U);
+    for (int i = 0; i < 1000; ++i) {
+        const std::string m = std::to_string(i);
+        while (tx.m->send(out, bytes(m)).error() == code(loom::errc::again)) std::this_thread::yield();
+    }
+    // No flush: the progress thread sends what waits longer than the flush interval.
+    while (rx.count(lp::event_kind::message) < 1000 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    const auto msgs = rx.of(lp::event_kind::message);
+    ASSERT_EQ(msgs.size(), 1000U);
+    for (int i = 0; i < 1000; ++i) EXPECT_EQ(msgs[static_cast<std::size_t>(i)].data, std::to_string(i));
+}
+
+TEST(EndpointManagerPeers, AKilledReceiverFailsTheSendsWaitingOnIt) {
+    // The receiver is another process, killed once connected; LOOM_PEER_TIMEOUT_MS is short for
+    // this binary (ctest). (A receiver closed in the same process is no test: shm maps its
+    // peers' regions, and an inject into one its owner unmapped faults inside the provider.)
+    side tx;  // before the fork: shm refuses (busy) a region a process opens after its child did
+    ASSERT_TRUE(tx.m);
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::close(fds[0]);
+        ::alarm(30);
+        side rx;
+        auto in = rx.m->open_receive_endpoint({});
+        const auto addr = in ? rx.m->address_of(*in) : std::unexpected(in.error());
+        if (!addr || ::write(fds[1], addr->data(), addr->size()) != static_cast<ssize_t>(addr->size())) ::_exit(1);
+        for (;;) rx.m->poll();  // until killed
+    }
+    ::close(fds[1]);
+    lp::handle_bytes addr{};
+    ASSERT_EQ(::read(fds[0], addr.data(), addr.size()), static_cast<ssize_t>(addr.size()));
+    ::close(fds[0]);
+    auto out = tx.m->open_send_endpoint(addr, {.mode = lp::send_mode::zero_copy}).value();
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (tx.count(lp::event_kind::connected) == 0 && std::chrono::steady_clock::now() < deadline) tx.m->poll();
+    ASSERT_EQ(tx.count(lp::event_kind::connected), 1U);
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    std::vector<std::byte> big(1 << 20);
+    const auto killed = std::chrono::steady_clock::now();
+    ASSERT_TRUE(tx.m->send(out, big, nullptr, {}));  // a rendezvous: waits for a clear-to-send that never comes
+    deadline = killed + 20s;
+    while (tx.count(lp::event_kind::send_complete) == 0 && std::chrono::steady_clock::now() < deadline) tx.m->poll();
+    ASSERT_EQ(tx.count(lp::event_kind::send_complete), 1U);
+    EXPECT_TRUE(tx.of(lp::event_kind::send_complete)[0].e.error);
+    EXPECT_LE(tx.count(lp::event_kind::peer_lost), 1U);  // said once, where the monitor was the one to tell
+    EXPECT_LT(std::chrono::steady_clock::now() - killed, 10s);
+    EXPECT_TRUE(tx.m->close_send_endpoint(out));
+}
+
+}  // namespace
