@@ -52,6 +52,8 @@ void endpoint_manager::impl::close_all() noexcept {
         if (s) (void)close_send(*s);
     for (auto& r : receives)
         if (r) close_receive(*r);
+    for (memory_handle* m : registrations_) eng->deregister(*m);
+    registrations_.clear();
 }
 
 auto endpoint_manager::impl::poll() -> std::size_t {

@@ -7,6 +7,8 @@
 #include <loom/provider_facts.hpp>
 #include <loom/rma.hpp>
 
+#include <algorithm>
+
 namespace loom::plugins {
 
 using op_what = one_sided_op::what;
@@ -74,12 +76,15 @@ void endpoint_manager::impl::on_remote_data(void* self, std::uint64_t value) noe
 // ---------------------------------------------------------------- the public face
 auto endpoint_manager::register_memory(std::span<std::byte> buffer) -> result<memory_handle*> {
     std::lock_guard lock(impl_->eng->mutex());
-    return impl_->eng->register_memory(buffer.data(), buffer.size());
+    auto m = impl_->eng->register_memory(buffer.data(), buffer.size());
+    if (m) impl_->registrations_.push_back(*m);
+    return m;
 }
 
 void endpoint_manager::deregister(memory_handle* mh) noexcept {
     std::lock_guard lock(impl_->eng->mutex());
-    if (impl_->eng->is_live(mh)) impl_->eng->deregister(*mh);
+    if (!impl_->eng->is_live(mh) || std::erase(impl_->registrations_, mh) == 0) return;  // stale, or not the caller's
+    impl_->eng->deregister(*mh);
 }
 
 auto endpoint_manager::remote_key_of(const memory_handle* mh) const -> result<remote_key_bytes> {

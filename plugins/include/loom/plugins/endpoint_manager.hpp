@@ -166,7 +166,10 @@ public:
     [[nodiscard]] auto messages_sent(send_endpoint_id ep) -> result<std::uint64_t>;
 
     // ---------------------------------------------------------------- memory and one-sided operations
+    /// A registration of `buffer` (host memory). Registrations left when the manager is
+    /// destroyed are deregistered then.
     [[nodiscard]] auto register_memory(std::span<std::byte> buffer) -> result<memory_handle*>;
+    /// Nothing for a stale handle or one this manager did not give.
     void deregister(memory_handle* mh) noexcept;
     /// What a peer needs to reach `mh` with write/read/atomics (not_supported without RMA).
     [[nodiscard]] auto remote_key_of(const memory_handle* mh) const -> result<remote_key_bytes>;
