@@ -53,7 +53,7 @@ auto poll_until(lp::endpoint_manager& m, F&& done) -> bool {
 }
 
 auto run_receiver(int to_child, pid_t child) -> int {
-    int small_seen = 0, large_seen = 0, writes_seen = 0, errors = 0;
+    int small_seen = 0, large_seen = 0, writes_seen = 0, errors = 0, closed = 0;
     bool atomics_done = false;
     auto mgr = lp::endpoint_manager::create({.on_event = [&](const lp::event& e) {
         switch (e.kind) {
@@ -75,6 +75,7 @@ auto run_receiver(int to_child, pid_t child) -> int {
             break;
         case lp::event_kind::remote_write: writes_seen += e.value == write_tag ? 1 : 0; break;
         case lp::event_kind::peer_connected: break;
+        case lp::event_kind::peer_closed: ++closed; break;  // each send endpoint's goodbye, after its messages
         default: ++errors; std::fprintf(stderr, "receiver: event %d: %s\n", static_cast<int>(e.kind), e.error.message().c_str());
         }
     }});
@@ -94,7 +95,7 @@ auto run_receiver(int to_child, pid_t child) -> int {
     const bool atomics = m.supports_atomics();
     const bool all = poll_until(m, [&] {
         return errors > 0 || (small_seen == small_messages && large_seen == large_messages && writes_seen == 1 &&
-                              (!atomics || atomics_done));
+                              (!atomics || atomics_done) && closed == 2);
     });
     bool written = true;
     for (std::size_t i = 0; i < 4096; ++i) written = written && target[i] == fill(i, 99);
@@ -102,9 +103,10 @@ auto run_receiver(int to_child, pid_t child) -> int {
     std::memcpy(&counter, target.data() + counter_offset, 8);
     int status = 0;
     ::waitpid(child, &status, 0);
-    std::printf("receiver: %d/%d buffered, %d/%d zero-copy, %d write(s) with data, written bytes %s, counter %llu (%s), child %s\n",
+    std::printf("receiver: %d/%d buffered, %d/%d zero-copy, %d write(s) with data, written bytes %s, counter %llu (%s), "
+                "%d goodbyes, child %s\n",
                 small_seen, small_messages, large_seen, large_messages, writes_seen, written ? "right" : "WRONG",
-                static_cast<unsigned long long>(counter), atomics ? "native atomics" : "no native atomics here",
+                static_cast<unsigned long long>(counter), atomics ? "native atomics" : "no native atomics here", closed,
                 WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "ok" : "FAILED");
     m.deregister(*mh);
     const bool counter_ok = !atomics || counter == 12;

@@ -35,7 +35,7 @@ void engine::relax_lock() noexcept {
 
 void engine::close(listener& l) noexcept {
     l.magic.store(magic_dead);
-    if (l.recv_op.deferred) std::erase(deferred_, &l.recv_op);
+    if (l.recv_op.deferred) submissions_.drop(l.recv_op);
     if (l.recv_op.in_flight) {
         (void)ep_.cancel(&l.recv_op);
         const auto deadline = clock::now() + std::chrono::milliseconds(1000);
@@ -58,10 +58,7 @@ void engine::retire(C& c, std::initializer_list<op*> own) noexcept {
         }
     }
     for (op* o : own) {
-        if (o->deferred) {
-            std::erase(deferred_, o);
-            o->deferred = false;
-        }
+        if (o->deferred) submissions_.drop(*o);
         if (o->in_flight && cancellable(*o)) (void)ep_.cancel(o);
     }
     auto pending = [&] {

@@ -99,8 +99,7 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     s->state = chan_state::connecting;
     s->deadline = clock::now() + cfg_.connect_timeout;
     s->seqs.reset();
-    s->free_list.clear();
-    for (int i = send_pool_size - 1; i >= 0; --i) s->free_list.push_back(i);
+    s->pool.reset();
     for (auto& r : s->pool) {
         r.chan = s;
         r.is_send = true;
@@ -186,8 +185,7 @@ auto engine::accept(listener& l) -> result<receiver*> {
     r->peer_name = to_string(pc.peer_address);
     r->state = chan_state::ready;
     r->seqs.reset();
-    r->free_list.clear();
-    for (int i = recv_pool_size - 1; i >= 0; --i) r->free_list.push_back(i);
+    r->pool.reset();
     for (auto& q : r->pool) {
         q.chan = r;
         for (std::uint8_t i = 0; i < max_slots; ++i) {

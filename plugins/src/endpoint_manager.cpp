@@ -74,9 +74,10 @@ auto endpoint_manager::impl::poll() -> std::size_t {
     for (const auto& e : delivering_) opts.on_event(e);
     const std::size_t n = delivering_.size();
     delivering_.clear();
-    if (!reposting_.empty()) {
+    if (!reposting_.empty() || !retiring_.empty()) {
         std::lock_guard lock(eng->mutex());
         repost_all();
+        retire_connections();
     }
     return n;
 }
@@ -177,7 +178,7 @@ auto endpoint_manager::send(send_endpoint_id ep, std::span<const std::byte> mess
 
 auto endpoint_manager::send_record(send_endpoint_id ep, std::uint16_t kind, std::span<const std::byte> payload)
     -> void_result {
-    if (kind < first_component_kind) return make_unexpected(errc::invalid_argument);
+    if (kind < first_component_kind || kind > last_component_kind) return make_unexpected(errc::invalid_argument);
     std::lock_guard lock(impl_->eng->mutex());
     send_ep* s = impl_->lookup(ep);
     if (s == nullptr) return make_unexpected(errc::invalid_argument);

@@ -66,7 +66,8 @@ struct send_ep {
     sender* chan{nullptr};
     link_state state{link_state::connecting};
     bool lost_reported{false};
-    std::vector<std::byte> storage{};  ///< buffered: the coalescing buffers; zero-copy: header slots
+    /// buffered: the coalescing buffers; zero-copy: header slots; then room for the goodbye batch
+    std::vector<std::byte> storage{};
     memory_handle* storage_mh{nullptr};
     // buffered
     std::vector<send_request*> in_flight{};  ///< per buffer: its batch on the wire, or nullptr
@@ -103,6 +104,9 @@ struct recv_conn {
     receiver* chan{nullptr};
     std::uint32_t peer{0};
     bool lost{false};
+    bool retiring{false};             ///< closed by its peer or lost: goes after the events are delivered
+    std::optional<goodbye> farewell{};  ///< what the peer said it sent before closing
+    std::uint64_t batches_taken{0}, zero_copy_taken{0};
     std::vector<std::byte> storage{};  ///< batch buffers, header slots, then (pool mode) data buffers
     memory_handle* storage_mh{nullptr};
     receive_ring batches{}, headers{}, data{};
@@ -156,6 +160,9 @@ public:
     auto send_zero_copy(send_ep& s, std::span<const std::byte> data, memory_handle* mh, std::span<const std::byte> header,
                         void* ctx) -> void_result;
     auto flush(send_ep& s) -> void_result;
+    void say_goodbye(send_ep& s, clock::time_point deadline);
+    template <class Busy>
+    void wait_while(send_ep& s, Busy&& busy, clock::time_point deadline);
     void progress_send(send_ep& s, clock::time_point now);
 
     // manager_receive.cpp
@@ -169,6 +176,8 @@ public:
     void take_batches(recv_ep& r, recv_conn& c);
     void take_zero_copy(recv_ep& r, recv_conn& c);
     void repost_all();
+    void retire_connections();
+    void check_farewell(recv_ep& r, recv_conn& c);
 
     // manager_one_sided.cpp
     auto start_one_sided(send_ep& s, one_sided_op::what what, std::span<const std::byte> key, std::uint64_t offset,
@@ -187,6 +196,7 @@ public:
     std::vector<event> delivering_{};  ///< the batch poll() hands to the handler
     std::vector<repost> reposts_{};
     std::vector<repost> reposting_{};
+    std::vector<repost> retiring_{};   ///< connections to close after delivery (ring unused)
     std::uint32_t next_gen_{0};        ///< handle generations, never reused
     std::mutex delivery_mu_{};         ///< thread_safe: one poll at a time delivers
     std::atomic<bool> stop_{false};

@@ -93,7 +93,8 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
         e->extra_.push_back(std::move(*r));
     }
     e->host_id_ = this_host_id();
-    e->deferred_.reserve(1024);
+    e->submissions_.reserve(1024);
+    e->submissions_.set_timeout(cfg.eagain_timeout);
     e->unposted_.reserve(1024);
     if (cfg.progress_thread) e->mu_.make_plain();  // two busy threads: no owner to favour
     e->progress_thread_ = std::thread([self = e.get()] { self->watchdog(); });

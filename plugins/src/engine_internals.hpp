@@ -99,10 +99,10 @@ inline void for_each_op(request_base& r, F&& f) {
 
 /// A request from the channel's pool, reset for a new operation; nullptr when all are in use.
 template <class C>
-inline auto take_request(C& c, clock::time_point now) noexcept -> decltype(&c.pool[0]) {
-    if (c.free_list.empty()) return nullptr;
-    auto& r = c.pool[static_cast<std::size_t>(c.free_list.back())];
-    c.free_list.pop_back();
+inline auto take_request(C& c, clock::time_point now) noexcept -> decltype(c.pool.take()) {
+    auto* taken = c.pool.take();
+    if (taken == nullptr) return nullptr;
+    auto& r = *taken;
     r.gen += 1;
     r.chan = &c;
     r.done = false;

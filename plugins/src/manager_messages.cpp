@@ -81,6 +81,20 @@ auto batch_reader::next() -> result<std::optional<batch_record>> {
         batch_record{.kind = get_le<std::uint16_t>(rest, r_kind), .payload = rest.subspan(record_header_size, len)}};
 }
 
+auto encode(const goodbye& g, std::span<std::byte> out) -> result<std::size_t> {
+    batch_writer w(out);
+    std::array<std::byte, goodbye_size> payload{};
+    put_le(payload, 0, g.batches);
+    put_le(payload, 8, g.zero_copy);
+    if (!w.append(static_cast<std::uint16_t>(record_kind::goodbye), payload)) return make_unexpected(errc::no_space);
+    return w.finish().size();
+}
+
+auto decode_goodbye(std::span<const std::byte> payload) -> result<goodbye> {
+    if (payload.size() != goodbye_size) return bad();
+    return goodbye{.batches = get_le<std::uint64_t>(payload, 0), .zero_copy = get_le<std::uint64_t>(payload, 8)};
+}
+
 auto encode(const zero_copy_header& h, std::span<std::byte> out) -> result<std::size_t> {
     if (h.header.size() > max_header_bytes) return make_unexpected(errc::invalid_argument);
     const std::size_t n = z_header + h.header.size();

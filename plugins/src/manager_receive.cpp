@@ -141,7 +141,13 @@ void endpoint_manager::impl::take_batches(recv_ep& r, recv_conn& c) {
         auto reader = batch_reader::open(ring_buffer(c, ring, b, r.params).first(size));
         result<std::optional<batch_record>> rec = make_unexpected(errc::protocol_error);
         if (reader) rec = reader->next();
+        bool farewell = false;
         for (; rec && rec->has_value(); rec = reader->next()) {
+            if ((*rec)->kind == static_cast<std::uint16_t>(record_kind::goodbye)) {
+                if (auto g = decode_goodbye((*rec)->payload)) c.farewell = *g;
+                farewell = true;
+                continue;
+            }
             ev.kind = event_kind::message;
             ev.record = (*rec)->kind;
             ev.data = (*rec)->payload;
@@ -152,6 +158,7 @@ void endpoint_manager::impl::take_batches(recv_ep& r, recv_conn& c) {
             LOOM_WARN("malformed batch ({} bytes) from peer {}", size, c.peer);
             emit({.kind = event_kind::error, .error = rec.error(), .context = r.context, .receiver = r.id, .peer = c.peer});
         }
+        if (!farewell) ++c.batches_taken;
     }
 }
 
@@ -183,6 +190,7 @@ void endpoint_manager::impl::take_zero_copy(recv_ep& r, recv_conn& c) {
             post_waiting(r, c);
         }
         reposts_.push_back({.ep = r.id, .conn = &c, .ring = &hr, .buffer = hb});
+        ++c.zero_copy_taken;
         result<zero_copy_header> zh = make_unexpected(eh);
         if (eh == errc::success) zh = decode_zero_copy_header(ring_buffer(c, hr, hb, r.params).first(hsize));
         if (ed != errc::success || !zh) {
@@ -211,14 +219,44 @@ void endpoint_manager::impl::progress_receive(recv_ep& r) {
         connect_peer(r, **chan);
     }
     for (auto& c : r.conns) {
-        if (!c->lost && c->chan->state == chan_state::failed) {
+        if (c->retiring) continue;
+        // What landed is delivered first, also from a peer that has just died or said goodbye.
+        take_batches(r, *c);
+        take_zero_copy(r, *c);
+        check_farewell(r, *c);
+        if (!c->retiring && c->chan->state == chan_state::failed) {
             c->lost = true;
             emit({.kind = event_kind::peer_lost, .error = make_error_code(errc::host_unreachable), .context = r.context,
                   .receiver = r.id, .peer = c->peer});
+            c->retiring = true;
+            retiring_.push_back({.ep = r.id, .conn = c.get()});
         }
-        take_batches(r, *c);
-        take_zero_copy(r, *c);
     }
+}
+
+void endpoint_manager::impl::check_farewell(recv_ep& r, recv_conn& c) {
+    if (!c.farewell || c.batches_taken < c.farewell->batches || c.zero_copy_taken < c.farewell->zero_copy) return;
+    emit({.kind = event_kind::peer_closed, .context = r.context, .receiver = r.id, .peer = c.peer});
+    c.retiring = true;
+    retiring_.push_back({.ep = r.id, .conn = &c});
+}
+
+void endpoint_manager::impl::retire_connections() {
+    // After delivery: the handler has seen what landed in the connection's buffers.
+    for (const auto& rc : retiring_) {
+        recv_ep* r = lookup(rc.ep);
+        if (r == nullptr) continue;
+        auto it = std::ranges::find_if(r->conns, [&](const auto& c) { return c.get() == rc.conn; });
+        if (it == r->conns.end()) continue;
+        recv_conn& c = **it;
+        eng->close(*c.chan);
+        eng->deregister(*c.storage_mh);
+        for (const auto& pb : c.posted)
+            emit({.kind = event_kind::error, .error = make_error_code(errc::canceled), .context = r->context,
+                  .receiver = r->id, .peer = c.peer, .buffer_context = pb.context});
+        r->conns.erase(it);
+    }
+    retiring_.clear();
 }
 
 void endpoint_manager::impl::repost_all() {

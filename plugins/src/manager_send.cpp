@@ -37,7 +37,7 @@ auto endpoint_manager::impl::open_send(std::span<const std::byte> peer, const co
     s->context = ctx;
     std::ranges::copy(peer, s->peer_address.begin());
     const std::size_t slot = p.mode == send_mode::buffered ? p.buffer_size : zero_copy_header_size;
-    s->storage.resize(slot * p.buffer_count);
+    s->storage.resize(slot * p.buffer_count + goodbye_batch_size);
     auto cleanup = [&](std::error_code ec) {
         if (s->storage_mh != nullptr) eng->deregister(*s->storage_mh);
         if (s->ops_mh != nullptr) eng->deregister(*s->ops_mh);
@@ -179,22 +179,40 @@ auto endpoint_manager::impl::send_zero_copy(send_ep& s, std::span<const std::byt
     return {};
 }
 
+template <class Busy>
+void endpoint_manager::impl::wait_while(send_ep& s, Busy&& busy, clock::time_point deadline) {
+    while (busy() && clock::now() < deadline && s.chan->state == chan_state::ready) {
+        eng->progress();
+        progress_send(s, clock::now());
+        eng->mutex().unlock();  // let the watchdog and other callers in during the wait
+        std::this_thread::yield();
+        eng->mutex().lock();
+    }
+}
+
+void endpoint_manager::impl::say_goodbye(send_ep& s, clock::time_point deadline) {
+    // The receiver closes its side once it has handled everything counted here.
+    if (s.chan->state != chan_state::ready) return;
+    const auto area = std::span{s.storage}.last(goodbye_batch_size);
+    const bool buffered = s.params.mode == send_mode::buffered;
+    const auto n = encode(goodbye{.batches = buffered ? s.messages_sent : 0, .zero_copy = buffered ? 0 : s.messages_sent}, area);
+    auto r = eng->isend(*s.chan, area.data(), n.value(), tag_batch, s.storage_mh);  // fits: goodbye_batch_size
+    if (!r || *r == nullptr) return;  // the peer learns of the close from its peer monitor instead
+    wait_while(s, [&] { return !(*r)->done; }, deadline);
+    bool done = false;
+    if ((*r)->done) (void)eng->test(**r, done, nullptr, 0);
+}
+
 auto endpoint_manager::impl::close_send(send_ep& s) -> void_result {
     const auto index = (static_cast<std::uint64_t>(s.id) & 0xffffffffU) - 1;
     if (s.state == link_state::ready) {
         (void)flush(s);
         const auto deadline = clock::now() + eng->settings().peer_timeout;
-        auto busy = [&] {
+        wait_while(s, [&] {
             return s.ops_in_flight > 0 || std::ranges::any_of(s.in_flight, [](auto* r) { return r != nullptr; }) ||
                    std::ranges::any_of(s.zc, [](const zero_copy_send& z) { return z.used; });
-        };
-        while (busy() && clock::now() < deadline && s.chan->state == chan_state::ready) {
-            eng->progress();
-            progress_send(s, clock::now());
-            eng->mutex().unlock();  // let the watchdog and other callers in during the wait
-            std::this_thread::yield();
-            eng->mutex().lock();
-        }
+        }, deadline);
+        say_goodbye(s, deadline);
         for (auto& z : s.zc)
             if (z.used) emit({.kind = event_kind::send_complete, .error = make_error_code(errc::canceled), .context = z.context, .sender = s.id});
         eng->close(*s.chan);

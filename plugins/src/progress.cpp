@@ -73,11 +73,8 @@ void engine::progress() noexcept {
     poll_rail(*main_);
     for (auto& r : extra_) poll_rail(*r);
     if (recycle_head_ != nullptr) drain_recycles();
-    if (!deferred_.empty()) [[unlikely]] {
-        retrying_.swap(deferred_);
-        for (op* o : retrying_) settle(*o, submit(*o));
-        retrying_.clear();
-    }
+    if (!submissions_.empty()) [[unlikely]]
+        submissions_.retry([this](op& o) { settle(o, submit(o)); });
     // Peer checks at most every 100 ms; the clock is read every 64th call only.
     // A plain increment (only lock holders write it); the watchdog reads it to see the host call.
     const auto calls = progress_calls_.load(std::memory_order_relaxed) + 1;

@@ -149,7 +149,7 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
     }
     clear_to_send cts{
         .target = {.channel = r.chan->id,
-                   .request = static_cast<std::uint32_t>(&r - static_cast<receiver*>(r.chan)->pool.data()),
+                   .request = static_cast<receiver*>(r.chan)->pool.index_of(r),
                    .slot = o.slot},
         .capacity = std::min<std::uint64_t>(s.capacity, immediate::length_mask),
         .rails = r.chan->rails};
@@ -173,7 +173,8 @@ void engine::on_remote_write(std::uint64_t imm) noexcept {
     auto it = receivers_.find(at.channel);
     if (it == receivers_.end()) return;  // a late write to a closed channel
     auto& rc = *it->second;
-    auto& r = rc.pool[at.request];
+    if (at.request >= rc.pool.size()) return;  // not a request of ours
+    auto& r = rc.pool.at(at.request);
     auto& s = r.slots[at.slot];
     if (r.magic.load(std::memory_order_relaxed) != magic_rreq || !s.rendezvous || s.done) return;
     s.landed += immediate::length_of(imm);

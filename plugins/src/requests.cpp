@@ -138,7 +138,7 @@ void engine::recycle(request_base& r) noexcept {
         if (q.rendezvous)
             for (auto& h : q.src) h.release();
         auto* s = static_cast<sender*>(r.chan);
-        s->free_list.push_back(static_cast<int>(&q - s->pool.data()));
+        s->pool.put(q);
     } else {
         auto& q = static_cast<recv_request&>(r);
         for (int i = 0; i < q.n; ++i) {
@@ -147,7 +147,7 @@ void engine::recycle(request_base& r) noexcept {
                 for (auto& h : s.tmp) h.release();
         }
         auto* rc = static_cast<receiver*>(r.chan);
-        rc->free_list.push_back(static_cast<int>(&q - rc->pool.data()));
+        rc->pool.put(q);
     }
     r.released = false;
 }
@@ -157,9 +157,8 @@ void engine::cancel_ops(request_base& r) noexcept {
     // FI_ECANCELED, recycles the request); posted sends run to completion.
     for_each_op(r, [&](op& o) {
         if (o.deferred) {
-            std::erase(deferred_, &o);
+            submissions_.drop(o);
             std::erase(unposted_, &o);
-            o.deferred = false;
         }
         if (o.in_flight && cancellable(o)) (void)ep_.cancel(&o);
     });

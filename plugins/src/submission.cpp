@@ -132,27 +132,15 @@ void engine::post(op& o) noexcept {
 }
 
 void engine::settle(op& o, int rc) noexcept {
-    const bool retried = o.deferred;
-    o.deferred = false;
-    if (rc == 0 || rc == 1) {
-        o.in_flight = rc == 0;  // 1: injected, nothing will complete
-        if (o.kind == op_kind::foreign && rc == 1) end_foreign(static_cast<foreign_op&>(o), {});
-        if (request_base* r = owner_request(o); r != nullptr && !o.in_flight) recycle(*r);
+    switch (submissions_.settle(o, rc)) {
+    case settled::in_flight: return;
+    case settled::complete:  // injected: nothing will complete
+        if (o.kind == op_kind::foreign) end_foreign(static_cast<foreign_op&>(o), {});
+        else if (request_base* r = owner_request(o)) recycle(*r);
         return;
+    case settled::deferred: stats_.eagain_retries = submissions_.refusals(); return;
+    case settled::failed: fail_op(o, rc); return;
     }
-    if (rc == -FI_EAGAIN) {
-        const auto now = clock::now();
-        if (!retried) {
-            ++stats_.eagain_retries;
-            o.deferred_since = now;
-        }
-        if (now - o.deferred_since < cfg_.eagain_timeout) {
-            o.deferred = true;
-            deferred_.push_back(&o);
-            return;
-        }
-    }
-    fail_op(o, rc);
 }
 
 void engine::fail_op(op& o, int rc) noexcept {

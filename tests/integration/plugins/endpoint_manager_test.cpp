@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <set>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -122,6 +124,36 @@ TEST_F(EndpointManager, BufferedMessagesCoalesceAndArriveInOrder) {
     // 300 records of 16 bytes in 4 KiB batches: a few network messages, not 300.
     EXPECT_LE(tx.m->messages_sent(out).value(), 3U);
     EXPECT_EQ(rx.count(lp::event_kind::error), 0U);
+}
+
+TEST_F(EndpointManager, AClosingSenderSaysGoodbyeAfterEverythingItSent) {
+    link({}, {.mode = lp::send_mode::buffered, .buffer_size = 256, .buffer_count = 4});
+    auto zc = tx.m->open_send_endpoint(rx.m->address_of(in).value(), {.mode = lp::send_mode::zero_copy}).value();
+    ASSERT_TRUE(poll_until(rx, tx, [&] { return rx.count(lp::event_kind::peer_connected) == 2 && tx.count(lp::event_kind::connected) == 2; }));
+    for (int i = 0; i < 20; ++i) {
+        const std::string m = "b" + std::to_string(i);
+        for (auto r = tx.m->send(out, bytes(m)); !r; r = tx.m->send(out, bytes(m))) {
+            ASSERT_EQ(r.error(), code(loom::errc::again));
+            tx.m->poll();
+        }
+    }
+    std::vector<std::byte> big(40 * 1024, std::byte{5});
+    ASSERT_TRUE(tx.m->send(zc, big, nullptr, bytes("z")));
+    ASSERT_TRUE(tx.m->close_send_endpoint(out));  // flushes, waits, says goodbye: the receiver has polled nothing yet
+    ASSERT_TRUE(tx.m->close_send_endpoint(zc));
+    ASSERT_TRUE(poll_until(rx, tx, [&] { return rx.count(lp::event_kind::peer_closed) == 2; }));
+    std::lock_guard lock(rx.mu);
+    std::map<std::uint32_t, int> messages_before_goodbye;
+    std::set<std::uint32_t> closed;
+    for (const auto& e : rx.events) {
+        if (e.e.kind == lp::event_kind::message) {
+            EXPECT_FALSE(closed.contains(e.e.peer)) << "a message after its sender's goodbye";
+            ++messages_before_goodbye[e.e.peer];
+        }
+        if (e.e.kind == lp::event_kind::peer_closed) closed.insert(e.e.peer);
+    }
+    EXPECT_EQ(messages_before_goodbye[1], 20);
+    EXPECT_EQ(messages_before_goodbye[2], 1);
 }
 
 TEST_F(EndpointManager, AgainWhenEveryBufferIsInFlightAndTheLeastIsReported) {

@@ -156,4 +156,24 @@ TEST(ManagerMessages, RemoteKeyRoundTripsAndRefusesMalformed) {
     EXPECT_FALSE(lp::decode_remote_key(wraps));
 }
 
+TEST(ManagerMessages, GoodbyeIsABatchOfOneRecord) {
+    std::array<std::byte, lp::goodbye_batch_size> buf{};
+    const auto n = lp::encode(lp::goodbye{.batches = 12, .zero_copy = 1ULL << 33}, buf);
+    ASSERT_TRUE(n);
+    EXPECT_EQ(*n, lp::goodbye_batch_size);
+    auto r = lp::batch_reader::open(std::span{buf}.first(*n));
+    ASSERT_TRUE(r);
+    auto rec = r->next();
+    ASSERT_TRUE(rec && *rec);
+    EXPECT_EQ((*rec)->kind, static_cast<std::uint16_t>(lp::record_kind::goodbye));
+    auto g = lp::decode_goodbye((*rec)->payload);
+    ASSERT_TRUE(g);
+    EXPECT_EQ(g->batches, 12U);
+    EXPECT_EQ(g->zero_copy, 1ULL << 33);
+    EXPECT_FALSE(lp::decode_goodbye((*rec)->payload.first(15)));
+    std::array<std::byte, lp::goodbye_batch_size - 1> small{};
+    EXPECT_FALSE(lp::encode(lp::goodbye{}, small));
+    EXPECT_LT(lp::last_component_kind, static_cast<std::uint16_t>(lp::record_kind::goodbye));
+}
+
 }  // namespace

@@ -81,6 +81,7 @@ enum class event_kind : std::uint8_t {
     connected,          ///< a send endpoint's peer accepted it (context: the endpoint's)
     connection_failed,  ///< it never will (error says why); the endpoint stays open until closed
     peer_connected,     ///< a sender connected to a receive endpoint (peer: which one)
+    peer_closed,        ///< a connected sender closed its send endpoint, after all it sent was delivered
     peer_lost,          ///< a connection's peer is dead or unreachable; its operations failed
     message,            ///< a received message (data; header for zero-copy; kind for records)
     send_complete,      ///< a zero-copy send is done with the caller's buffer (context: the send's)
@@ -153,7 +154,7 @@ public:
     /// Buffered: copies `message` into the current buffer (message_too_long when it cannot fit
     /// one; again when every buffer is in flight).
     [[nodiscard]] auto send(send_endpoint_id ep, std::span<const std::byte> message) -> void_result;
-    /// Buffered: a record of a runtime component (kind ≥ first_component_kind).
+    /// Buffered: a record of a runtime component (first_component_kind ≤ kind ≤ last_component_kind).
     [[nodiscard]] auto send_record(send_endpoint_id ep, std::uint16_t kind, std::span<const std::byte> payload)
         -> void_result;
     /// Zero-copy: `data` (inside `mh`) and up to max_header_bytes of `header` (copied).

@@ -21,6 +21,9 @@
 #include <loom/plugins/limits.hpp>
 #include <loom/plugins/match_bits.hpp>
 #include <loom/plugins/memory_key.hpp>
+#include <loom/plugins/operation.hpp>
+#include <loom/plugins/request_pool.hpp>
+#include <loom/plugins/submission_queue.hpp>
 
 #include <loom/address_vector.hpp>
 #include <loom/completion_queue.hpp>
@@ -49,26 +52,8 @@
 
 namespace loom::plugins {
 
-using clock = std::chrono::steady_clock;
-
 class engine;
 struct request_base;
-
-enum class op_kind : std::uint8_t {
-    send_eager, send_rts, cts_recv, rma_write, recv_slot, cts_send, listen_recv, connect_send, accept_recv,
-    accept_send, flush_read, liveness_recv, foreign,
-};
-
-/// One libfabric operation in flight; its address is the provider's context.
-struct op : request_context {
-    void* owner{nullptr};
-    std::uint32_t gen{0};
-    op_kind kind{};
-    std::uint8_t slot{0};
-    bool in_flight{false};
-    bool deferred{false};
-    clock::time_point deferred_since{};
-};
 
 /// Per-(channel, user tag) sequence counters (open addressing, no allocation).
 class tag_sequences {
@@ -268,8 +253,7 @@ struct sender : channel_base {
     op accept_op{};
     clock::time_point deadline{};
     tag_sequences seqs{};
-    std::array<send_request, send_pool_size> pool{};
-    std::vector<int> free_list{};
+    request_pool<send_request, send_pool_size> pool{};
     liveness_state liveness{};
     sender() noexcept { live = &liveness; }
 };
@@ -279,8 +263,7 @@ struct receiver : channel_base {
     std::array<std::byte, control_capacity> accept_msg{};
     op accept_op{};
     tag_sequences seqs{};
-    std::array<recv_request, recv_pool_size> pool{};
-    std::vector<int> free_list{};
+    request_pool<recv_request, recv_pool_size> pool{};
     liveness_state liveness{};
     receiver() noexcept { live = &liveness; }
 };
@@ -423,7 +406,7 @@ public:
     /// Free requests in a sender's pool (released ones put back first).
     [[nodiscard]] auto free_requests(sender& s) noexcept -> int {
         (void)has_free(s);
-        return static_cast<int>(s.free_list.size());
+        return static_cast<int>(s.pool.free_count());
     }
     /// Submits a foreign operation to `o.chan`'s peer (a ready sender or receiver).
     void post_foreign(foreign_op& o) noexcept;
@@ -462,8 +445,8 @@ private:
     /// Whether the channel's pool has a request, after putting released ones back if it ran dry.
     template <class C>
     auto has_free(C& c) noexcept -> bool {
-        if (c.free_list.empty()) drain_recycles();
-        return !c.free_list.empty();
+        if (c.pool.free_count() == 0) drain_recycles();
+        return c.pool.free_count() != 0;
     }
     auto start_recv(receiver& rc, int n, int remaining) noexcept -> recv_request&;  // a fresh receive request
     static void reset_slot(recv_slot& s, void* data, std::size_t size, memory_handle* host_reg) noexcept;
@@ -527,8 +510,7 @@ private:
     std::uint32_t next_id_{match_bits::first_channel_id};
     std::unordered_map<std::uint32_t, receiver*> receivers_{};
     std::unordered_map<const void*, std::pair<handle_bytes, sender*>> connecting_{};
-    std::vector<op*> deferred_{};
-    std::vector<op*> retrying_{};  ///< swapped with deferred_ while retrying (both keep their capacity)
+    submission_queue submissions_{};  ///< operations the provider refused for now
     /// Receives accepted by irecv and handed to the provider at the engine's next call (isend,
     /// progress): a send posted right after a receive leaves first. Marked `deferred`.
     std::vector<op*> unposted_{};

@@ -23,11 +23,6 @@
 
 namespace loom::plugins {
 
-/// What a batch record is. The user's messages are kind 0; the runtime's own components
-/// (a transfer's notifications, staged atomics) take kinds from `first_component_kind` up.
-enum class record_kind : std::uint16_t { message = 0 };
-inline constexpr std::uint16_t first_component_kind = 1;
-
 inline constexpr std::size_t batch_header_size = 16;
 inline constexpr std::size_t record_header_size = 8;
 inline constexpr std::size_t max_header_bytes = 48;  ///< user header of a zero-copy message
@@ -40,6 +35,28 @@ using remote_key_bytes = std::array<std::byte, remote_key_size>;
 [[nodiscard]] constexpr auto record_size(std::size_t payload) noexcept -> std::size_t {
     return record_header_size + (payload + 7) / 8 * 8;
 }
+
+/// What a batch record is. The user's messages are kind 0; the runtime's own components
+/// (a transfer's notifications, staged atomics) take kinds from `first_component_kind` to
+/// `last_component_kind`; the manager keeps the top kinds for itself.
+enum class record_kind : std::uint16_t {
+    message = 0,
+    goodbye = 0xffff,  ///< a send endpoint closes: how many network messages it sent before (goodbye)
+};
+inline constexpr std::uint16_t first_component_kind = 1;
+inline constexpr std::uint16_t last_component_kind = 0xfeff;
+
+/// A closing send endpoint's last record: the batches and zero-copy messages it sent, so that
+/// the receiver closes the connection only once every one of them has been handled.
+struct goodbye {
+    std::uint64_t batches{0};
+    std::uint64_t zero_copy{0};
+};
+inline constexpr std::size_t goodbye_size = 16;
+/// A whole batch holding one goodbye record.
+inline constexpr std::size_t goodbye_batch_size = batch_header_size + record_header_size + goodbye_size;
+[[nodiscard]] auto encode(const goodbye& g, std::span<std::byte> out) -> result<std::size_t>;
+[[nodiscard]] auto decode_goodbye(std::span<const std::byte> payload) -> result<goodbye>;
 
 /// Fills a buffer with records; finish() writes the batch header.
 class batch_writer {

@@ -1,0 +1,29 @@
+// loom/plugins/operation.hpp — one libfabric operation of the engine: what kind it is, whose it
+// is, and where it stands (in flight, queued for a retry). Its address is the provider's context.
+#pragma once
+
+#include <loom/context.hpp>
+
+#include <chrono>
+#include <cstdint>
+
+namespace loom::plugins {
+
+using clock = std::chrono::steady_clock;
+
+enum class op_kind : std::uint8_t {
+    send_eager, send_rts, cts_recv, rma_write, recv_slot, cts_send, listen_recv, connect_send, accept_recv,
+    accept_send, flush_read, liveness_recv, foreign,
+};
+
+struct op : request_context {
+    void* owner{nullptr};
+    std::uint32_t gen{0};
+    op_kind kind{};
+    std::uint8_t slot{0};
+    bool in_flight{false};
+    bool deferred{false};  ///< queued: refused for now (submission_queue), or not yet handed over
+    clock::time_point deferred_since{};  ///< the first refusal of this submission
+};
+
+}  // namespace loom::plugins
