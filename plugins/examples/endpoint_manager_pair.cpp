@@ -36,6 +36,13 @@ constexpr std::uint64_t write_tag = 42;
 
 auto fill(std::size_t i, int seed) -> std::byte { return static_cast<std::byte>((i * 7 + static_cast<std::size_t>(seed) * 13) & 0xff); }
 
+/// prefix + i (GCC 12 at -O3 raises a false -Wrestrict in "text" + std::to_string(i)).
+auto numbered(std::string_view prefix, int i) -> std::string {
+    std::string s(prefix);
+    s += std::to_string(i);
+    return s;
+}
+
 auto fail(const char* what, std::error_code ec = {}) -> int {
     std::fprintf(stderr, "[%d] %s%s%s\n", static_cast<int>(::getpid()), what, ec ? ": " : "", ec ? ec.message().c_str() : "");
     return 1;
@@ -67,7 +74,7 @@ auto run_receiver(int to_child, pid_t child) -> int {
             } else if (std::string_view(reinterpret_cast<const char*>(e.data.data()), e.data.size()) == "atomics done") {
                 atomics_done = true;
             } else {
-                const std::string want = "message " + std::to_string(small_seen);
+                const std::string want = numbered("message ", small_seen);
                 const bool ok = std::string_view(reinterpret_cast<const char*>(e.data.data()), e.data.size()) == want;
                 small_seen += ok ? 1 : 0;
                 errors += ok ? 0 : 1;
@@ -137,7 +144,7 @@ auto run_sender(int from_parent) -> int {
     if (!poll_until(m, [&] { return connected == 2 || errors > 0; }) || errors > 0) return fail("sender: connect");
 
     for (int i = 0; i < small_messages; ++i) {  // copied and coalesced: many per network message
-        const std::string text = "message " + std::to_string(i);
+        const std::string text = numbered("message ", i);
         while (true) {
             auto r = m.send(*buffered, std::as_bytes(std::span{text.data(), text.size()}));
             if (r) break;
