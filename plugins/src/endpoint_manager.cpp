@@ -125,26 +125,19 @@ auto endpoint_manager::open_receive_endpoint(const receive_parameters& params, v
 }
 
 auto endpoint_manager::address_of(receive_endpoint_id ep) const -> result<handle_bytes> {
-    std::lock_guard lock(impl_->eng->mutex());
-    const recv_ep* r = impl_->lookup(ep);
-    if (r == nullptr) return make_unexpected(errc::invalid_argument);
-    return r->address;
+    return impl_->with(ep, [](recv_ep& r) -> result<handle_bytes> { return r.address; });
 }
 
 auto endpoint_manager::close_receive_endpoint(receive_endpoint_id ep) -> void_result {
-    std::lock_guard lock(impl_->eng->mutex());
-    recv_ep* r = impl_->lookup(ep);
-    if (r == nullptr) return make_unexpected(errc::invalid_argument);
-    impl_->close_receive(*r);
-    return {};
+    return impl_->with(ep, [&](recv_ep& r) -> void_result {
+        impl_->close_receive(r);
+        return {};
+    });
 }
 
 auto endpoint_manager::post_receive(receive_endpoint_id ep, std::span<std::byte> buffer, memory_handle* mh, void* context)
     -> void_result {
-    std::lock_guard lock(impl_->eng->mutex());
-    recv_ep* r = impl_->lookup(ep);
-    if (r == nullptr) return make_unexpected(errc::invalid_argument);
-    return impl_->post_receive(*r, buffer, mh, context);
+    return impl_->with(ep, [&](recv_ep& r) { return impl_->post_receive(r, buffer, mh, context); });
 }
 
 auto endpoint_manager::open_send_endpoint(std::span<const std::byte> peer_address, const connection_parameters& params,
@@ -154,57 +147,40 @@ auto endpoint_manager::open_send_endpoint(std::span<const std::byte> peer_addres
 }
 
 auto endpoint_manager::close_send_endpoint(send_endpoint_id ep) -> void_result {
-    std::lock_guard lock(impl_->eng->mutex());
-    send_ep* s = impl_->lookup(ep);
-    if (s == nullptr) return make_unexpected(errc::invalid_argument);
-    return impl_->close_send(*s);
+    return impl_->with(ep, [&](send_ep& s) { return impl_->close_send(s); });
 }
 
 auto endpoint_manager::available_buffers(send_endpoint_id ep) -> result<std::size_t> {
-    std::lock_guard lock(impl_->eng->mutex());
-    send_ep* s = impl_->lookup(ep);
-    if (s == nullptr) return make_unexpected(errc::invalid_argument);
-    const std::size_t least = std::min(s->least_available, s->available());
-    s->least_available = s->available();
-    return least;
+    return impl_->with(ep, [](send_ep& s) -> result<std::size_t> {
+        const std::size_t least = std::min(s.least_available, s.available());
+        s.least_available = s.available();
+        return least;
+    });
 }
 
 auto endpoint_manager::send(send_endpoint_id ep, std::span<const std::byte> message) -> void_result {
-    std::lock_guard lock(impl_->eng->mutex());
-    send_ep* s = impl_->lookup(ep);
-    if (s == nullptr) return make_unexpected(errc::invalid_argument);
-    return impl_->send_buffered(*s, static_cast<std::uint16_t>(record_kind::message), message);
+    return impl_->with(ep, [&](send_ep& s) {
+        return impl_->send_buffered(s, static_cast<std::uint16_t>(record_kind::message), message);
+    });
 }
 
 auto endpoint_manager::send_record(send_endpoint_id ep, std::uint16_t kind, std::span<const std::byte> payload)
     -> void_result {
     if (kind < first_component_kind || kind > last_component_kind) return make_unexpected(errc::invalid_argument);
-    std::lock_guard lock(impl_->eng->mutex());
-    send_ep* s = impl_->lookup(ep);
-    if (s == nullptr) return make_unexpected(errc::invalid_argument);
-    return impl_->send_buffered(*s, kind, payload);
+    return impl_->with(ep, [&](send_ep& s) { return impl_->send_buffered(s, kind, payload); });
 }
 
 auto endpoint_manager::send(send_endpoint_id ep, std::span<const std::byte> data, memory_handle* mh,
                             std::span<const std::byte> header, void* context) -> void_result {
-    std::lock_guard lock(impl_->eng->mutex());
-    send_ep* s = impl_->lookup(ep);
-    if (s == nullptr) return make_unexpected(errc::invalid_argument);
-    return impl_->send_zero_copy(*s, data, mh, header, context);
+    return impl_->with(ep, [&](send_ep& s) { return impl_->send_zero_copy(s, data, mh, header, context); });
 }
 
 auto endpoint_manager::flush(send_endpoint_id ep) -> void_result {
-    std::lock_guard lock(impl_->eng->mutex());
-    send_ep* s = impl_->lookup(ep);
-    if (s == nullptr) return make_unexpected(errc::invalid_argument);
-    return impl_->flush(*s);
+    return impl_->with(ep, [&](send_ep& s) { return impl_->flush(s); });
 }
 
 auto endpoint_manager::messages_sent(send_endpoint_id ep) -> result<std::uint64_t> {
-    std::lock_guard lock(impl_->eng->mutex());
-    send_ep* s = impl_->lookup(ep);
-    if (s == nullptr) return make_unexpected(errc::invalid_argument);
-    return s->messages_sent;
+    return impl_->with(ep, [](send_ep& s) -> result<std::uint64_t> { return s.messages_sent; });
 }
 
 }  // namespace loom::plugins

@@ -148,6 +148,14 @@ public:
     // endpoint_manager.cpp
     auto lookup(send_endpoint_id id) noexcept -> send_ep*;
     auto lookup(receive_endpoint_id id) noexcept -> recv_ep*;
+    /// f(endpoint) under the engine lock; invalid_argument for an unknown or closed handle.
+    template <class Id, class F>
+    auto with(Id id, F&& f) -> decltype(f(*lookup(id))) {
+        std::lock_guard lock(eng->mutex());
+        auto* e = lookup(id);
+        if (e == nullptr) return make_unexpected(errc::invalid_argument);
+        return f(*e);
+    }
     void emit(const event& e) { pending_.push_back(e); }
     auto poll() -> std::size_t;
     void start_progress_thread();
@@ -182,7 +190,11 @@ public:
     // manager_one_sided.cpp
     auto start_one_sided(send_ep& s, one_sided_op::what what, std::span<const std::byte> key, std::uint64_t offset,
                          std::size_t length) -> result<one_sided_op*>;
-    static auto submit_one_sided(foreign_op& f, endpoint& ep, fabric_addr peer) noexcept -> int;
+    /// fetch_add / compare_swap: their checks, then the operation (compare unused by fetch_add).
+    auto post_atomic(send_endpoint_id ep, one_sided_op::what what, std::uint64_t operand, std::uint64_t compare,
+                     std::uint64_t* previous, std::span<const std::byte> remote_key, std::uint64_t offset, void* context)
+        -> void_result;
+        static auto submit_one_sided(foreign_op& f, endpoint& ep, fabric_addr peer) noexcept -> int;
     static void end_one_sided(foreign_op& f, std::error_code why) noexcept;
     static void on_remote_data(void* self, std::uint64_t value) noexcept;
 

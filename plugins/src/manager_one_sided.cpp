@@ -132,47 +132,34 @@ auto endpoint_manager::read(send_endpoint_id ep, std::span<std::byte> local, mem
     return {};
 }
 
-namespace {
-
-auto atomic_arguments_ok(const std::uint64_t* previous, std::uint64_t offset) -> bool {
-    return previous != nullptr && offset % alignof(std::uint64_t) == 0;
+auto endpoint_manager::impl::post_atomic(send_endpoint_id ep, op_what what, std::uint64_t operand, std::uint64_t compare,
+                                         std::uint64_t* previous, std::span<const std::byte> remote_key,
+                                         std::uint64_t offset, void* context) -> void_result {
+    if (previous == nullptr || offset % alignof(std::uint64_t) != 0) return make_unexpected(errc::invalid_argument);
+    if (!eng->atomics() || provider_facts_for(eng->nic_info().provider).broken_fetch_atomics)
+        return make_unexpected(errc::not_supported);
+    return with(ep, [&](send_ep& s) -> void_result {
+        auto o = start_one_sided(s, what, remote_key, offset, sizeof(std::uint64_t));
+        if (!o) return std::unexpected(o.error());
+        (*o)->operand = operand;
+        (*o)->compare = compare;
+        (*o)->previous = previous;
+        (*o)->context = context;
+        eng->post_foreign(**o);
+        return {};
+    });
 }
-
-}  // namespace
 
 auto endpoint_manager::fetch_add(send_endpoint_id ep, std::uint64_t increment, std::uint64_t* previous,
                                  std::span<const std::byte> remote_key, std::uint64_t offset, void* context)
     -> void_result {
-    if (!atomic_arguments_ok(previous, offset)) return make_unexpected(errc::invalid_argument);
-    if (!supports_atomics()) return make_unexpected(errc::not_supported);
-    std::lock_guard lock(impl_->eng->mutex());
-    send_ep* s = impl_->lookup(ep);
-    if (s == nullptr) return make_unexpected(errc::invalid_argument);
-    auto o = impl_->start_one_sided(*s, op_what::fetch_add, remote_key, offset, sizeof(std::uint64_t));
-    if (!o) return std::unexpected(o.error());
-    (*o)->operand = increment;
-    (*o)->previous = previous;
-    (*o)->context = context;
-    impl_->eng->post_foreign(**o);
-    return {};
+    return impl_->post_atomic(ep, op_what::fetch_add, increment, 0, previous, remote_key, offset, context);
 }
 
 auto endpoint_manager::compare_swap(send_endpoint_id ep, std::uint64_t expected, std::uint64_t desired,
                                     std::uint64_t* previous, std::span<const std::byte> remote_key, std::uint64_t offset,
                                     void* context) -> void_result {
-    if (!atomic_arguments_ok(previous, offset)) return make_unexpected(errc::invalid_argument);
-    if (!supports_atomics()) return make_unexpected(errc::not_supported);
-    std::lock_guard lock(impl_->eng->mutex());
-    send_ep* s = impl_->lookup(ep);
-    if (s == nullptr) return make_unexpected(errc::invalid_argument);
-    auto o = impl_->start_one_sided(*s, op_what::compare_swap, remote_key, offset, sizeof(std::uint64_t));
-    if (!o) return std::unexpected(o.error());
-    (*o)->operand = desired;
-    (*o)->compare = expected;
-    (*o)->previous = previous;
-    (*o)->context = context;
-    impl_->eng->post_foreign(**o);
-    return {};
+    return impl_->post_atomic(ep, op_what::compare_swap, desired, expected, previous, remote_key, offset, context);
 }
 
 }  // namespace loom::plugins
