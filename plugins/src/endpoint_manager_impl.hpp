@@ -40,6 +40,7 @@ struct one_sided_op : foreign_op {
     const memory_region* local_mr{nullptr};
     remote_memory remote{};
     std::optional<std::uint64_t> immediate{};
+    bool delivered{false};  ///< write: complete once visible at the peer (FI_DELIVERY_COMPLETE)
     alignas(8) std::uint64_t operand{0};
     std::uint64_t compare{0};
     std::uint64_t result{0};

@@ -31,6 +31,7 @@ auto endpoint_manager::impl::start_one_sided(send_ep& s, op_what what, std::span
     o->submit_with = &impl::submit_one_sided;
     o->on_end = &impl::end_one_sided;
     o->immediate.reset();
+    o->delivered = false;
     o->previous = nullptr;
     o->local = {};
     o->local_mr = &s.ops_mh->reg.region();
@@ -44,8 +45,13 @@ auto endpoint_manager::impl::submit_one_sided(foreign_op& f, endpoint& ep, fabri
     void_result r;
     switch (o.op) {
     case op_what::write:
-        r = o.immediate ? rma::write_data_to(ep, o.local, *o.local_mr, peer, o.remote, immediate::make_user_value(*o.immediate), &o)
-                        : rma::write_to(ep, o.local, *o.local_mr, peer, o.remote, &o);
+        if (o.delivered)
+            r = rma::write_to<operation_defaults::inherit>(ep, o.local, *o.local_mr, peer, o.remote,
+                                                           op_flag::delivery_complete, &o);
+        else if (o.immediate)
+            r = rma::write_data_to(ep, o.local, *o.local_mr, peer, o.remote, immediate::make_user_value(*o.immediate), &o);
+        else
+            r = rma::write_to(ep, o.local, *o.local_mr, peer, o.remote, &o);
         break;
     case op_what::read: r = rma::read_to(ep, o.local, *o.local_mr, peer, o.remote, &o); break;
     case op_what::fetch_add:
@@ -101,17 +107,21 @@ auto endpoint_manager::supports_atomics() const noexcept -> bool {
 
 auto endpoint_manager::write(send_endpoint_id ep, std::span<const std::byte> local, memory_handle* mh,
                              std::span<const std::byte> remote_key, std::uint64_t offset,
-                             std::optional<std::uint64_t> immediate, void* context) -> void_result {
+                             std::optional<std::uint64_t> immediate, void* context, write_completion completion)
+    -> void_result {
+    const bool delivered = completion == write_completion::delivered;
     std::lock_guard lock(impl_->eng->mutex());
     send_ep* s = impl_->lookup(ep);
     if (s == nullptr || mh == nullptr || !impl_->eng->covers(mh, local.data(), local.size()) ||
-        (immediate && *immediate > immediate::max_user_value))
+        (immediate && (*immediate > immediate::max_user_value || delivered)) ||
+        (completion != write_completion::transmitted && !delivered))
         return make_unexpected(errc::invalid_argument);
     auto o = impl_->start_one_sided(*s, op_what::write, remote_key, offset, local.size());
     if (!o) return std::unexpected(o.error());
     (*o)->local = {const_cast<std::byte*>(local.data()), local.size()};  // only read by the write
     (*o)->local_mr = &mh->reg.region();
     (*o)->immediate = immediate;
+    (*o)->delivered = delivered;
     (*o)->context = context;
     impl_->eng->post_foreign(**o);
     return {};

@@ -301,7 +301,21 @@ TEST_F(EndpointManager, OneSidedWriteReadAndAtomics) {
     EXPECT_FALSE(tx.of(lp::event_kind::read_complete)[0].e.error);
     EXPECT_EQ(back, src);
 
+    // Delivered: when write_complete arrives the bytes are already in the peer's memory.
+    std::ranges::fill(src, std::byte{0x5a});
+    bool landed_first = false;
+    ASSERT_TRUE(tx.m->write(out, src, smh, key, 4096, std::nullopt, &wctx, lp::write_completion::delivered));
+    ASSERT_TRUE(poll_until(rx, tx, [&] {
+        if (tx.count(lp::event_kind::write_complete) < 2) return false;
+        landed_first = std::memcmp(target.data() + 4096, src.data(), src.size()) == 0;
+        return true;
+    }));
+    EXPECT_FALSE(tx.of(lp::event_kind::write_complete)[1].e.error);
+    EXPECT_TRUE(landed_first);
+
     // Refused before the provider sees them.
+    EXPECT_EQ(tx.m->write(out, src, smh, key, 0, 5, nullptr, lp::write_completion::delivered).error(),
+              code(loom::errc::invalid_argument));  // delivered writes carry no immediate data
     EXPECT_EQ(tx.m->write(out, src, smh, key, 8192 - 100).error(), code(loom::errc::invalid_argument));  // past the end
     EXPECT_EQ(tx.m->write(out, src, nullptr, key, 0).error(), code(loom::errc::invalid_argument));
     EXPECT_EQ(tx.m->write(out, src, smh, key, 0, lp::max_immediate_value + 1).error(), code(loom::errc::invalid_argument));

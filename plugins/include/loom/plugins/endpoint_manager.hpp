@@ -73,6 +73,11 @@ inline constexpr std::size_t max_receive_buffers = 10;
 /// The largest immediate value a one-sided write may carry (46 bits).
 inline constexpr std::uint64_t max_immediate_value = immediate::max_user_value;
 
+/// When a one-sided write reports write_complete: once the local buffer may be reused
+/// (transmitted), or once the data is visible in the peer's memory (delivered: what a message
+/// sent after the completion may announce). Delivered writes carry no immediate data.
+enum class write_completion : std::uint8_t { transmitted, delivered };
+
 /// Opaque handles; 0 is never a valid one. A closed endpoint's handle stays invalid.
 enum class send_endpoint_id : std::uint64_t {};
 enum class receive_endpoint_id : std::uint64_t {};
@@ -178,8 +183,8 @@ public:
     /// max_immediate_value) the peer gets event::remote_write once the data is there.
     [[nodiscard]] auto write(send_endpoint_id ep, std::span<const std::byte> local, memory_handle* mh,
                              std::span<const std::byte> remote_key, std::uint64_t offset,
-                             std::optional<std::uint64_t> immediate = std::nullopt, void* context = nullptr)
-        -> void_result;
+                             std::optional<std::uint64_t> immediate = std::nullopt, void* context = nullptr,
+                             write_completion completion = write_completion::transmitted) -> void_result;
     [[nodiscard]] auto read(send_endpoint_id ep, std::span<std::byte> local, memory_handle* mh,
                             std::span<const std::byte> remote_key, std::uint64_t offset, void* context = nullptr)
         -> void_result;
