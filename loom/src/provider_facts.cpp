@@ -33,6 +33,9 @@ auto provider_facts_for(std::string_view p) noexcept -> provider_facts {
     f.assumed_speed_mbps = f.host_local ? 100000 : 10000;
     f.hardware_registrations = p == "efa" || p == "cxi" || p.starts_with("verbs");
     f.getopt_needs_enable = p == "shm";
+    // shm (2.1) segfaults in smr_generic_inject when the peer endpoint was closed by the same
+    // process (two engines of one process, torn down in either order).
+    f.unsafe_close_with_local_peers = p == "shm";
     // libfabric 2.1's rxd sends fetch/compare atomics with an uninitialised segment count
     // (rxd_tx_entry_init_atomic) and looks up the peer of fi_inject_atomic with the remote
     // address (rxd_atomic_inject): results are garbage, hangs or endless EAGAIN.

@@ -3,12 +3,14 @@
 
 #include <loom/gpu/cuda.hpp>
 #include <loom/plugins/log.hpp>
+#include <loom/provider_facts.hpp>
 
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 namespace loom::plugins {
 
@@ -68,6 +70,38 @@ auto open_rail(const nic& n, const config& cfg) -> result<std::unique_ptr<rail>>
 }
 }  // namespace
 
+namespace {
+// Where sending to an endpoint closed in the same process crashes the provider (shm), a closing
+// engine leaves its rails open and unpolled while other engines of the process live: their
+// sends to it then meet a silent peer (the peer monitor's business), not a crash. The last
+// engine of the process closes them all. Never destroyed: nothing closes at exit.
+struct engines_of_process {
+    std::mutex mu;
+    int alive{0};
+    std::vector<std::unique_ptr<rail>> kept;
+};
+auto engines() -> engines_of_process& {
+    static auto* e = new engines_of_process;
+    return *e;
+}
+}  // namespace
+
+auto engine::keep_rails_for_local_peers() noexcept -> bool {
+    auto& all = engines();
+    std::lock_guard lock(all.mu);
+    --all.alive;
+    if (provider_facts_for(nic_.provider).unsafe_close_with_local_peers && all.alive > 0) {
+        discard_reg_.release();
+        flush_reg_.release();
+        all.kept.push_back(std::move(main_));
+        for (auto& r : extra_) all.kept.push_back(std::move(r));
+        extra_.clear();
+        return true;
+    }
+    if (all.alive == 0) all.kept.clear();
+    return false;
+}
+
 auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std::unique_ptr<engine>> {
     if (nics.empty() || nics.size() > static_cast<std::size_t>(max_rails)) return make_unexpected(errc::invalid_argument);
     const nic& n = nics.front();
@@ -97,6 +131,11 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
     e->submissions_.set_timeout(cfg.eagain_timeout);
     e->unposted_.reserve(1024);
     if (cfg.progress_thread) e->mu_.make_plain();  // two busy threads: no owner to favour
+    {
+        std::lock_guard lock(engines().mu);
+        ++engines().alive;
+        e->counted_ = true;
+    }
     e->progress_thread_ = std::thread([self = e.get()] { self->watchdog(); });
     LOOM_INFO("engine on {} ({}, {} rail{}): eager <= {} B, rendezvous {}, inject {} B", n.name, n.provider,
               nics.size(), nics.size() == 1 ? "" : "s", e->eager_max_,
@@ -107,6 +146,7 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
 engine::~engine() {
     stop_.store(true);
     if (progress_thread_.joinable()) progress_thread_.join();
+    if (counted_ && keep_rails_for_local_peers()) return;
     // Channels still open at this point are the host's leak; their ops may still sit in the
     // provider, which closing the endpoint below discards.
     extra_.clear();

@@ -34,6 +34,8 @@ struct provider_facts {
     bool broken_self_insert{false};    ///< ofi_rxm: an endpoint's own address into an AV with peers segfaults
     bool translates_dmabuf{false};     ///< utility MR map: a DMA-BUF registers as its mapped range
     bool srx_cancel_crashes{false};    ///< tcp: fi_cancel on a shared receive context crashes
+    /// shm: a send to an endpoint that was closed in the same process crashes the sender
+    bool unsafe_close_with_local_peers{false};
 };
 
 /// The facts for a provider by its exact libfabric name ("tcp;ofi_rxm", "shm", "verbs;ofi_rxm");

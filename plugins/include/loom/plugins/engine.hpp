@@ -431,6 +431,8 @@ public:
 private:
     explicit engine(std::unique_ptr<rail> main)
         : main_(std::move(main)), cq_(main_->cq), ep_(main_->ep), cache_(main_->cache.get()), self_(main_->self) {}
+    /// At destruction: true when the rails were handed to the process's keep (engine.cpp).
+    auto keep_rails_for_local_peers() noexcept -> bool;
     auto rail_at(int k) noexcept -> rail& { return k == 0 ? *main_ : *extra_[static_cast<std::size_t>(k - 1)]; }
     auto submit(op& o) noexcept -> int;              // 0, -FI_EAGAIN or another -FI_E*
     void post(op& o) noexcept;                       // first submission of an operation
@@ -530,6 +532,7 @@ private:
     void* remote_data_context_{nullptr};
     std::vector<std::byte> flush_buf_{};  ///< where flush reads land (8 bytes per slot)
     mr_handle flush_reg_{};
+    bool counted_{false};  ///< among the process's engines (see keep_rails_for_local_peers)
     fabric_addr self_addr_{fabric_addrs::unspecified};  ///< this endpoint in its own AV (flush reads)
 
     std::atomic<bool> stop_{false};

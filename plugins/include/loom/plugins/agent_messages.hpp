@@ -1,0 +1,63 @@
+// loom/plugins/agent_messages.hpp — the byte strings a transfer agent gives out and takes in:
+// its connection info (which agent, and the address of its receive endpoint), the public data
+// of a registration (where it is, how long, its remote key), and the notification record.
+// Every string starts with a magic and a version and ends with a checksum (FNV-1a): a truncated,
+// bit-flipped or foreign string is refused, never half-read.
+//
+//   connection info: "LMCI" u16 version, u16 name length, name, handle_bytes, u32 checksum
+//   public data:     "LMPD" u16 version, u16 0, u64 address, u64 length, remote key, u32 checksum
+//   notification:    u16 name length, name, message (a record of kind notification_record)
+#pragma once
+
+#include <loom/plugins/manager_messages.hpp>
+#include <loom/plugins/wire.hpp>
+
+#include <loom/error.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace loom::plugins {
+
+inline constexpr std::uint16_t agent_messages_version = 1;
+/// Agent names travel in 16 bits of length.
+inline constexpr std::size_t max_agent_name = 0xffff;
+/// The record kind of a notification on a buffered connection.
+inline constexpr std::uint16_t notification_record = first_component_kind;
+
+struct connection_info {
+    std::string agent{};
+    handle_bytes address{};
+};
+
+struct public_data {
+    std::uint64_t address{0};  ///< the registration's start in the owner's address space
+    std::uint64_t length{0};
+    remote_key_bytes key{};
+};
+
+struct notification {
+    std::string agent{};  ///< who sent it
+    std::string message{};
+};
+
+[[nodiscard]] auto encode(const connection_info& info) -> result<std::string>;
+/// invalid_argument for anything but a whole, intact string of this version.
+[[nodiscard]] auto decode_connection_info(std::span<const std::byte> bytes) -> result<connection_info>;
+
+[[nodiscard]] auto encode(const public_data& data) -> std::string;
+[[nodiscard]] auto decode_public_data(std::span<const std::byte> bytes) -> result<public_data>;
+
+/// The payload of a notification record (message_too_long for a name over max_agent_name).
+[[nodiscard]] auto encode_notification(std::string_view agent, std::string_view message) -> result<std::string>;
+[[nodiscard]] auto decode_notification(std::span<const std::byte> payload) -> result<notification>;
+
+/// Views a string as bytes (what the encoders return is handed on as std::string).
+[[nodiscard]] inline auto as_bytes_of(std::string_view s) noexcept -> std::span<const std::byte> {
+    return std::as_bytes(std::span(s.data(), s.size()));
+}
+
+}  // namespace loom::plugins
