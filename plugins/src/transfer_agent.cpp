@@ -51,6 +51,7 @@ transfer_agent::~transfer_agent() {
     impl_->mgr.reset();  // outstanding operations end (their events still find the transfers)
     std::lock_guard lock(impl_->mu);
     for (auto* t : impl_->transfers) delete t;
+    for (auto* t : impl_->abandoned) delete t;
     for (auto* r : impl_->remotes) delete r;
     for (auto* l : impl_->locals) delete l;
 }
@@ -81,7 +82,7 @@ void transfer_agent::impl::on_event(const event& ev) {
     case event_kind::write_complete:
     case event_kind::read_complete: {
         auto* pc = static_cast<piece*>(ev.context);
-        if (pc == nullptr || !transfers.contains(pc->owner)) return;
+        if (pc == nullptr || (!transfers.contains(pc->owner) && !abandoned.contains(pc->owner))) return;
         transfer& t = *pc->owner;
         --t.outstanding;
         if (ev.error && !t.error) t.error = ev.error;

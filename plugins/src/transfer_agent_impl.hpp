@@ -54,6 +54,7 @@ struct transfer {
     std::size_t next{0};         ///< the first piece not posted yet
     std::size_t outstanding{0};  ///< posted, not ended
     bool in_flight{false};
+    bool abandoned{false};  ///< released while in flight
     std::optional<std::string> notification{};  ///< encoded; sent once the pieces are done
     std::error_code error{};
 };
@@ -69,6 +70,7 @@ public:
     std::unordered_set<local_region*> locals;
     std::unordered_set<remote_region*> remotes;
     std::unordered_set<transfer*> transfers;
+    std::unordered_set<transfer*> abandoned;  ///< released in flight: freed once their pieces ended
     std::vector<transfer*> active;  ///< in flight: pumped by check() and the progress thread
     std::vector<notification> inbox;
     std::unique_ptr<endpoint_manager> mgr;  ///< after the maps: destroyed first

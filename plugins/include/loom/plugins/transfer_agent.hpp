@@ -1,6 +1,6 @@
 // loom/plugins/transfer_agent.hpp — named agents that move lists of memory segments to and
-// from each other by RMA, with notifications: what a transfer library's backend (NIXL's)
-// needs, over one endpoint manager.
+// from each other by RMA, with notifications: what a transfer library's backend needs, over
+// one endpoint manager.
 //
 //   auto a = transfer_agent::create({.name = "A"}).value();
 //   auto info = a->connection_info();                       // give to the peers
@@ -106,7 +106,8 @@ public:
     /// Progresses (without a progress thread) and reports; the error of a failed transfer
     /// once, after which it is idle again.
     [[nodiscard]] auto check(transfer* t) -> result<transfer_state>;
-    /// busy while in flight; invalid_argument for an unknown handle.
+    /// Forgets `t`; one in flight is abandoned: what is posted ends unseen, nothing more is
+    /// posted and no notification is sent. invalid_argument for an unknown handle.
     [[nodiscard]] auto release(transfer* t) -> void_result;
 
     // ---------------------------------------------------------------- notifications
