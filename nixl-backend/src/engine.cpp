@@ -22,6 +22,10 @@ auto guarded(const char* what, F&& f) noexcept -> nixl_status_t {
 }
 
 auto status(const void_result& r) -> nixl_status_t { return r ? NIXL_SUCCESS : status_of(r.error()); }
+auto status(const result<plugins::transfer_state>& s) -> nixl_status_t {
+    if (!s) return status_of(s.error());
+    return *s == plugins::transfer_state::done ? NIXL_SUCCESS : NIXL_IN_PROG;
+}
 
 }  // namespace
 
@@ -155,9 +159,7 @@ nixl_status_t engine::postXfer(const nixl_xfer_op_t&, const nixl_meta_dlist_t&, 
         std::optional<std::string_view> notification;
         if (opt_args != nullptr && opt_args->hasNotif) notification = opt_args->notifMsg;
         else if (h->notification) notification = *h->notification;
-        auto s = agent_->post(h->transfer, notification);
-        if (!s) return status_of(s.error());
-        return *s == plugins::transfer_state::done ? NIXL_SUCCESS : NIXL_IN_PROG;
+        return status(agent_->post(h->transfer, notification));
     });
 }
 
@@ -165,9 +167,7 @@ nixl_status_t engine::checkXfer(nixlBackendReqH* handle) const {
     return guarded("checkXfer", [&] {
         auto* h = dynamic_cast<request*>(handle);
         if (h == nullptr) return NIXL_ERR_INVALID_PARAM;
-        auto s = agent_->check(h->transfer);
-        if (!s) return status_of(s.error());
-        return *s == plugins::transfer_state::done ? NIXL_SUCCESS : NIXL_IN_PROG;
+        return status(agent_->check(h->transfer));
     });
 }
 

@@ -61,11 +61,10 @@ auto transfer_agent::connection_info() const -> std::string { return impl_->info
 
 void transfer_agent::impl::run_progress(const std::stop_token& stop) {
     while (!stop.stop_requested()) {
-        const auto n = mgr->poll();
+        const auto n = progress_once();
         bool busy = false;
         {
             std::lock_guard lock(mu);
-            pump_active();
             busy = !active.empty();
         }
         if (n == 0 && !busy) {
@@ -117,6 +116,12 @@ auto transfer_agent::impl::find_peer(std::string_view name) -> peer_state* {
     return it == peers.end() ? nullptr : it->second.get();
 }
 
+auto transfer_agent::impl::peer_problem(std::string_view name) -> std::error_code {
+    auto* p = find_peer(name);
+    if (p == nullptr) return make_error_code(errc::no_entry);
+    return p->failure;
+}
+
 auto transfer_agent::impl::open_peer(std::string_view name, const handle_bytes& address) -> void_result {
     auto p = std::make_unique<peer_state>();
     p->name = std::string(name);
@@ -151,10 +156,8 @@ auto transfer_agent::connect(std::string_view name) -> void_result {
     std::error_code why;
     const bool up = impl_->wait_until(
         [&] {
-            auto* p = impl_->find_peer(name);
-            if (p == nullptr) why = make_error_code(errc::no_entry);
-            else if (p->failure) why = p->failure;
-            return p == nullptr || p->connected || p->failure;
+            why = impl_->peer_problem(name);
+            return why || impl_->find_peer(name)->connected;
         },
         impl_->cfg.connect_timeout);
     if (!up) return make_unexpected(errc::timed_out);
@@ -239,17 +242,16 @@ auto transfer_agent::notify(std::string_view peer, std::string_view message) -> 
     std::error_code why;
     const bool sent = impl_->wait_until(
         [&] {
+            why = impl_->peer_problem(peer);
             auto* p = impl_->find_peer(peer);
-            if (p == nullptr) why = make_error_code(errc::no_entry);
-            else if (p->failure) why = p->failure;
-            else if (p->connected) {
+            if (!why && p->connected) {
                 auto r = impl_->mgr->send_record(p->tx, notification_record, as_bytes_of(*payload));
                 if (!r && r.error() == make_error_code(errc::again)) return false;
                 if (!r) why = r.error();
                 else (void)impl_->mgr->flush(p->tx);  // again: it leaves at the next poll
                 return true;
             }
-            return why != std::error_code{};
+            return static_cast<bool>(why);
         },
         impl_->cfg.peer_timeout);
     if (!sent) return make_unexpected(errc::timed_out);
@@ -264,10 +266,13 @@ auto transfer_agent::take_notifications() -> std::vector<notification> {
     return std::exchange(impl_->inbox, {});
 }
 
-void transfer_agent::progress() {
-    impl_->mgr->poll();
-    std::lock_guard lock(impl_->mu);
-    impl_->pump_active();
+void transfer_agent::progress() { impl_->progress_once(); }
+
+auto transfer_agent::impl::progress_once() -> std::size_t {
+    const auto n = mgr->poll();
+    std::lock_guard lock(mu);
+    pump_active();
+    return n;
 }
 
 }  // namespace loom::plugins

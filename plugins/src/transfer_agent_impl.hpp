@@ -84,6 +84,10 @@ public:
     /// Under mu.
     void pump(transfer& t);
     void pump_active();
+    /// One round of progress: the manager's events (outside mu), then every active transfer.
+    auto progress_once() -> std::size_t;
+    /// Why `name` cannot be used now (no_entry, or its connection's failure); none if usable.
+    [[nodiscard]] auto peer_problem(std::string_view name) -> std::error_code;
     [[nodiscard]] auto find_peer(std::string_view name) -> peer_state*;
     [[nodiscard]] auto open_peer(std::string_view name, const handle_bytes& address) -> void_result;
     /// Polls outside mu until `done()` (evaluated under mu) or the deadline.
@@ -101,9 +105,7 @@ auto transfer_agent::impl::wait_until(Done done, std::chrono::milliseconds limit
             if (done()) return true;
         }
         if (std::chrono::steady_clock::now() >= deadline) return false;
-        mgr->poll();
-        std::lock_guard lock(mu);
-        pump_active();
+        progress_once();
     }
 }
 

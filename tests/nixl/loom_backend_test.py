@@ -209,7 +209,6 @@ def case_local():
 def case_progress_thread():
     a = make_agent("A", progress_thread=1, progress_delay_us=100)
     b = make_agent("B", progress_thread=1)
-    a.add_remote_agent(b.get_agent_metadata())
     src, dst = pattern(1 << 20, 3), np.zeros(1 << 20, np.uint8)
     register(a, src)
     register(b, dst)
@@ -282,10 +281,13 @@ def case_teardown_orders():
         h = a.initialize_xfer("WRITE", descs(a, src, 1)[0], descs(a, dst, 1)[0], "B", b"x")
         a.transfer(h)
         finish(a, h, [b])
-        first, second = (a, b) if order == "ab" else (b, a)
-        del first
-        del second
-        a = b = None
+        # The agents go in the order named: each is referenced by one name only.
+        if order == "ab":
+            a = None
+            b = None
+        else:
+            b = None
+            a = None
 
 
 # ------------------------------------------------------------------------------ two processes
