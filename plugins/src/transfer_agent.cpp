@@ -185,6 +185,12 @@ auto transfer_agent::knows_peer(std::string_view name) const -> bool {
     return impl_->find_peer(name) != nullptr;
 }
 
+auto transfer_agent::is_connected(std::string_view name) const -> bool {
+    std::lock_guard lock(impl_->mu);
+    const auto* p = impl_->find_peer(name);
+    return p != nullptr && p->connected && !p->failure;
+}
+
 // ---------------------------------------------------------------- memory
 auto transfer_agent::register_memory(std::span<std::byte> buffer) -> result<local_region*> {
     if (buffer.empty() || buffer.data() == nullptr) return make_unexpected(errc::invalid_argument);

@@ -83,6 +83,8 @@ public:
     /// unusable until the peer is added again). no_entry for an unknown name.
     [[nodiscard]] auto remove_peer(std::string_view name) -> void_result;
     [[nodiscard]] auto knows_peer(std::string_view name) const -> bool;
+    /// Whether the connection to `name` is up (without waiting, unlike connect()).
+    [[nodiscard]] auto is_connected(std::string_view name) const -> bool;
 
     // ---------------------------------------------------------------- memory
     [[nodiscard]] auto register_memory(std::span<std::byte> buffer) -> result<local_region*>;
