@@ -19,7 +19,9 @@ auto number(const std::string& key, const std::string& text, long long max) -> s
 }  // namespace
 
 auto default_options() -> nixl_b_params_t {
-    return {{"device", "0"}, {"progress_thread", "0"}, {"progress_delay_us", "0"}};
+    // provider, interfaces and eager_max are absent by default: LOOM_PROVIDER, LOOM_IFACE and
+    // LOOM_EAGER_MAX (or the ranked choice) decide.
+    return {{"device", "0"}, {"rails", "1"}, {"progress_thread", "0"}, {"progress_delay_us", "0"}};
 }
 
 auto parse_options(const nixlBackendInitParams& params) -> std::expected<plugins::agent_options, std::string> {
@@ -41,8 +43,25 @@ auto parse_options(const nixlBackendInitParams& params) -> std::expected<plugins
             auto v = number(key, value, 10'000'000);
             if (!v) return std::unexpected(v.error());
             o.progress_delay = std::chrono::microseconds(*v);
+        } else if (key == "provider") {
+            if (value.empty()) return std::unexpected("option provider: empty");
+            o.settings.provider = value;
+        } else if (key == "interfaces") {
+            if (plugins::split_list(value).empty()) return std::unexpected("option interfaces: no name in '" + value + "'");
+            o.settings.iface = value;
+        } else if (key == "eager_max") {
+            auto v = plugins::parse_size(value);
+            if (!v) return std::unexpected("option eager_max: bad size '" + value + "'");
+            o.settings.eager_max = *v;
+        } else if (key == "rails") {
+            auto v = number(key, value, 1024);
+            if (!v || *v < 1) return std::unexpected("option rails: bad value '" + value + "'");
+            // One-sided transfers run on the device's first rail: more is refused, not ignored.
+            if (*v > 1) return std::unexpected("option rails: striping transfers over " + value + " rails is not supported yet");
         } else {
-            return std::unexpected("unknown option '" + key + "' (known: device, progress_thread, progress_delay_us)");
+            return std::unexpected("unknown option '" + key +
+                                   "' (known: device, provider, interfaces, rails, eager_max, progress_thread, "
+                                   "progress_delay_us)");
         }
     }
     return o;

@@ -124,4 +124,20 @@ auto parse_config(const char* (*get)(const char*, void*), void* state) -> result
 }
 }  // namespace detail
 
+
+void config_overrides::apply_to(config& c) const {
+    if (provider) c.provider = *provider;
+    if (iface) c.iface = *iface;
+    if (eager_max) c.eager_max = *eager_max;
+}
+
+auto config_overrides::conflict_with(const config& c) const -> std::string {
+    if (provider && *provider != c.provider) return "provider '" + *provider + "' (the process uses '" + c.provider + "')";
+    if (iface && *iface != c.iface) return "interfaces '" + *iface + "' (the process uses '" + c.iface + "')";
+    if (eager_max && eager_max != c.eager_max)
+        return "eager limit " + std::to_string(*eager_max) + " (the process uses " +
+               (c.eager_max ? std::to_string(*c.eager_max) : std::string("the provider's")) + ")";
+    return {};
+}
+
 }  // namespace loom::plugins

@@ -100,7 +100,8 @@ endpoint_manager::~endpoint_manager() {
 auto endpoint_manager::create(manager_options options) -> result<std::unique_ptr<endpoint_manager>> {
     if (!options.on_event) return make_unexpected(errc::invalid_argument);
     if (options.progress_thread) options.thread_safe = true;
-    if (auto a = runtime::instance().acquire(std::nullopt); !a) return std::unexpected(a.error());
+    if (auto a = runtime::instance().acquire(std::nullopt, nullptr, options.settings); !a)
+        return std::unexpected(a.error());
     auto give_back = [](std::error_code ec) {
         (void)runtime::instance().release();
         return std::unexpected(ec);

@@ -8,10 +8,15 @@ auto runtime::instance() -> runtime& {
     return *r;
 }
 
-auto runtime::acquire(std::optional<spdlog::level::level_enum> host_level, device_registry::engine_hook on_open)
-    -> void_result {
+auto runtime::acquire(std::optional<spdlog::level::level_enum> host_level, device_registry::engine_hook on_open,
+                      const config_overrides& settings) -> void_result {
     std::lock_guard lock(mu_);
-    if (!discovered_) {
+    if (discovered_) {
+        if (auto conflict = settings.conflict_with(cfg_); !conflict.empty()) {
+            LOOM_WARN("configuration: refused {}: the runtime is already set up", conflict);
+            return make_unexpected(errc::invalid_argument);
+        }
+    } else {
         auto cfg = config::from_env();
         if (!cfg) {
             set_log_level("", std::nullopt);
@@ -19,6 +24,7 @@ auto runtime::acquire(std::optional<spdlog::level::level_enum> host_level, devic
             return make_unexpected(errc::invalid_argument);
         }
         cfg_ = *cfg;
+        settings.apply_to(cfg_);
         set_log_level(cfg_.log_level, host_level);
         auto reg = device_registry::discover(cfg_);
         if (!reg) {

@@ -15,10 +15,14 @@ auto transfer_agent::create(agent_options options) -> result<std::unique_ptr<tra
         return make_unexpected(errc::invalid_argument);
     auto cfg = config::from_env();
     if (!cfg) return std::unexpected(cfg.error());
+    options.settings.apply_to(*cfg);
     auto p = std::make_unique<impl>(std::move(options), std::move(*cfg));
     impl* self = p.get();
     auto mgr = endpoint_manager::create(
-        {.device = self->opts.device, .on_event = [self](const event& ev) { self->on_event(ev); }, .thread_safe = true});
+        {.device = self->opts.device,
+         .on_event = [self](const event& ev) { self->on_event(ev); },
+         .thread_safe = true,
+         .settings = self->opts.settings});
     if (!mgr) return std::unexpected(mgr.error());
     self->mgr = std::move(*mgr);
     auto rx = self->mgr->open_receive_endpoint({});

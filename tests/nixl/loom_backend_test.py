@@ -90,7 +90,7 @@ def case_loads():
     a = make_agent("A")
     assert "LOOM" in a.get_plugin_list(), a.get_plugin_list()
     params = a.get_plugin_params("LOOM")
-    assert set(params) == {"device", "progress_thread", "progress_delay_us"}, params
+    assert set(params) == {"device", "rails", "progress_thread", "progress_delay_us"}, params
     assert "DRAM" in str(a.get_plugin_mem_types("LOOM")), a.get_plugin_mem_types("LOOM")
 
 
@@ -271,6 +271,45 @@ def case_bad_input():
                   "a transfer to a removed agent")
 
 
+def case_options():
+    """Backend parameters in place of LOOM_*: bad values refused, the process's first agent
+    sets provider and eager limit, a later agent asking for others is refused."""
+    for bad in [dict(rails=2), dict(rails=0), dict(eager_max="lots"), dict(interfaces=","),
+                dict(provider=""), dict(device="x"), dict(no_such_option=1)]:
+        expect_raises(lambda: make_agent("bad", **bad), "backend parameters %s" % bad)
+    # The provider parameter reaches discovery: one that does not exist leaves no device.
+    child = subprocess.run([sys.executable, __file__, "options_child"], capture_output=True, timeout=120)
+    assert child.returncode == 0, child.stdout.decode() + child.stderr.decode()
+    prov = os.environ["LOOM_PROVIDER"]
+    a = make_agent("A", provider=prov, eager_max="4k")
+    b = make_agent("B", provider=prov, eager_max="4k")
+    a.add_remote_agent(b.get_agent_metadata())
+    b.add_remote_agent(a.get_agent_metadata())
+    src, dst = pattern(1 << 20, 5), np.zeros(1 << 20, np.uint8)
+    register(a, src)
+    register(b, dst)
+    refresh(a, b)
+    local, n = descs(a, src, 4)
+    remote, _ = descs(a, dst, 4)
+    h = a.initialize_xfer("WRITE", local, remote, "B", b"opt")
+    assert a.transfer(h) != "ERR"
+    got = {}
+    finish(a, h, [b], got)
+    if not got:
+        got = wait_notifs(b, 1, [a])
+    assert got.get("A") == [b"opt"], got
+    assert np.array_equal(src[:n], dst[:n])
+    a.release_xfer_handle(h)
+    other = "udp;ofi_rxd" if prov != "udp;ofi_rxd" else "tcp"
+    expect_raises(lambda: make_agent("C", provider=other), "a second provider in one process")
+    expect_raises(lambda: make_agent("D", eager_max="8k"), "a second eager limit in one process")
+
+
+def options_child():
+    expect_raises(lambda: make_agent("A", provider="no-such-provider"), "a provider that does not exist")
+    return 0
+
+
 def case_teardown_orders():
     for order in ["ab", "ba"]:
         a, b = pair()
@@ -383,6 +422,8 @@ def case_killed_peer():
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "child":
         return child_target(int(sys.argv[2]))
+    if len(sys.argv) >= 2 and sys.argv[1] == "options_child":
+        return options_child()
     name = sys.argv[1]
     globals()["case_" + name]()
     print("ok:", name)

@@ -24,6 +24,12 @@
 #ifndef LOOM_BENCH_NCCL_PLUGIN
 #define LOOM_BENCH_NCCL_PLUGIN "libnccl-net-loom.so"
 #endif
+#ifndef LOOM_BENCH_NIXL_PLUGIN
+#define LOOM_BENCH_NIXL_PLUGIN "libplugin_LOOM.so"
+#endif
+#ifndef LOOM_BENCH_NIXL_CAPI
+#define LOOM_BENCH_NIXL_CAPI ""
+#endif
 
 namespace loom::bench {
 
@@ -70,7 +76,8 @@ interleaved (raw, loom, nccl, then the paths again in another order: every path 
 often in every place and after every other path), and reports median, spread (MAD %), the
 ratio of every path to raw and the ratio's 95 % interval.
 
-  --paths LIST       comma list of raw, loom, nccl, raw2, nccl2 (default raw,loom,nccl)
+  --paths LIST       comma list of raw, loom, nccl, raw2, nccl2, nixl, nixl-ucx
+                     (default raw,loom,nccl)
                        raw   plain libfabric C calls written for the benchmark (the floor)
                        raw2  a second, separate instance of raw (own fabric, domain and
                              endpoint): the A/A control. Its ratio to raw is the machine's
@@ -80,6 +87,11 @@ ratio of every path to raw and the ratio's 95 % interval.
                        nccl2 a second NCCL plugin (--nccl2-plugin), e.g. an older build,
                              measured interleaved with nccl: an A/B run (the same plugin
                              by default: an A/A control of the plugin path)
+                       nixl  the built libplugin_LOOM.so inside the real NIXL agent (its C
+                             API, libnixl_capi.so from the NIXL wheel): rma_write and
+                             rma_read as prepared WRITE / READ requests, one per window slot
+                       nixl-ucx  the same through NIXL's own UCX backend (UCX picks its
+                             transports; the provider applies to the other paths only)
   --ops LIST         comma list of (default pingpong,stream):
                        pingpong           tagged ping-pong, one-way latency (half round trip)
                        pingpong_untagged  untagged ping-pong (raw and loom; NCCL's ABI has none)
@@ -124,6 +136,8 @@ ratio of every path to raw and the ratio's 95 % interval.
   --nccl-plugin PATH plugin to load (default: the one built with this tool)
   --nccl2-plugin PATH plugin the nccl2 path loads (default: the --nccl-plugin one). Both
                      are loaded into one process; they share its libloom.so.0
+  --nixl-capi PATH   NIXL's C API library (default: the wheel scripts/setup installs)
+  --nixl-plugin PATH the LOOM backend the nixl path loads (default: the one built here)
   --json FILE        write results as JSON ("-": stdout, the table then goes to stderr)
   --csv FILE         write results as CSV ("-": stdout)
   --plot FILE.svg    draw latency and bandwidth against size, one series per path, log axes
@@ -141,7 +155,7 @@ Under mpirun (Open MPI; in a container as root, e.g.):
          loom-bench --provider shm ...
 (pml ob1 with these BTLs keeps Open MPI itself off libfabric.)
 shm needs both ranks on one node; tcp/"tcp;ofi_rxm" across nodes want --iface NAME.
-Not implemented yet: the nvshmem/nixl paths (their plugins do not exist yet).
+Not implemented yet: the nvshmem path (its plugin does not exist yet).
 )";
 
 struct options {
@@ -157,6 +171,8 @@ struct options {
     enum class launch { automatic, local, mpi } launcher{launch::automatic};
     std::string nccl_plugin{LOOM_BENCH_NCCL_PLUGIN};
     std::string nccl2_plugin{};  ///< empty: nccl_plugin
+    std::string nixl_capi{LOOM_BENCH_NIXL_CAPI};
+    std::string nixl_plugin{LOOM_BENCH_NIXL_PLUGIN};
     std::string json, csv, plot;
     bool quiet{false};
 };
@@ -200,7 +216,8 @@ auto parse_args(int argc, char** argv, options& o) -> int {
             if (v == nullptr) return bad("--paths needs a list");
             o.paths = split(v);
             for (const auto& p : o.paths)
-                if (p != "raw" && p != "raw2" && p != "loom" && p != "nccl" && p != "nccl2") {
+                if (p != "raw" && p != "raw2" && p != "loom" && p != "nccl" && p != "nccl2" && p != "nixl" &&
+                    p != "nixl-ucx") {
                     if (p == "nvshmem" || p == "nixl") return bad("path '" + p + "' is not implemented yet");
                     return bad("unknown path '" + p + "'");
                 }
@@ -266,6 +283,14 @@ auto parse_args(int argc, char** argv, options& o) -> int {
             const char* v = value();
             if (v == nullptr) return bad("--nccl-plugin needs a path");
             o.nccl_plugin = v;
+        } else if (a == "--nixl-capi") {
+            const char* v = value();
+            if (v == nullptr) return bad("--nixl-capi needs a path");
+            o.nixl_capi = v;
+        } else if (a == "--nixl-plugin") {
+            const char* v = value();
+            if (v == nullptr) return bad("--nixl-plugin needs a path");
+            o.nixl_plugin = v;
         } else if (a == "--nccl2-plugin") {
             const char* v = value();
             if (v == nullptr) return bad("--nccl2-plugin needs a path");
@@ -415,6 +440,8 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
     cfg.provider = o.provider;
     cfg.domain = o.iface;
     cfg.nccl_plugin = o.nccl_plugin;
+    cfg.nixl_capi = o.nixl_capi;
+    cfg.nixl_plugin = o.nixl_plugin;
     cfg.window = o.sched.window;
     cfg.rma = wants(is_rma);
     cfg.atomic = wants(is_atomic);
@@ -461,8 +488,10 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
             const std::size_t copy = code_copy(round, k);           // and another copy of its code
             auto p = name == "loom"                       ? make_loom_path(at, copy)
                      : name == "nccl" || name == "nccl2" ? make_nccl_path(at, copy)
+                     : name.starts_with("nixl")          ? make_nixl_path(at, copy)
                                                          : make_raw_path(at, copy);
             path_config this_cfg = cfg;
+            this_cfg.nixl_backend = name == "nixl" ? "LOOM" : "UCX";
             if (name == "nccl2") {
                 this_cfg.nccl_path_name = "nccl2";
                 if (!o.nccl2_plugin.empty()) this_cfg.nccl_plugin = o.nccl2_plugin;
@@ -709,5 +738,11 @@ int main(int argc, char** argv) {
     const int child_rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     if (child_rc != 0 && rc == 0)
         std::fprintf(stderr, "loom-bench: rank 1 exited with status %d\n", child_rc);
+    // The NIXL wheel's UCX and libfabric bring two libnl-route copies whose destructors crash
+    // at exit (rtnl_tc_unregister): once the results are out, end without them.
+    if (std::find(o.paths.begin(), o.paths.end(), "nixl-ucx") != o.paths.end()) {
+        std::fflush(nullptr);
+        ::_exit(rc != 0 ? rc : child_rc);
+    }
     return rc != 0 ? rc : child_rc;
 }

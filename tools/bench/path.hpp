@@ -84,6 +84,9 @@ struct path_config {
     std::string domain;  ///< preferred domain (e.g. "lo"); empty: shm's own or the first
     std::string nccl_plugin;
     std::string nccl_path_name{"nccl"};  ///< "nccl2": the second plugin of an A/B run
+    std::string nixl_capi;               ///< NIXL's libnixl_capi.so
+    std::string nixl_plugin;             ///< our libplugin_LOOM.so
+    std::string nixl_backend{"LOOM"};    ///< the NIXL backend a nixl path creates (LOOM, UCX)
     int window{16};
     /// Ask for FI_RMA / FI_ATOMIC (and remotely accessible registrations) only when an RMA or
     /// atomic operation is requested: the other operations keep their exact setup.
@@ -174,6 +177,7 @@ template <template <int> class T>
 [[nodiscard]] auto make_raw_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_loom_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_nccl_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
+[[nodiscard]] auto make_nixl_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 
 // ---------------------------------------------------------------- shared loops
 /// Slots: sends 0..W-1, receives max_window..max_window+W-1, acknowledgement send 2·max_window,

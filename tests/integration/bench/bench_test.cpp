@@ -122,6 +122,28 @@ TEST_F(BenchRun, TcpHasNoAtomicsSoFetchAddIsSkipped) {
     EXPECT_EQ(count(j, "\"verified\": true, \"time_us\""), 2U) << j;  // RMA write, raw and loom
 }
 
+// The nixl paths: the real NIXL agent with our LOOM backend and with NIXL's UCX backend, WRITE
+// and READ verified at the target / initiator; NIXL has no two-sided messages (skipped).
+TEST_F(BenchRun, NixlPathsWriteAndReadThroughTheRealAgent) {
+#ifndef LOOM_BENCH_HAS_NIXL
+    GTEST_SKIP() << "no NIXL wheel (scripts/setup installs it)";
+#else
+    const std::string json = dir_ + "/nixl.json";
+    const std::string cmd = std::string(LOOM_BENCH_PATH) +
+                            " --local 2 --provider shm --paths raw,nixl,nixl-ucx --ops pingpong,rma_write,rma_read"
+                            " --sizes 8,64K --reps 1 --iters 5 --window 4 --quiet --json " +
+                            json + " > " + dir_ + "/table.txt 2>&1";
+    ASSERT_EQ(run(cmd), 0) << slurp(dir_ + "/table.txt");
+    const std::string j = slurp(json);
+    EXPECT_NE(j.find("\"all_verified\": true"), std::string::npos) << j;
+    EXPECT_EQ(count(j, "\"nixl\": {\"verified\": true, \"time_us\""), 4U) << j;
+    EXPECT_EQ(count(j, "\"nixl-ucx\": {\"verified\": true, \"time_us\""), 4U) << j;
+    EXPECT_EQ(count(j, "{\"skipped\": true, \"note\": \"NIXL moves data by one-sided READ and WRITE only\"}"), 4U)
+        << j;
+    EXPECT_NE(j.find("\"domain\": \"shm\""), std::string::npos) << j;
+#endif
+}
+
 // --rounds opens every path anew per round (rotating the open order) and pools the samples;
 // raw2 is a second, separate instance of raw (the A/A control), with a ratio like any path.
 TEST_F(BenchRun, RoundsReopenThePathsAndRaw2IsAControlInstance) {

@@ -97,6 +97,25 @@ TEST(PluginConfig, SizesBoolsAndLists) {
     EXPECT_TRUE(split_list("").empty());
 }
 
+TEST(PluginConfig, OverridesReplaceWhatIsSetAndNameTheirConflicts) {
+    auto c = parse({{"LOOM_PROVIDER", "shm"}, {"LOOM_EAGER_MAX", "8k"}});
+    ASSERT_TRUE(c);
+    const loom::plugins::config_overrides none{};
+    EXPECT_EQ(none.conflict_with(*c), "");
+    const loom::plugins::config_overrides o{.provider = "tcp", .iface = "lo", .eager_max = 4096};
+    EXPECT_NE(o.conflict_with(*c).find("provider 'tcp'"), std::string::npos);
+    o.apply_to(*c);
+    EXPECT_EQ(c->provider, "tcp");
+    EXPECT_EQ(c->iface, "lo");
+    EXPECT_EQ(c->eager_max, 4096U);
+    EXPECT_EQ(c->peer_timeout.count(), 5000);  // what is not overridden stays
+    EXPECT_EQ(o.conflict_with(*c), "");
+    const loom::plugins::config_overrides eager{.eager_max = 1024};
+    EXPECT_NE(eager.conflict_with(*c).find("eager limit 1024"), std::string::npos);
+    const loom::plugins::config_overrides iface{.iface = "eth0"};
+    EXPECT_NE(iface.conflict_with(*c).find("interfaces 'eth0'"), std::string::npos);
+}
+
 TEST(PluginTagSequences, CountPerTagAndWrapAtTwelveBits) {
     loom::plugins::tag_sequences s;
     EXPECT_EQ(s.next(7), 0U);

@@ -41,6 +41,21 @@ struct config {
     [[nodiscard]] static auto last_error() -> std::string;
 };
 
+/// Settings a host passes in place of LOOM_* variables (e.g. NIXL backend parameters). What is
+/// set replaces the variable at the runtime's first acquire; a later acquire that sets a
+/// different value is refused: one process, one provider and one set of devices.
+struct config_overrides {
+    std::optional<std::string> provider{};        ///< as LOOM_PROVIDER
+    std::optional<std::string> iface{};           ///< as LOOM_IFACE
+    std::optional<std::size_t> eager_max{};       ///< as LOOM_EAGER_MAX
+
+    /// Applies what is set to `c`.
+    void apply_to(config& c) const;
+    /// Empty when `c` already has every value set here, else which setting differs (for the
+    /// error text).
+    [[nodiscard]] auto conflict_with(const config& c) const -> std::string;
+};
+
 /// Parses a non-negative decimal with an optional k/m/g (binary) suffix.
 [[nodiscard]] auto parse_size(std::string_view text) -> std::optional<std::size_t>;
 /// Parses 0/1/true/false/yes/no/on/off.

@@ -14,6 +14,7 @@
 // Every call but poll() returns quickly; errc::again means "no room now, poll and retry".
 #pragma once
 
+#include <loom/plugins/config.hpp>
 #include <loom/plugins/manager_messages.hpp>
 #include <loom/plugins/match_bits.hpp>
 #include <loom/plugins/memory_key.hpp>
@@ -123,6 +124,9 @@ struct manager_options {
     bool thread_safe{false};
     /// A thread of the manager calls poll() continuously (implies thread_safe): the handler runs there.
     bool progress_thread{false};
+    /// In place of LOOM_* variables (see runtime::acquire: the first user of the process's
+    /// runtime sets them; a different value later is invalid_argument).
+    config_overrides settings{};
 };
 
 class endpoint_manager {

@@ -24,10 +24,13 @@ public:
 
     /// At every host init. The first reads the configuration (the log level from LOOM_LOG_LEVEL,
     /// else `host_level`, the host's own verbosity) and discovers the devices; `on_open` is
-    /// called for every engine opened. invalid_argument for a malformed LOOM_* value (logged
-    /// with the variable's name); discovery's error otherwise.
+    /// called for every engine opened; `settings` replace LOOM_* variables (a later acquire
+    /// whose settings differ from the configuration in use is refused). invalid_argument for a
+    /// malformed LOOM_* value or such a conflict (logged, with the variable's or setting's
+    /// name); discovery's error otherwise.
     [[nodiscard]] auto acquire(std::optional<spdlog::level::level_enum> host_level,
-                               device_registry::engine_hook on_open = nullptr) -> void_result;
+                               device_registry::engine_hook on_open = nullptr,
+                               const config_overrides& settings = {}) -> void_result;
     /// At every host finalize; the last one with no object open closes the engines (the NICs stay
     /// discovered). bad_state without a matching acquire.
     [[nodiscard]] auto release() -> void_result;

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <loom/plugins/agent_messages.hpp>
+#include <loom/plugins/config.hpp>
 
 #include <loom/error.hpp>
 
@@ -40,6 +41,7 @@ struct agent_options {
     int device{0};                                ///< the runtime's device (see loom-devices)
     bool progress_thread{false};                  ///< a thread of the agent progresses transfers
     std::chrono::microseconds progress_delay{0};  ///< its pause when there was nothing to do
+    config_overrides settings{};                  ///< in place of LOOM_* (endpoint_manager)
 };
 
 enum class transfer_op : std::uint8_t { read, write };
