@@ -707,7 +707,9 @@ int main(int argc, char** argv) {
         if (!mpi_available() && o.launcher == options::launch::automatic)
             std::fprintf(stderr, "loom-bench: started by mpirun (OMPI_COMM_WORLD_SIZE is set)\n");
         return run_mpi(argc, argv, [&o](channel& ch, int rank, int size, int pair) {
-            return run_rank(o, ch, rank, size, "mpi", pair);
+            const int rc = run_rank(o, ch, rank, size, "mpi", pair);
+            remove_nixl_plugin_dir();
+            return rc;
         });
     }
 
@@ -726,12 +728,14 @@ int main(int argc, char** argv) {
         ::close(sv[0]);
         socket_channel ch(sv[1]);
         const int rc = run_rank(o, ch, 1, o.ranks, "local");
+        remove_nixl_plugin_dir();
         std::fflush(nullptr);
         ::_exit(rc);
     }
     ::close(sv[1]);
     socket_channel ch(sv[0]);
     const int rc = run_rank(o, ch, 0, o.ranks, "local");
+    remove_nixl_plugin_dir();
     ::close(sv[0]);
     int st = 0;
     ::waitpid(child, &st, 0);

@@ -178,6 +178,8 @@ template <template <int> class T>
 [[nodiscard]] auto make_loom_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_nccl_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_nixl_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
+/// Removes the nixl paths' private plugin folder of this process, if one was made.
+void remove_nixl_plugin_dir() noexcept;
 
 // ---------------------------------------------------------------- shared loops
 /// Slots: sends 0..W-1, receives max_window..max_window+W-1, acknowledgement send 2·max_window,

@@ -27,46 +27,45 @@ namespace capi = nixl_capi;
 auto nixl_error(const char* what, int rc) -> std::string { return std::string(what) + ": NIXL status " + std::to_string(rc); }
 
 /// NIXL reads one plugin directory: a private one holding links to our plugin and the wheel's
-/// UCX plugin, made once per process and removed at exit.
+/// UCX plugin, made once per process and removed by remove_nixl_plugin_dir (loom-bench ends
+/// its ranks with _exit, so no destructor would).
 struct plugin_dir {
     std::string path;
     std::string error;
-    ~plugin_dir() {
-        if (path.empty()) return;
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
 };
 
-auto prepare_plugins(const path_config& cfg) -> const plugin_dir& {
-    static plugin_dir dir = [&] {
-        plugin_dir d;
-        std::array<char, 64> tmpl{};
-        std::snprintf(tmpl.data(), tmpl.size(), "/tmp/loom-bench-nixl.XXXXXX");
-        if (::mkdtemp(tmpl.data()) == nullptr) {
-            d.error = "mkdtemp failed";
-            return d;
-        }
-        d.path = tmpl.data();
-        const std::filesystem::path capi_dir = std::filesystem::path(cfg.nixl_capi).parent_path();
-        const std::filesystem::path ucx = capi_dir / "plugins" / "libplugin_UCX.so";
-        std::error_code ec;
-        std::filesystem::create_symlink(std::filesystem::absolute(cfg.nixl_plugin), d.path + "/libplugin_LOOM.so", ec);
-        if (!ec && std::filesystem::exists(ucx)) std::filesystem::create_symlink(ucx, d.path + "/libplugin_UCX.so", ec);
-        if (ec) d.error = "plugin links in " + d.path + ": " + ec.message();
-        // Through a link the UCX plugin's $ORIGIN rpath no longer finds the wheel's UCX
-        // libraries: load them from where they are, so that their sonames are already present.
-        for (const char* pattern : {"libucs-*.so*", "libucm-*.so*", "libuct-*.so*", "libucp-*.so*"}) {
-            const std::string where = (capi_dir.parent_path() / "nixl_cu13.libs" / pattern).string();
-            ::glob_t g{};
-            if (::glob(where.c_str(), 0, nullptr, &g) == 0)
-                for (std::size_t i = 0; i < g.gl_pathc; ++i) (void)::dlopen(g.gl_pathv[i], RTLD_NOW | RTLD_GLOBAL);
-            ::globfree(&g);
-        }
-        ::setenv("NIXL_PLUGIN_DIR", d.path.c_str(), 1);
-        return d;
-    }();
+auto the_plugin_dir() -> plugin_dir& {
+    static plugin_dir dir;
     return dir;
+}
+
+auto prepare_plugins(const path_config& cfg) -> const plugin_dir& {
+    plugin_dir& d = the_plugin_dir();
+    if (!d.path.empty() || !d.error.empty()) return d;
+    std::array<char, 64> tmpl{};
+    std::snprintf(tmpl.data(), tmpl.size(), "/tmp/loom-bench-nixl.XXXXXX");
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+        d.error = "mkdtemp failed";
+        return d;
+    }
+    d.path = tmpl.data();
+    const std::filesystem::path capi_dir = std::filesystem::path(cfg.nixl_capi).parent_path();
+    const std::filesystem::path ucx = capi_dir / "plugins" / "libplugin_UCX.so";
+    std::error_code ec;
+    std::filesystem::create_symlink(std::filesystem::absolute(cfg.nixl_plugin), d.path + "/libplugin_LOOM.so", ec);
+    if (!ec && std::filesystem::exists(ucx)) std::filesystem::create_symlink(ucx, d.path + "/libplugin_UCX.so", ec);
+    if (ec) d.error = "plugin links in " + d.path + ": " + ec.message();
+    // Through a link the UCX plugin's $ORIGIN rpath no longer finds the wheel's UCX
+    // libraries: load them from where they are, so that their sonames are already present.
+    for (const char* pattern : {"libucs-*.so*", "libucm-*.so*", "libuct-*.so*", "libucp-*.so*"}) {
+        const std::string where = (capi_dir.parent_path() / "nixl_cu13.libs" / pattern).string();
+        ::glob_t g{};
+        if (::glob(where.c_str(), 0, nullptr, &g) == 0)
+            for (std::size_t i = 0; i < g.gl_pathc; ++i) (void)::dlopen(g.gl_pathv[i], RTLD_NOW | RTLD_GLOBAL);
+        ::globfree(&g);
+    }
+    ::setenv("NIXL_PLUGIN_DIR", d.path.c_str(), 1);
+    return d;
 }
 
 /// One code copy of the path (path.hpp: place_copy); every copy is the same code.
@@ -330,5 +329,13 @@ auto load(const std::string& library, std::string& error) -> const api* {
 }  // namespace nixl_capi
 
 auto make_nixl_path(std::size_t offset, std::size_t copy) -> path_ptr { return place_copy<nixl_path>(copy, offset); }
+
+void remove_nixl_plugin_dir() noexcept {
+    plugin_dir& d = the_plugin_dir();
+    if (d.path.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(d.path, ec);
+    d.path.clear();
+}
 
 }  // namespace loom::bench

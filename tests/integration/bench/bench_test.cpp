@@ -1,6 +1,7 @@
 // Runs loom-bench for real (two forked ranks over shm, two small sizes, every path) and checks
 // its JSON: every path present at every point, every payload verified, sane numbers; the
 // one-sided operations and the message rate likewise, and fetch-add skipped over tcp.
+#include <glob.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -128,6 +129,13 @@ TEST_F(BenchRun, NixlPathsWriteAndReadThroughTheRealAgent) {
 #ifndef LOOM_BENCH_HAS_NIXL
     GTEST_SKIP() << "no NIXL wheel (scripts/setup installs it)";
 #else
+    const auto plugin_dirs = [] {
+        ::glob_t g{};
+        const std::size_t n = ::glob("/tmp/loom-bench-nixl.*", 0, nullptr, &g) == 0 ? g.gl_pathc : 0;
+        ::globfree(&g);
+        return n;
+    };
+    const std::size_t dirs_before = plugin_dirs();
     const std::string json = dir_ + "/nixl.json";
     const std::string cmd = std::string(LOOM_BENCH_PATH) +
                             " --local 2 --provider shm --paths raw,nixl,nixl-ucx --ops pingpong,rma_write,rma_read"
@@ -141,6 +149,7 @@ TEST_F(BenchRun, NixlPathsWriteAndReadThroughTheRealAgent) {
     EXPECT_EQ(count(j, "{\"skipped\": true, \"note\": \"NIXL moves data by one-sided READ and WRITE only\"}"), 4U)
         << j;
     EXPECT_NE(j.find("\"domain\": \"shm\""), std::string::npos) << j;
+    EXPECT_EQ(plugin_dirs(), dirs_before) << "a rank left its private NIXL plugin folder in /tmp";
 #endif
 }
 
