@@ -41,7 +41,7 @@ struct config {
     [[nodiscard]] static auto last_error() -> std::string;
 };
 
-/// Settings a host passes in place of LOOM_* variables (e.g. NIXL backend parameters). What is
+/// Settings a host passes in place of LOOM_* variables (e.g. a host's backend parameters). What is
 /// set replaces the variable at the runtime's first acquire; a later acquire that sets a
 /// different value is refused: one process, one provider and one set of devices.
 struct config_overrides {
