@@ -1,6 +1,7 @@
 #include "engine.hpp"
 #include "options.hpp"
 
+#include <loom/gpu/cuda.hpp>
 #include <loom/plugins/log.hpp>
 
 #include <vector>
@@ -26,6 +27,21 @@ auto status(const result<plugins::transfer_state>& s) -> nixl_status_t {
     if (!s) return status_of(s.error());
     return *s == plugins::transfer_state::done ? NIXL_SUCCESS : NIXL_IN_PROG;
 }
+
+/// A VRAM_SEG descriptor's devId must be the CUDA device that holds its address.
+auto check_device_of(const nixlBlobDesc& mem) -> nixl_status_t {
+    auto cuda = gpu::cuda_driver::instance();
+    if (!cuda) return NIXL_ERR_NOT_SUPPORTED;
+    auto where = (*cuda)->pointer_info(reinterpret_cast<const void*>(mem.addr));
+    if (!where || where->type != gpu::memory_type::device || where->device < 0 ||
+        static_cast<std::uint64_t>(where->device) != mem.devId) {
+        LOOM_LOG(spdlog::level::err, "nixl registerMem: VRAM at {:#x} is not memory of CUDA device {}", mem.addr, mem.devId);
+        return NIXL_ERR_INVALID_PARAM;
+    }
+    return NIXL_SUCCESS;
+}
+
+auto is_memory_type(nixl_mem_t t) -> bool { return t == DRAM_SEG || t == VRAM_SEG; }
 
 }  // namespace
 
@@ -71,14 +87,25 @@ engine::engine(const nixlBackendInitParams* params) : nixlBackendEngine(params) 
 
 engine::~engine() = default;
 
+nixl_mem_list_t engine::getSupportedMems() const {
+    if (agent_ != nullptr && agent_->supports_memory(gpu::memory_kind::cuda)) return {DRAM_SEG, VRAM_SEG};
+    return {DRAM_SEG};
+}
+
 nixl_status_t engine::registerMem(const nixlBlobDesc& mem, const nixl_mem_t& nixl_mem, nixlBackendMD*& out) {
     return guarded("registerMem", [&] {
-        if (nixl_mem != DRAM_SEG) return NIXL_ERR_NOT_SUPPORTED;
+        if (nixl_mem != DRAM_SEG && nixl_mem != VRAM_SEG) return NIXL_ERR_NOT_SUPPORTED;
         if (mem.addr == 0 || mem.len == 0) return NIXL_ERR_INVALID_PARAM;
-        auto r = agent_->register_memory({reinterpret_cast<std::byte*>(mem.addr), mem.len});
+        const auto kind = nixl_mem == VRAM_SEG ? gpu::memory_kind::cuda : gpu::memory_kind::host;
+        if (nixl_mem == VRAM_SEG) {
+            if (!agent_->supports_memory(kind)) return NIXL_ERR_NOT_SUPPORTED;
+            if (auto s = check_device_of(mem); s != NIXL_SUCCESS) return s;
+        }
+        auto r = agent_->register_memory({reinterpret_cast<std::byte*>(mem.addr), mem.len}, kind);
         if (!r) return status_of(r.error());
         auto md = std::make_unique<local_metadata>();
         md->region = *r;
+        md->type = nixl_mem;
         out = md.release();
         return NIXL_SUCCESS;
     });
@@ -123,7 +150,7 @@ nixl_status_t engine::prepXfer(const nixl_xfer_op_t& operation, const nixl_meta_
                                nixlBackendReqH*& handle, const nixl_opt_b_args_t* opt_args) const {
     return guarded("prepXfer", [&] {
         if ((operation != NIXL_READ && operation != NIXL_WRITE) || local.descCount() != remote.descCount() ||
-            local.descCount() == 0 || local.getType() != DRAM_SEG || remote.getType() != DRAM_SEG)
+            local.descCount() == 0 || !is_memory_type(local.getType()) || !is_memory_type(remote.getType()))
             return NIXL_ERR_INVALID_PARAM;
         std::vector<plugins::segment> segments;
         segments.reserve(static_cast<std::size_t>(local.descCount()));
@@ -132,7 +159,9 @@ nixl_status_t engine::prepXfer(const nixl_xfer_op_t& operation, const nixl_meta_
             const auto& r = remote[i];
             auto* lmd = dynamic_cast<local_metadata*>(l.metadataP);
             auto* rmd = dynamic_cast<remote_metadata*>(r.metadataP);
-            if (lmd == nullptr || rmd == nullptr || l.len != r.len || l.len == 0) return NIXL_ERR_INVALID_PARAM;
+            if (lmd == nullptr || rmd == nullptr || l.len != r.len || l.len == 0 || lmd->type != local.getType() ||
+                rmd->type != remote.getType())
+                return NIXL_ERR_INVALID_PARAM;
             segments.push_back({.local = {reinterpret_cast<std::byte*>(l.addr), l.len},
                                 .local_registration = lmd->region,
                                 .remote_address = r.addr,
@@ -206,11 +235,13 @@ nixl_status_t engine::loadRemoteConnInfo(const std::string& remote_agent, const 
 nixl_status_t engine::loadRemoteMD(const nixlBlobDesc& input, const nixl_mem_t& nixl_mem, const std::string& remote_agent,
                                    nixlBackendMD*& output) {
     return guarded("loadRemoteMD", [&] {
-        if (nixl_mem != DRAM_SEG) return NIXL_ERR_NOT_SUPPORTED;
+        // A peer's device memory is reached by its key like its host memory: no GPU needed here.
+        if (!is_memory_type(nixl_mem)) return NIXL_ERR_NOT_SUPPORTED;
         auto r = agent_->load_remote(remote_agent, plugins::as_bytes_of(input.metaInfo));
         if (!r) return status_of(r.error());
         auto md = std::make_unique<remote_metadata>();
         md->region = *r;
+        md->type = nixl_mem;
         output = md.release();
         return NIXL_SUCCESS;
     });
@@ -226,6 +257,7 @@ nixl_status_t engine::loadLocalMD(nixlBackendMD* input, nixlBackendMD*& output) 
         if (!r) return status_of(r.error());
         auto out = std::make_unique<remote_metadata>();
         out->region = *r;
+        out->type = md->type;
         output = out.release();
         return NIXL_SUCCESS;
     });

@@ -17,12 +17,14 @@ namespace loom::nixl_backend {
 struct local_metadata final : nixlBackendMD {
     local_metadata() : nixlBackendMD(true) {}
     plugins::local_region* region{nullptr};
+    nixl_mem_t type{DRAM_SEG};
 };
 
 /// A region NIXL loaded for transfers: a peer's (loadRemoteMD) or this agent's (loadLocalMD).
 struct remote_metadata final : nixlBackendMD {
     remote_metadata() : nixlBackendMD(false) {}
     plugins::remote_region* region{nullptr};
+    nixl_mem_t type{DRAM_SEG};
 };
 
 struct request final : nixlBackendReqH {
@@ -42,7 +44,8 @@ public:
     bool supportsRemote() const override { return true; }
     bool supportsLocal() const override { return true; }
     bool supportsNotif() const override { return true; }
-    nixl_mem_list_t getSupportedMems() const override { return {DRAM_SEG}; }
+    /// DRAM_SEG, and VRAM_SEG where CUDA memory can be registered (FI_HMEM and a CUDA driver).
+    nixl_mem_list_t getSupportedMems() const override;
 
     nixl_status_t registerMem(const nixlBlobDesc& mem, const nixl_mem_t& nixl_mem, nixlBackendMD*& out) override;
     nixl_status_t deregisterMem(nixlBackendMD* meta) override;

@@ -22,7 +22,8 @@ void destroy_engine(nixlBackendEngine* e) { delete e; }
 auto plugin_name() -> const char* { return "LOOM"; }
 auto plugin_version() -> const char* { return "0.1.0"; }
 auto backend_options() -> nixl_b_params_t { return default_options(); }
-auto backend_mems() -> nixl_mem_list_t { return {DRAM_SEG}; }
+// What the plugin can handle; an engine offers VRAM_SEG only where CUDA memory can be registered.
+auto backend_mems() -> nixl_mem_list_t { return {DRAM_SEG, VRAM_SEG}; }
 
 nixlBackendPlugin table{1,  // the plugin API version NIXL 1.4 and 1.5 accept
                         create_engine, destroy_engine, plugin_name,

@@ -4,6 +4,7 @@
 #include "endpoint_manager_impl.hpp"
 
 #include <loom/atomic.hpp>
+#include <loom/gpu/cuda.hpp>
 #include <loom/provider_facts.hpp>
 #include <loom/rma.hpp>
 
@@ -80,11 +81,24 @@ void endpoint_manager::impl::on_remote_data(void* self, std::uint64_t value) noe
 }
 
 // ---------------------------------------------------------------- the public face
-auto endpoint_manager::register_memory(std::span<std::byte> buffer) -> result<memory_handle*> {
+auto endpoint_manager::register_memory(std::span<std::byte> buffer, gpu::memory_kind kind) -> result<memory_handle*> {
+    if (buffer.empty() || buffer.data() == nullptr) return make_unexpected(errc::invalid_argument);
     std::lock_guard lock(impl_->eng->mutex());
-    auto m = impl_->eng->register_memory(buffer.data(), buffer.size());
+    result<memory_handle*> m = make_unexpected(errc::not_supported);
+    if (kind == gpu::memory_kind::host) {
+        m = impl_->eng->register_memory(buffer.data(), buffer.size());
+    } else if (kind == gpu::memory_kind::cuda) {
+        auto where = locate_cuda_memory(*impl_->eng, buffer.data(), buffer.size());
+        if (!where) return std::unexpected(where.error());
+        m = impl_->eng->register_memory(buffer.data(), buffer.size(), &*where);
+    }
     if (m) impl_->registrations_.push_back(*m);
     return m;
+}
+
+auto endpoint_manager::supports_memory(gpu::memory_kind kind) const -> bool {
+    if (kind == gpu::memory_kind::host) return true;
+    return kind == gpu::memory_kind::cuda && impl_->eng->hmem() && gpu::cuda_driver::instance().has_value();
 }
 
 void endpoint_manager::deregister(memory_handle* mh) noexcept {

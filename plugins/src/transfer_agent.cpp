@@ -196,14 +196,22 @@ auto transfer_agent::is_connected(std::string_view name) const -> bool {
 }
 
 // ---------------------------------------------------------------- memory
-auto transfer_agent::register_memory(std::span<std::byte> buffer) -> result<local_region*> {
+auto transfer_agent::register_memory(std::span<std::byte> buffer, gpu::memory_kind kind) -> result<local_region*> {
     if (buffer.empty() || buffer.data() == nullptr) return make_unexpected(errc::invalid_argument);
-    auto mh = impl_->mgr->register_memory(buffer);
+    auto mh = impl_->mgr->register_memory(buffer, kind);
     if (!mh) return std::unexpected(mh.error());
     std::lock_guard lock(impl_->mu);
-    auto* r = new local_region{.mh = *mh, .range = buffer};
+    auto* r = new local_region{.mh = *mh, .range = buffer, .kind = kind};
     impl_->locals.insert(r);
     return r;
+}
+
+auto transfer_agent::supports_memory(gpu::memory_kind kind) const -> bool { return impl_->mgr->supports_memory(kind); }
+
+auto transfer_agent::memory_kind_of(const local_region* region) const -> result<gpu::memory_kind> {
+    std::lock_guard lock(impl_->mu);
+    if (!impl_->locals.contains(const_cast<local_region*>(region))) return make_unexpected(errc::invalid_argument);
+    return region->kind;
 }
 
 auto transfer_agent::deregister(local_region* region) -> void_result {

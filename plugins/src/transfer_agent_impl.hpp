@@ -24,6 +24,7 @@ inline constexpr std::size_t transfer_piece_max = std::size_t{64} << 20;
 struct local_region {
     memory_handle* mh{nullptr};
     std::span<std::byte> range{};
+    gpu::memory_kind kind{gpu::memory_kind::host};
 };
 
 struct remote_region {

@@ -183,6 +183,27 @@ TEST_F(TransferAgent, BadInputIsRefused) {
     EXPECT_EQ(a->public_data(ls).error(), einval);
 }
 
+// Device memory (untested on hardware here): without FI_HMEM and a CUDA driver it is
+// not_supported before the provider is called; where it is supported, host memory named CUDA
+// memory is refused as not inside a device allocation. Nothing is left registered either way.
+TEST_F(TransferAgent, DeviceMemoryIsRefusedWhereItCannotBeRegistered) {
+    auto buf = pattern(4096, 5);
+    EXPECT_TRUE(a->supports_memory(loom::gpu::memory_kind::host));
+    EXPECT_FALSE(a->supports_memory(loom::gpu::memory_kind::rocm));
+    EXPECT_EQ(a->register_memory(buf, loom::gpu::memory_kind::rocm).error(), code(loom::errc::not_supported));
+    EXPECT_EQ(a->register_memory(buf, loom::gpu::memory_kind::level_zero).error(), code(loom::errc::not_supported));
+    const auto cuda = a->register_memory(buf, loom::gpu::memory_kind::cuda);
+    ASSERT_FALSE(cuda.has_value());
+    EXPECT_EQ(cuda.error(), code(a->supports_memory(loom::gpu::memory_kind::cuda) ? loom::errc::invalid_argument
+                                                                                   : loom::errc::not_supported));
+    EXPECT_EQ(a->register_memory({}, loom::gpu::memory_kind::cuda).error(), code(loom::errc::invalid_argument));
+    // The same buffer as host memory still registers, and says what it is.
+    auto* r = a->register_memory(buf).value();
+    EXPECT_EQ(a->memory_kind_of(r).value(), loom::gpu::memory_kind::host);
+    EXPECT_TRUE(a->deregister(r));
+    EXPECT_EQ(a->memory_kind_of(r).error(), code(loom::errc::invalid_argument));
+}
+
 TEST_F(TransferAgent, ATransferReleasedInFlightEndsUnseen) {
     auto src = pattern(8 << 20, 5), dst = std::vector<std::byte>(8 << 20);
     auto* ls = a->register_memory(src).value();

@@ -21,6 +21,7 @@
 #include <loom/plugins/wire.hpp>
 
 #include <loom/error.hpp>
+#include <loom/gpu/memory.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -176,9 +177,15 @@ public:
     [[nodiscard]] auto messages_sent(send_endpoint_id ep) -> result<std::uint64_t>;
 
     // ---------------------------------------------------------------- memory and one-sided operations
-    /// A registration of `buffer` (host memory). Registrations left when the manager is
-    /// destroyed are deregistered then.
-    [[nodiscard]] auto register_memory(std::span<std::byte> buffer) -> result<memory_handle*>;
+    /// A registration of `buffer`, which is memory of `kind` (host memory through the MR cache;
+    /// CUDA device memory with FI_HMEM, exactly). not_supported for a kind this manager cannot
+    /// register (see supports_memory); invalid_argument for CUDA memory that is not inside one
+    /// device allocation. Registrations left when the manager is destroyed are deregistered then.
+    [[nodiscard]] auto register_memory(std::span<std::byte> buffer, gpu::memory_kind kind = gpu::memory_kind::host)
+        -> result<memory_handle*>;
+    /// Whether memory of `kind` can be registered: host always; CUDA when the provider was
+    /// opened with FI_HMEM and a CUDA driver loads; ROCm and Level Zero not yet.
+    [[nodiscard]] auto supports_memory(gpu::memory_kind kind) const -> bool;
     /// Nothing for a stale handle or one this manager did not give.
     void deregister(memory_handle* mh) noexcept;
     /// What a peer needs to reach `mh` with write/read/atomics (not_supported without RMA).

@@ -21,6 +21,7 @@
 #include <loom/plugins/config.hpp>
 
 #include <loom/error.hpp>
+#include <loom/gpu/memory.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -89,7 +90,14 @@ public:
     [[nodiscard]] auto is_connected(std::string_view name) const -> bool;
 
     // ---------------------------------------------------------------- memory
-    [[nodiscard]] auto register_memory(std::span<std::byte> buffer) -> result<local_region*>;
+    /// Registers `buffer`, memory of `kind` (CUDA device memory needs FI_HMEM: see
+    /// supports_memory; not_supported otherwise).
+    [[nodiscard]] auto register_memory(std::span<std::byte> buffer, gpu::memory_kind kind = gpu::memory_kind::host)
+        -> result<local_region*>;
+    /// Whether memory of `kind` can be registered (endpoint_manager::supports_memory).
+    [[nodiscard]] auto supports_memory(gpu::memory_kind kind) const -> bool;
+    /// The kind `region` was registered as; invalid_argument for a region this agent does not hold.
+    [[nodiscard]] auto memory_kind_of(const local_region* region) const -> result<gpu::memory_kind>;
     /// invalid_argument for a region this agent does not hold (stale or foreign).
     [[nodiscard]] auto deregister(local_region* region) -> void_result;
     /// Address, length and remote key of `region`, for the peers' load_remote.
