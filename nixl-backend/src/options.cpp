@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <loom/plugins/config.hpp>
+#include <loom/plugins/limits.hpp>
 
 #include <charconv>
 #include <limits>
@@ -54,10 +55,9 @@ auto parse_options(const nixlBackendInitParams& params) -> std::expected<plugins
             if (!v) return std::unexpected("option eager_max: bad size '" + value + "'");
             o.settings.eager_max = *v;
         } else if (key == "rails") {
-            auto v = number(key, value, 1024);
-            if (!v || *v < 1) return std::unexpected("option rails: bad value '" + value + "'");
-            // One-sided transfers run on the device's first rail: more is refused, not ignored.
-            if (*v > 1) return std::unexpected("option rails: striping transfers over " + value + " rails is not supported yet");
+            auto v = number(key, value, plugins::max_rails);
+            if (!v || *v < 1) return std::unexpected("option rails: bad value '" + value + "' (1 to 8)");
+            o.rails = static_cast<int>(*v);
         } else {
             return std::unexpected("unknown option '" + key +
                                    "' (known: device, provider, interfaces, rails, eager_max, progress_thread, "

@@ -18,14 +18,18 @@ auto find(std::vector<std::unique_ptr<T>>& table, Id id) noexcept -> T* {
     return p != nullptr && p->gen == static_cast<std::uint32_t>(v >> 32) ? p : nullptr;
 }
 
-/// The NICs of runtime device `dev`, and the configuration (under the runtime's lock).
-auto nics_of(int dev) -> result<std::pair<std::vector<nic>, config>> {
+/// The NICs of runtime device `dev` (and the next rails − 1 NICs), and the configuration
+/// (under the runtime's lock).
+auto nics_of(int dev, int rails) -> result<std::pair<std::vector<nic>, config>> {
     auto& rt = runtime::instance();
     auto lock = rt.guard();
     auto& reg = rt.devices();
-    if (!reg.contains(dev)) return make_unexpected(errc::invalid_argument);
+    if (!reg.contains(dev) || rails < 1 || rails > max_rails ||
+        (rails > 1 && (reg.is_virtual(dev) || dev + rails > reg.nic_count())))
+        return make_unexpected(errc::invalid_argument);
     std::vector<nic> nics;
     for (int m : reg.members(dev)) nics.push_back(*reg.primary_nic(m));
+    for (int k = 1; k < rails; ++k) nics.push_back(*reg.primary_nic(dev + k));
     return std::pair{std::move(nics), rt.settings()};
 }
 
@@ -106,7 +110,7 @@ auto endpoint_manager::create(manager_options options) -> result<std::unique_ptr
         (void)runtime::instance().release();
         return std::unexpected(ec);
     };
-    auto nics = nics_of(options.device);
+    auto nics = nics_of(options.device, options.rails);
     if (!nics) return give_back(nics.error());
     if (nics->first.empty()) return give_back(make_error_code(errc::no_device));
     auto eng = nics->first.size() == 1 ? engine::open(nics->first.front(), nics->second) : engine::open(nics->first, nics->second);

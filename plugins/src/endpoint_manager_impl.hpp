@@ -46,6 +46,18 @@ struct one_sided_op : foreign_op {
     std::uint64_t result{0};
     std::uint64_t* previous{nullptr};
     bool used{false};
+    /// A striped operation is several pieces, one per rail: the first (the lead) ends the
+    /// caller's operation once every piece has ended, with the first error any piece had.
+    one_sided_op* lead{nullptr};
+    int pieces_left{0};
+    std::error_code first_error{};
+};
+
+/// What a write or read carries besides its buffers.
+struct rma_settings {
+    std::optional<std::uint64_t> immediate{};
+    bool delivered{false};
+    void* context{nullptr};
 };
 
 /// A zero-copy send: its header slot's request and the data's.
@@ -189,13 +201,20 @@ public:
     void check_farewell(recv_ep& r, recv_conn& c);
 
     // manager_one_sided.cpp
-    auto start_one_sided(send_ep& s, one_sided_op::what what, std::span<const std::byte> key, std::uint64_t offset,
-                         std::size_t length) -> result<one_sided_op*>;
+    /// The checks every one-sided operation passes: the peer's key, decoded.
+    auto check_one_sided(const send_ep& s, std::span<const std::byte> key, std::uint64_t offset, std::size_t length)
+        -> result<memory_key>;
+    /// A free slot set up for `length` bytes at `offset` of the peer's registration, on `rail`.
+    auto take_op(send_ep& s, one_sided_op::what what, const memory_key& key, int rail, std::uint64_t offset,
+                 std::size_t length) -> one_sided_op*;
+    /// write / read: striped over the rails both sides have when large (not with immediate data).
+    auto post_rma(send_ep& s, one_sided_op::what what, std::span<std::byte> local, memory_handle& mh,
+                  const memory_key& key, std::uint64_t offset, const rma_settings& how) -> void_result;
     /// fetch_add / compare_swap: their checks, then the operation (compare unused by fetch_add).
     auto post_atomic(send_endpoint_id ep, one_sided_op::what what, std::uint64_t operand, std::uint64_t compare,
                      std::uint64_t* previous, std::span<const std::byte> remote_key, std::uint64_t offset, void* context)
         -> void_result;
-        static auto submit_one_sided(foreign_op& f, endpoint& ep, fabric_addr peer) noexcept -> int;
+    static auto submit_one_sided(foreign_op& f, endpoint& ep, fabric_addr peer) noexcept -> int;
     static void end_one_sided(foreign_op& f, std::error_code why) noexcept;
     static void on_remote_data(void* self, std::uint64_t value) noexcept;
 

@@ -168,6 +168,11 @@ auto engine::rail_writes(int i) const noexcept -> std::uint64_t {
     return i == 0 ? main_->writes : extra_[static_cast<std::size_t>(i - 1)]->writes;
 }
 
+auto engine::rail_one_sided(int i) const noexcept -> std::uint64_t {
+    if (i < 0 || i > static_cast<int>(extra_.size())) return 0;
+    return i == 0 ? main_->one_sided : extra_[static_cast<std::size_t>(i - 1)]->one_sided;
+}
+
 auto engine::insert_rail_peer(int k, const address& a) -> result<fabric_addr> {
     auto& r = rail_at(k);
     const auto bytes = to_raw(a);

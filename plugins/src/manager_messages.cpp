@@ -24,8 +24,10 @@ static_assert(r_pad + 2 == record_header_size);
 constexpr std::size_t z_magic = 0, z_version = 4, z_header_len = 6, z_data_len = 8, z_header = 16;
 static_assert(z_header + max_header_bytes == zero_copy_header_size);
 // Remote key
-constexpr std::size_t k_magic = 0, k_version = 4, k_pad = 6, k_base = 8, k_length = 16, k_key = 24;
-static_assert(k_key + 8 == remote_key_size && k_pad + 2 == k_base);
+constexpr std::size_t k_magic = 0, k_version = 4, k_rails = 6, k_length = 8, k_rail = 16, k_rail_size = 16,
+                      k_checksum = k_rail + k_rail_size * max_rails, k_tail = k_checksum + 4;
+static_assert(k_tail + 4 == remote_key_size && k_rails + 2 == k_length && k_checksum == 144);
+constexpr std::uint16_t key_version = 2;  // 1 had one rail
 
 auto bad() -> std::unexpected<std::error_code> { return make_unexpected(errc::protocol_error); }
 
@@ -117,23 +119,36 @@ auto decode_zero_copy_header(std::span<const std::byte> in) -> result<zero_copy_
 }
 
 auto encode(const memory_key& k) -> result<remote_key_bytes> {
+    if (k.rails < 1 || k.rails > max_rails) return make_unexpected(errc::invalid_argument);
     remote_key_bytes out{};
     put_le(out, k_magic, key_magic);
-    put_le(out, k_version, wire_version);
-    put_le(out, k_pad, std::uint16_t{0});
-    put_le(out, k_base, k.base);
+    put_le(out, k_version, key_version);
+    put_le(out, k_rails, static_cast<std::uint16_t>(k.rails));
     put_le(out, k_length, k.length);
-    put_le(out, k_key, k.key);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(k.rails); ++i) {
+        put_le(out, k_rail + k_rail_size * i, k.rail[i].base);
+        put_le(out, k_rail + k_rail_size * i + 8, k.rail[i].key);
+    }
+    put_le(out, k_checksum, fnv1a(std::span{out}.first(k_checksum)));
     return out;
 }
 
 auto decode_remote_key(std::span<const std::byte> in) -> result<memory_key> {
     if (in.size() != remote_key_size || get_le<std::uint32_t>(in, k_magic) != key_magic ||
-        get_le<std::uint16_t>(in, k_version) != wire_version || get_le<std::uint16_t>(in, k_pad) != 0)
+        get_le<std::uint16_t>(in, k_version) != key_version ||
+        get_le<std::uint32_t>(in, k_checksum) != fnv1a(in.first(k_checksum)) || get_le<std::uint32_t>(in, k_tail) != 0)
         return bad();
-    const memory_key k{.base = get_le<std::uint64_t>(in, k_base), .length = get_le<std::uint64_t>(in, k_length),
-                       .key = get_le<std::uint64_t>(in, k_key)};
-    if (k.base + k.length < k.base) return bad();  // the range would wrap
+    memory_key k{.length = get_le<std::uint64_t>(in, k_length), .rails = get_le<std::uint16_t>(in, k_rails)};
+    if (k.rails < 1 || k.rails > max_rails) return bad();
+    const auto used = k_rail + k_rail_size * static_cast<std::size_t>(k.rails);
+    if (std::any_of(in.begin() + static_cast<std::ptrdiff_t>(used), in.begin() + k_checksum,
+                    [](std::byte b) { return b != std::byte{0}; }))
+        return bad();  // unused rails are zero
+    for (std::size_t i = 0; i < static_cast<std::size_t>(k.rails); ++i) {
+        k.rail[i] = {.base = get_le<std::uint64_t>(in, k_rail + k_rail_size * i),
+                     .key = get_le<std::uint64_t>(in, k_rail + k_rail_size * i + 8)};
+        if (k.rail[i].base + k.length < k.rail[i].base) return bad();  // the range would wrap
+    }
     return k;
 }
 

@@ -1,7 +1,10 @@
-// Memory and one-sided operations: registrations and their remote keys, RMA write (with a
-// user's immediate data) and read, native 64-bit atomics — each a foreign operation the
-// engine submits and defers like its own, ended into an event.
+// Memory and one-sided operations: registrations and their remote keys (one per rail), RMA
+// write (with a user's immediate data) and read, striped over the rails when large, native
+// 64-bit atomics — each a foreign operation the engine submits and defers like its own, ended
+// into an event.
 #include "endpoint_manager_impl.hpp"
+
+#include <loom/plugins/stripe_plan.hpp>
 
 #include <loom/atomic.hpp>
 #include <loom/gpu/cuda.hpp>
@@ -14,31 +17,69 @@ namespace loom::plugins {
 
 using op_what = one_sided_op::what;
 
-auto endpoint_manager::impl::start_one_sided(send_ep& s, op_what what, std::span<const std::byte> key_bytes,
-                                             std::uint64_t offset, std::size_t length) -> result<one_sided_op*> {
+auto endpoint_manager::impl::check_one_sided(const send_ep& s, std::span<const std::byte> key_bytes,
+                                             std::uint64_t offset, std::size_t length) -> result<memory_key> {
     if (!eng->nic_info().rma) return make_unexpected(errc::not_supported);
     if (s.state == link_state::connecting) return make_unexpected(errc::not_connected);
     if (s.state != link_state::ready || s.chan->state != chan_state::ready) return make_unexpected(errc::connection_aborted);
     auto key = decode_remote_key(key_bytes);
     if (!key || length == 0 || offset > key->length || length > key->length - offset)
         return make_unexpected(errc::invalid_argument);
+    if (s.ops_in_flight == s.ops.size()) return make_unexpected(errc::again);
+    return key;
+}
+
+auto endpoint_manager::impl::take_op(send_ep& s, op_what what, const memory_key& key, int rail, std::uint64_t offset,
+                                     std::size_t length) -> one_sided_op* {
     auto o = std::ranges::find_if(s.ops, [](const one_sided_op& x) { return !x.used; });
-    if (o == s.ops.end()) return make_unexpected(errc::again);
+    if (o == s.ops.end()) return nullptr;
+    const auto& k = key.rail[static_cast<std::size_t>(rail)];
     o->op = what;
     o->mgr = this;
     o->ep = &s;
     o->chan = s.chan;
-    o->remote = {.addr = key->base + offset, .key = key->key, .length = length};
+    o->rail = rail;
+    o->remote = {.addr = k.base + offset, .key = k.key, .length = length};
     o->submit_with = &impl::submit_one_sided;
     o->on_end = &impl::end_one_sided;
     o->immediate.reset();
     o->delivered = false;
     o->previous = nullptr;
+    o->context = nullptr;
     o->local = {};
     o->local_mr = &s.ops_mh->reg.region();
+    o->lead = &*o;
+    o->pieces_left = 1;
+    o->first_error = {};
     o->used = true;
     ++s.ops_in_flight;
     return &*o;
+}
+
+auto endpoint_manager::impl::post_rma(send_ep& s, op_what what, std::span<std::byte> local, memory_handle& mh,
+                                      const memory_key& key, std::uint64_t offset, const rma_settings& how)
+    -> void_result {
+    // Immediate data must announce the whole write, so such a write stays on one rail; the
+    // pieces of a striped one take free slots (fewer rails when fewer are free).
+    const std::size_t free = s.ops.size() - s.ops_in_flight;
+    const int rails = how.immediate ? 1 : static_cast<int>(std::min<std::size_t>({static_cast<std::size_t>(s.chan->rails),
+                                                                                   static_cast<std::size_t>(key.rails), free}));
+    const stripe_plan plan = plan_stripes(local.size(), rails);
+    std::array<one_sided_op*, max_rails> pieces{};
+    for (int k = 0; k < plan.count; ++k) {
+        const stripe& st = plan.stripes[static_cast<std::size_t>(k)];
+        one_sided_op* o = take_op(s, what, key, k, offset + st.offset, st.length);
+        o->local = local.subspan(st.offset, st.length);
+        o->local_mr = k == 0 ? &mh.reg.region() : &mh.extra[static_cast<std::size_t>(k - 1)].region();
+        o->immediate = how.immediate;
+        o->delivered = how.delivered;
+        o->context = how.context;
+        o->lead = pieces[0] != nullptr ? pieces[0] : o;
+        pieces[static_cast<std::size_t>(k)] = o;
+    }
+    pieces[0]->pieces_left = plan.count;  // before any is posted: one may end at once
+    for (int k = 0; k < plan.count; ++k) eng->post_foreign(*pieces[static_cast<std::size_t>(k)]);
+    return {};
 }
 
 auto endpoint_manager::impl::submit_one_sided(foreign_op& f, endpoint& ep, fabric_addr peer) noexcept -> int {
@@ -70,10 +111,18 @@ void endpoint_manager::impl::end_one_sided(foreign_op& f, std::error_code why) n
     auto& o = static_cast<one_sided_op&>(f);
     static constexpr event_kind kinds[] = {event_kind::write_complete, event_kind::read_complete, event_kind::atomic_complete,
                                            event_kind::atomic_complete};
+    one_sided_op& lead = *o.lead;
+    if (why && !lead.first_error) lead.first_error = why;
     if (!why && o.previous != nullptr) *o.previous = o.result;
-    o.used = false;
-    --o.ep->ops_in_flight;
-    o.mgr->emit({.kind = kinds[static_cast<int>(o.op)], .error = why, .context = o.context, .sender = o.ep->id});
+    auto release = [](one_sided_op& x) {
+        x.used = false;
+        --x.ep->ops_in_flight;
+    };
+    if (&o != &lead) release(o);
+    if (--lead.pieces_left > 0) return;
+    release(lead);
+    lead.mgr->emit({.kind = kinds[static_cast<int>(lead.op)], .error = lead.first_error, .context = lead.context,
+                    .sender = lead.ep->id});
 }
 
 void endpoint_manager::impl::on_remote_data(void* self, std::uint64_t value) noexcept {
@@ -115,6 +164,13 @@ auto endpoint_manager::remote_key_of(const memory_handle* mh) const -> result<re
     return encode(*k);
 }
 
+auto endpoint_manager::rail_count() const noexcept -> int { return impl_->eng->rail_count(); }
+
+auto endpoint_manager::one_sided_operations(int rail) const -> std::uint64_t {
+    std::lock_guard lock(impl_->eng->mutex());
+    return impl_->eng->rail_one_sided(rail);
+}
+
 auto endpoint_manager::supports_atomics() const noexcept -> bool {
     return impl_->eng->atomics() && !provider_facts_for(impl_->eng->nic_info().provider).broken_fetch_atomics;
 }
@@ -130,15 +186,12 @@ auto endpoint_manager::write(send_endpoint_id ep, std::span<const std::byte> loc
         (immediate && (*immediate > immediate::max_user_value || delivered)) ||
         (completion != write_completion::transmitted && !delivered))
         return make_unexpected(errc::invalid_argument);
-    auto o = impl_->start_one_sided(*s, op_what::write, remote_key, offset, local.size());
-    if (!o) return std::unexpected(o.error());
-    (*o)->local = {const_cast<std::byte*>(local.data()), local.size()};  // only read by the write
-    (*o)->local_mr = &mh->reg.region();
-    (*o)->immediate = immediate;
-    (*o)->delivered = delivered;
-    (*o)->context = context;
-    impl_->eng->post_foreign(**o);
-    return {};
+    auto key = impl_->check_one_sided(*s, remote_key, offset, local.size());
+    if (!key) return std::unexpected(key.error());
+    // Only read by the write.
+    const std::span<std::byte> source{const_cast<std::byte*>(local.data()), local.size()};
+    return impl_->post_rma(*s, op_what::write, source, *mh, *key, offset,
+                           {.immediate = immediate, .delivered = delivered, .context = context});
 }
 
 auto endpoint_manager::read(send_endpoint_id ep, std::span<std::byte> local, memory_handle* mh,
@@ -147,13 +200,9 @@ auto endpoint_manager::read(send_endpoint_id ep, std::span<std::byte> local, mem
     send_ep* s = impl_->lookup(ep);
     if (s == nullptr || mh == nullptr || !impl_->eng->covers(mh, local.data(), local.size()))
         return make_unexpected(errc::invalid_argument);
-    auto o = impl_->start_one_sided(*s, op_what::read, remote_key, offset, local.size());
-    if (!o) return std::unexpected(o.error());
-    (*o)->local = local;
-    (*o)->local_mr = &mh->reg.region();
-    (*o)->context = context;
-    impl_->eng->post_foreign(**o);
-    return {};
+    auto key = impl_->check_one_sided(*s, remote_key, offset, local.size());
+    if (!key) return std::unexpected(key.error());
+    return impl_->post_rma(*s, op_what::read, local, *mh, *key, offset, {.context = context});
 }
 
 auto endpoint_manager::impl::post_atomic(send_endpoint_id ep, op_what what, std::uint64_t operand, std::uint64_t compare,
@@ -163,13 +212,14 @@ auto endpoint_manager::impl::post_atomic(send_endpoint_id ep, op_what what, std:
     if (!eng->atomics() || provider_facts_for(eng->nic_info().provider).broken_fetch_atomics)
         return make_unexpected(errc::not_supported);
     return with(ep, [&](send_ep& s) -> void_result {
-        auto o = start_one_sided(s, what, remote_key, offset, sizeof(std::uint64_t));
-        if (!o) return std::unexpected(o.error());
-        (*o)->operand = operand;
-        (*o)->compare = compare;
-        (*o)->previous = previous;
-        (*o)->context = context;
-        eng->post_foreign(**o);
+        auto key = check_one_sided(s, remote_key, offset, sizeof(std::uint64_t));
+        if (!key) return std::unexpected(key.error());
+        one_sided_op* o = take_op(s, what, *key, 0, offset, sizeof(std::uint64_t));
+        o->operand = operand;
+        o->compare = compare;
+        o->previous = previous;
+        o->context = context;
+        eng->post_foreign(*o);
         return {};
     });
 }

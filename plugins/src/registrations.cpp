@@ -84,13 +84,18 @@ auto engine::atomics() const noexcept -> bool {
 }
 
 auto engine::export_key(const memory_handle& m) const -> result<memory_key> {
-    // One-sided operations go over rail 0 (the control rail): its key is the one a peer needs.
+    // A key per rail: large one-sided operations are striped over every rail both sides have.
     if (!nic_.rma) return make_unexpected(errc::not_supported);
-    auto key = m.reg.key();
-    if (!key) return make_unexpected(errc::io_error);
-    memory_key k{.base = main_->virt_addr ? reinterpret_cast<std::uintptr_t>(m.base)
-                                          : static_cast<std::uint64_t>(m.base - m.reg.address()),
-                 .length = m.length, .key = *key};
+    memory_key k{.length = m.length, .rails = rail_count()};
+    for (int i = 0; i < rail_count(); ++i) {
+        const mr_handle& reg = i == 0 ? m.reg : m.extra[static_cast<std::size_t>(i - 1)];
+        const rail& r = i == 0 ? *main_ : *extra_[static_cast<std::size_t>(i - 1)];
+        auto key = reg.key();
+        if (!key) return make_unexpected(errc::io_error);
+        k.rail[static_cast<std::size_t>(i)] = {
+            .base = r.virt_addr ? reinterpret_cast<std::uintptr_t>(m.base) : static_cast<std::uint64_t>(m.base - reg.address()),
+            .key = *key};
+    }
     return k;
 }
 

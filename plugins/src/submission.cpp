@@ -18,11 +18,6 @@ namespace loom::plugins {
 using namespace engine_detail;
 using match_bits::make_tag;
 
-namespace {
-/// A layer above the engine defines what its operation submits, to the channel's peer.
-auto submit_foreign(foreign_op& f, endpoint& ep) noexcept -> int { return f.submit_with(f, ep, f.chan->peer); }
-}  // namespace
-
 // ---------------------------------------------------------------- submission
 auto engine::submit(op& o) noexcept -> int {
     auto code = [](const void_result& r) -> int { return r ? 0 : -r.error().value(); };
@@ -92,7 +87,14 @@ auto engine::submit(op& o) noexcept -> int {
         return code(ep_.tagged_recv(c.live->buffer, make_tag(message_kind::control, c.id, liveness_sequence, 0),
                                     0xffffffffU, fabric_addrs::unspecified, nullptr, &o));
     }
-    case op_kind::foreign: return submit_foreign(static_cast<foreign_op&>(o), ep_);
+    case op_kind::foreign: {
+        // A layer above the engine defines what its operation submits, to the channel's peer.
+        auto& f = static_cast<foreign_op&>(o);
+        if (f.rail < 0 || f.rail >= f.chan->rails) return -FI_EINVAL;
+        const int rc = f.submit_with(f, rail_ep(f.rail), f.chan->rail_peer[static_cast<std::size_t>(f.rail)]);
+        if (rc >= 0) ++rail_at(f.rail).one_sided;
+        return rc;
+    }
     case op_kind::flush_read: {
         auto& r = *static_cast<recv_request*>(o.owner);
         auto& s = r.slots[o.slot];

@@ -20,6 +20,7 @@ auto transfer_agent::create(agent_options options) -> result<std::unique_ptr<tra
     impl* self = p.get();
     auto mgr = endpoint_manager::create(
         {.device = self->opts.device,
+         .rails = self->opts.rails,
          .on_event = [self](const event& ev) { self->on_event(ev); },
          .thread_safe = true,
          .settings = self->opts.settings});

@@ -142,6 +142,46 @@ def case_sizes():
             ini.deregister_memory(regs[2])
 
 
+def case_rails():
+    """rails=2 fuses two NICs (tcp: lo and eth0) and stripes large descriptors over both:
+    every byte in place both ways, notification after the data. One NIC (shm) refuses it."""
+    prov = os.environ["LOOM_PROVIDER"]
+    if prov == "shm":
+        expect_raises(lambda: make_agent("A", rails=2), "two rails on a provider with one NIC")
+        return
+    if not os.path.exists("/sys/class/net/eth0"):
+        print("skipped: needs the interfaces lo and eth0")
+        return
+    a, b = (make_agent(n, provider=prov, interfaces="lo,eth0", rails=2) for n in "AB")
+    a.add_remote_agent(b.get_agent_metadata())
+    b.add_remote_agent(a.get_agent_metadata())
+    size = 32 << 20
+    for (ini, tgt, ini_name, tgt_name) in [(a, b, "A", "B"), (b, a, "B", "A")]:
+        src, dst, back = pattern(size, 3), np.zeros(size, np.uint8), np.zeros(size, np.uint8)
+        regs = [register(ini, src), register(tgt, dst), register(ini, back)]
+        refresh(a, b)
+        for count in [1, 4]:
+            dst[:] = 0
+            h = ini.initialize_xfer("WRITE", descs(ini, src, count)[0], descs(ini, dst, count)[0], tgt_name, b"striped")
+            ini.transfer(h)
+            got = {}
+            finish(ini, h, [tgt], got)
+            if not got:
+                got = wait_notifs(tgt, 1, [ini])
+            assert got.get(ini_name) == [b"striped"], got
+            assert np.array_equal(src, dst), "WRITE %d descriptors %s->%s" % (count, ini_name, tgt_name)
+            ini.release_xfer_handle(h)
+            back[:] = 0
+            h = ini.initialize_xfer("READ", descs(ini, back, count)[0], descs(ini, dst, count)[0], tgt_name)
+            ini.transfer(h)
+            finish(ini, h, [tgt])
+            assert np.array_equal(back, src), "READ %d descriptors" % count
+            ini.release_xfer_handle(h)
+        ini.deregister_memory(regs[0])
+        tgt.deregister_memory(regs[1])
+        ini.deregister_memory(regs[2])
+
+
 def case_descriptors():
     """1 to 1,024 descriptors per transfer, scattered to the reverse order at the target."""
     a, b = pair()
@@ -299,7 +339,7 @@ def case_bad_input():
 def case_options():
     """Backend parameters in place of LOOM_*: bad values refused, the process's first agent
     sets provider and eager limit, a later agent asking for others is refused."""
-    for bad in [dict(rails=2), dict(rails=0), dict(eager_max="lots"), dict(interfaces=","),
+    for bad in [dict(rails=9), dict(rails=0), dict(rails="two"), dict(eager_max="lots"), dict(interfaces=","),
                 dict(provider=""), dict(device="x"), dict(no_such_option=1)]:
         expect_raises(lambda: make_agent("bad", **bad), "backend parameters %s" % bad)
     # The provider parameter reaches discovery: one that does not exist leaves no device.

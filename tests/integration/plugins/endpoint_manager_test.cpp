@@ -62,14 +62,17 @@ struct side {
     std::vector<seen> events;
     std::unique_ptr<lp::endpoint_manager> m;
 
-    explicit side(bool progress_thread = false, bool thread_safe = false) {
-        auto r = lp::endpoint_manager::create({.on_event = [this](const lp::event& e) {
-                                                   std::lock_guard lock(mu);
-                                                   events.push_back({e, text(e.data), text(e.header)});
-                                               },
-                                               .thread_safe = thread_safe,
-                                               .progress_thread = progress_thread});
-        EXPECT_TRUE(r) << r.error().message();
+    explicit side(bool progress_thread = false, bool thread_safe = false)
+        : side(lp::manager_options{.thread_safe = thread_safe, .progress_thread = progress_thread}) {}
+    explicit side(lp::manager_options o, bool must_open = true) {
+        o.on_event = [this](const lp::event& e) {
+            std::lock_guard lock(mu);
+            events.push_back({e, text(e.data), text(e.header)});
+        };
+        auto r = lp::endpoint_manager::create(std::move(o));
+        if (must_open) {
+            EXPECT_TRUE(r) << r.error().message();
+        }
         if (r) m = std::move(*r);
     }
     auto count(lp::event_kind k) -> std::size_t {
@@ -97,24 +100,27 @@ auto poll_until(side& a, side& b, F&& done) -> bool {
     return true;
 }
 
+/// A receive endpoint on rx and a connected send endpoint of tx to it.
+void connect_sides(side& rx, side& tx, const lp::receive_parameters& rp, const lp::connection_parameters& cp,
+          lp::receive_endpoint_id& in, lp::send_endpoint_id& out) {
+    ASSERT_TRUE(rx.m && tx.m);
+    auto r = rx.m->open_receive_endpoint(rp, &rx);
+    ASSERT_TRUE(r) << r.error().message();
+    in = *r;
+    auto s = tx.m->open_send_endpoint(rx.m->address_of(in).value(), cp, &tx);
+    ASSERT_TRUE(s) << s.error().message();
+    out = *s;
+    ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::connected) == 1 && rx.count(lp::event_kind::peer_connected) == 1; }));
+    EXPECT_EQ(tx.of(lp::event_kind::connected)[0].e.context, &tx);
+    EXPECT_EQ(tx.of(lp::event_kind::connected)[0].e.sender, out);
+}
+
 struct EndpointManager : ::testing::Test {
     side rx, tx;
     lp::receive_endpoint_id in{};
     lp::send_endpoint_id out{};
 
-    /// A receive endpoint on rx and a connected send endpoint of tx to it.
-    void link(const lp::receive_parameters& rp, const lp::connection_parameters& cp) {
-        ASSERT_TRUE(rx.m && tx.m);
-        auto r = rx.m->open_receive_endpoint(rp, &rx);
-        ASSERT_TRUE(r) << r.error().message();
-        in = *r;
-        auto s = tx.m->open_send_endpoint(rx.m->address_of(in).value(), cp, &tx);
-        ASSERT_TRUE(s) << s.error().message();
-        out = *s;
-        ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::connected) == 1 && rx.count(lp::event_kind::peer_connected) == 1; }));
-        EXPECT_EQ(tx.of(lp::event_kind::connected)[0].e.context, &tx);
-        EXPECT_EQ(tx.of(lp::event_kind::connected)[0].e.sender, out);
-    }
+    void link(const lp::receive_parameters& rp, const lp::connection_parameters& cp) { connect_sides(rx, tx, rp, cp, in, out); }
 };
 
 TEST_F(EndpointManager, CreateRefusesMissingHandlerAndUnknownDevice) {
@@ -344,6 +350,85 @@ TEST_F(EndpointManager, OneSidedWriteReadAndAtomics) {
     tx.m->deregister(smh);
     tx.m->deregister(bmh);
     EXPECT_EQ(rx.m->remote_key_of(tmh).error(), code(loom::errc::invalid_argument));  // stale
+}
+
+TEST(EndpointManagerRails, LargeWritesAndReadsAreStripedOverEveryRailBothSidesHave) {
+    const char* prov = std::getenv("LOOM_PROVIDER");
+    if (prov == nullptr || std::string_view(prov) != "tcp") GTEST_SKIP() << "runs in the tcp entry";
+    const lp::manager_options two{.rails = 2, .settings = {.provider = "tcp", .iface = "lo,eth0"}};
+    side rx(two, false), tx(two, false);
+    if (!rx.m || !tx.m) GTEST_SKIP() << "needs two tcp interfaces (lo and eth0)";
+    ASSERT_EQ(tx.m->rail_count(), 2);
+    EXPECT_EQ(lp::endpoint_manager::create({.rails = 3, .on_event = [](const lp::event&) {}, .settings = two.settings}).error(),
+              code(loom::errc::invalid_argument));  // a third NIC does not exist
+    EXPECT_EQ(lp::endpoint_manager::create({.rails = 0, .on_event = [](const lp::event&) {}, .settings = two.settings}).error(),
+              code(loom::errc::invalid_argument));
+    lp::receive_endpoint_id in{};
+    lp::send_endpoint_id out{};
+    connect_sides(rx, tx, {}, {.mode = lp::send_mode::zero_copy}, in, out);
+    const std::size_t big = std::size_t{8} << 20;
+    std::vector<std::byte> target(big), src(big), back(big);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 7 + (i >> 12));
+    auto tmh = rx.m->register_memory(target).value();
+    auto smh = tx.m->register_memory(src).value();
+    auto bmh = tx.m->register_memory(back).value();
+    const auto key = rx.m->remote_key_of(tmh).value();
+    auto on_rail = [&](int k) { return tx.m->one_sided_operations(k); };
+    auto wait_for = [&](lp::event_kind k, std::size_t n) {
+        return poll_until(rx, tx, [&] { return tx.count(k) == n; });
+    };
+
+    // Small: one rail. Large: one stripe per rail, one event, every byte in place.
+    ASSERT_TRUE(tx.m->write(out, std::span{src}.first(4096), smh, key, 0));
+    ASSERT_TRUE(wait_for(lp::event_kind::write_complete, 1));
+    EXPECT_EQ(on_rail(0), 1U);
+    EXPECT_EQ(on_rail(1), 0U);
+    int ctx = 0;
+    ASSERT_TRUE(tx.m->write(out, src, smh, key, 0, std::nullopt, &ctx));
+    ASSERT_TRUE(wait_for(lp::event_kind::write_complete, 2));
+    EXPECT_EQ(tx.of(lp::event_kind::write_complete)[1].e.context, &ctx);
+    EXPECT_FALSE(tx.of(lp::event_kind::write_complete)[1].e.error);
+    EXPECT_EQ(on_rail(0), 2U);
+    EXPECT_EQ(on_rail(1), 1U);
+    // Transmitted: the bytes land once the target's provider has progressed them.
+    EXPECT_TRUE(poll_until(rx, tx, [&] { return target == src; }));
+    ASSERT_TRUE(tx.m->read(out, back, bmh, key, 0, &ctx));
+    ASSERT_TRUE(wait_for(lp::event_kind::read_complete, 1));
+    EXPECT_FALSE(tx.of(lp::event_kind::read_complete)[0].e.error);
+    EXPECT_EQ(on_rail(1), 2U);
+    EXPECT_EQ(back, src);
+
+    // Delivered: every stripe has landed when the one event comes.
+    std::ranges::fill(src, std::byte{0x3c});
+    bool landed_first = false;
+    ASSERT_TRUE(tx.m->write(out, src, smh, key, 0, std::nullopt, &ctx, lp::write_completion::delivered));
+    ASSERT_TRUE(poll_until(rx, tx, [&] {
+        if (tx.count(lp::event_kind::write_complete) < 3) return false;
+        landed_first = target == src;
+        return true;
+    }));
+    EXPECT_TRUE(landed_first);
+    EXPECT_EQ(on_rail(1), 3U);
+
+    // Immediate data announces the whole write: it stays on the first rail.
+    ASSERT_TRUE(tx.m->write(out, src, smh, key, 0, 9, &ctx));
+    ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::write_complete) == 4 && rx.count(lp::event_kind::remote_write) == 1; }));
+    EXPECT_EQ(on_rail(1), 3U);
+
+    // A key of fewer rails than the connection has: the rails the key names.
+    auto one = lp::decode_remote_key(key).value();
+    one.rails = 1;
+    one.rail[1] = {};
+    const auto key1 = lp::encode(one).value();
+    const auto before0 = on_rail(0);
+    ASSERT_TRUE(tx.m->write(out, src, smh, key1, 0));
+    ASSERT_TRUE(wait_for(lp::event_kind::write_complete, 5));
+    EXPECT_EQ(on_rail(0), before0 + 1);
+    EXPECT_EQ(on_rail(1), 3U);
+    for (const auto& e : tx.of(lp::event_kind::write_complete)) EXPECT_FALSE(e.e.error) << e.e.error.message();
+    rx.m->deregister(tmh);
+    tx.m->deregister(smh);
+    tx.m->deregister(bmh);
 }
 
 TEST(EndpointManagerSteadyState, SendingAndReceivingAllocateNothing) {

@@ -21,7 +21,7 @@ auto sample_info() -> lp::connection_info {
 }
 
 auto sample_public() -> lp::public_data {
-    lp::memory_key k{.base = 0x7f0000001000, .length = 1 << 20, .key = 42};
+    lp::memory_key k{.length = 1 << 20, .rails = 1, .rail = {{{.base = 0x7f0000001000, .key = 42}}}};
     return {.address = 0x7f0000001000, .length = 1 << 20, .key = lp::encode(k).value()};
 }
 

@@ -138,21 +138,30 @@ TEST(ManagerMessages, ZeroCopyHeaderRoundTripsAndRefusesMalformed) {
     }
 }
 
-TEST(ManagerMessages, RemoteKeyRoundTripsAndRefusesMalformed) {
-    const lp::memory_key k{.base = 0x7f0012345000ULL, .length = 65536, .key = 0xdeadbeefcafeULL};
+TEST(ManagerMessages, RemoteKeyRoundTripsEveryRailAndRefusesMalformed) {
+    lp::memory_key k{.length = 65536, .rails = 3};
+    for (std::size_t i = 0; i < 3; ++i) k.rail[i] = {.base = 0x7f0012345000ULL + i * 4096, .key = 0xdeadbeefcafeULL + i};
     const auto b = lp::encode(k).value();
     auto d = lp::decode_remote_key(b);
     ASSERT_TRUE(d);
-    EXPECT_EQ(d->base, k.base);
     EXPECT_EQ(d->length, k.length);
-    EXPECT_EQ(d->key, k.key);
+    ASSERT_EQ(d->rails, 3);
+    for (std::size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(d->rail[i].base, k.rail[i].base) << i;
+        EXPECT_EQ(d->rail[i].key, k.rail[i].key) << i;
+    }
     for (std::size_t n = 0; n < b.size(); ++n) EXPECT_FALSE(lp::decode_remote_key(std::span{b}.first(n)));
-    for (std::size_t bit = 0; bit < 64; ++bit) {  // magic, version, padding
+    auto flipped = [&](std::size_t bit) {
         auto x = b;
         x[bit / 8] ^= static_cast<std::byte>(1U << (bit % 8));
-        EXPECT_FALSE(lp::decode_remote_key(x)) << bit;
-    }
-    const auto wraps = lp::encode(lp::memory_key{.base = ~0ULL - 10, .length = 100, .key = 1}).value();
+        return x;
+    };
+    for (std::size_t bit = 0; bit < b.size() * 8; ++bit) EXPECT_FALSE(lp::decode_remote_key(flipped(bit))) << bit;
+    k.rails = 0;
+    EXPECT_EQ(lp::encode(k).error(), loom::errc::invalid_argument);
+    k.rails = lp::max_rails + 1;
+    EXPECT_EQ(lp::encode(k).error(), loom::errc::invalid_argument);
+    const auto wraps = lp::encode(lp::memory_key{.length = 100, .rails = 1, .rail = {{{.base = ~0ULL - 10, .key = 1}}}}).value();
     EXPECT_FALSE(lp::decode_remote_key(wraps));
 }
 

@@ -120,6 +120,9 @@ using event_handler = std::function<void(const event&)>;
 struct manager_options {
     /// The runtime's device (NIC, or virtual device from make_virtual); see loom-devices.
     int device{0};
+    /// NICs fused into this manager's device: `device` (a NIC then) and the next rails − 1 of
+    /// the runtime's device list. Large one-sided writes and reads are striped over them.
+    int rails{1};
     event_handler on_event{};
     /// Any thread may call any function at any time; the handler runs on one thread at a time.
     bool thread_safe{false};
@@ -133,7 +136,8 @@ struct manager_options {
 class endpoint_manager {
 public:
     /// Acquires the process's runtime (LOOM_* configuration, device discovery) and opens an
-    /// engine of its own on `device`. invalid_argument for an unknown device or no handler.
+    /// engine of its own on `device`. invalid_argument for an unknown device, rails that do
+    /// not exist (or above max_rails, or a virtual device with rails > 1) or no handler.
     [[nodiscard]] static auto create(manager_options options) -> result<std::unique_ptr<endpoint_manager>>;
     /// Closes every endpoint (outstanding operations end first, or are failed), then the engine.
     ~endpoint_manager();
@@ -191,7 +195,9 @@ public:
     /// What a peer needs to reach `mh` with write/read/atomics (not_supported without RMA).
     [[nodiscard]] auto remote_key_of(const memory_handle* mh) const -> result<remote_key_bytes>;
     /// Writes `local` to the peer's registration at `offset`; with `immediate` (at most
-    /// max_immediate_value) the peer gets event::remote_write once the data is there.
+    /// max_immediate_value) the peer gets event::remote_write once the data is there. Writes
+    /// and reads of at least stripe_min bytes per rail are striped over the rails both sides
+    /// have (one event for the whole); a write with immediate data stays on the first rail.
     [[nodiscard]] auto write(send_endpoint_id ep, std::span<const std::byte> local, memory_handle* mh,
                              std::span<const std::byte> remote_key, std::uint64_t offset,
                              std::optional<std::uint64_t> immediate = std::nullopt, void* context = nullptr,
@@ -208,6 +214,10 @@ public:
                                     std::uint64_t* previous, std::span<const std::byte> remote_key,
                                     std::uint64_t offset, void* context = nullptr) -> void_result;
     [[nodiscard]] auto supports_atomics() const noexcept -> bool;
+    /// NICs of the manager's device.
+    [[nodiscard]] auto rail_count() const noexcept -> int;
+    /// One-sided operations (stripes of writes and reads, atomics) submitted on `rail` so far.
+    [[nodiscard]] auto one_sided_operations(int rail) const -> std::uint64_t;
 
     // ---------------------------------------------------------------- events
     /// Progresses the engine and delivers what happened to the handler, sequentially, outside

@@ -106,7 +106,7 @@ struct memory_handle {
 struct channel_base;
 
 /// An operation a layer above the engine issues to a channel's peer (the endpoint manager's
-/// one-sided RMA and atomics). The engine submits it through `submit_with` on rail 0, defers it
+/// one-sided RMA and atomics). The engine submits it through `submit_with` on `rail`, defers it
 /// on FI_EAGAIN like its own operations and hands its end — success, the completion's error or
 /// the submission's — to `on_end`, under the engine lock. The caller keeps it alive until then.
 struct foreign_op : op {
@@ -116,6 +116,7 @@ struct foreign_op : op {
     submit_fn submit_with{nullptr};
     end_fn on_end{nullptr};
     channel_base* chan{nullptr};
+    int rail{0};  ///< the rail it goes on (below the channel's rails; the peer's key must have it)
 };
 
 enum class chan_state : std::uint8_t { idle, connecting, ready, failed, closed };
@@ -318,6 +319,7 @@ struct rail {
     std::size_t max_write{0};
     std::map<std::string, fabric_addr, std::less<>> peers{};  ///< raw address bytes → AV handle
     std::uint64_t writes{0};
+    std::uint64_t one_sided{0};  ///< foreign operations submitted on this rail
 };
 
 /// One NIC's endpoint, completion queue, address vector and registration cache — or, for a
@@ -330,6 +332,8 @@ public:
     [[nodiscard]] auto rail_count() const noexcept -> int { return 1 + static_cast<int>(extra_.size()); }
     /// RMA writes issued on rail i so far (exact; read under the engine lock).
     [[nodiscard]] auto rail_writes(int i) const noexcept -> std::uint64_t;
+    /// Foreign operations (one-sided RMA and atomics of the layers above) submitted on rail i.
+    [[nodiscard]] auto rail_one_sided(int i) const noexcept -> std::uint64_t;
     ~engine();
     engine(const engine&) = delete;
     auto operator=(const engine&) -> engine& = delete;

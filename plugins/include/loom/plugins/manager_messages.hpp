@@ -8,7 +8,9 @@
 // Zero-copy header (sent before each zero-copy message, from a header slot):
 //   0 u32 magic "ZCH1"  4 u16 version  6 u16 header length  8 u64 data length  16 header bytes
 // Remote key (what a peer needs for one-sided operations on a registration):
-//   0 u32 magic "RKEY"  4 u16 version  6 u16 0  8 u64 base  16 u64 length  24 u64 key
+//   0 u32 magic "RKEY"  4 u16 version 2  6 u16 rails  8 u64 length
+//  16 per rail of max_rails: u64 base, u64 key (zero beyond `rails`)
+// 144 u32 checksum: FNV-1a over bytes [0, 144)  148 u32 0
 #pragma once
 
 #include <loom/error.hpp>
@@ -27,7 +29,7 @@ inline constexpr std::size_t batch_header_size = 16;
 inline constexpr std::size_t record_header_size = 8;
 inline constexpr std::size_t max_header_bytes = 48;  ///< user header of a zero-copy message
 inline constexpr std::size_t zero_copy_header_size = 16 + max_header_bytes;
-inline constexpr std::size_t remote_key_size = 32;
+inline constexpr std::size_t remote_key_size = 16 + 16 * max_rails + 8;
 
 using remote_key_bytes = std::array<std::byte, remote_key_size>;
 

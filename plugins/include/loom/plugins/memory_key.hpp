@@ -1,17 +1,25 @@
 // loom/plugins/memory_key.hpp — what a peer needs to address a registration in one-sided
-// operations (RMA, atomics), on the engine's first rail.
+// operations (RMA, atomics): its length, and per rail of the owner's device what offsets are
+// added to and the key.
 #pragma once
 
+#include <loom/plugins/limits.hpp>
+
+#include <array>
 #include <cstdint>
 
 namespace loom::plugins {
 
 struct memory_key {
-    /// What offsets are added to: the buffer's address where the provider uses virtual
-    /// addresses, else the buffer's offset in its registration.
-    std::uint64_t base{0};
+    struct on_rail {
+        /// What offsets are added to: the buffer's address where the provider uses virtual
+        /// addresses, else the buffer's offset in its registration.
+        std::uint64_t base{0};
+        std::uint64_t key{0};
+    };
     std::uint64_t length{0};
-    std::uint64_t key{0};
+    int rails{1};                            ///< entries of `rail` in use (1..max_rails)
+    std::array<on_rail, max_rails> rail{};   ///< [0]: the control rail (atomics, small operations)
 };
 
 }  // namespace loom::plugins

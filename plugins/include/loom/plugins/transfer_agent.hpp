@@ -40,6 +40,7 @@ struct memory_handle;
 struct agent_options {
     std::string name{};
     int device{0};                                ///< the runtime's device (see loom-devices)
+    int rails{1};                                 ///< NICs from `device` on (endpoint_manager)
     bool progress_thread{false};                  ///< a thread of the agent progresses transfers
     std::chrono::microseconds progress_delay{0};  ///< its pause when there was nothing to do
     config_overrides settings{};                  ///< in place of LOOM_* (endpoint_manager)
