@@ -51,6 +51,9 @@ struct one_sided_op : foreign_op {
     one_sided_op* lead{nullptr};
     int pieces_left{0};
     std::error_code first_error{};
+    /// The lead's event went out early (peer lost, endpoint closed): the provider's completions
+    /// only free the slots, which the provider may hold a while yet (or for good: shm).
+    bool reported{false};
 };
 
 /// What a write or read carries besides its buffers.
@@ -216,6 +219,8 @@ public:
         -> void_result;
     static auto submit_one_sided(foreign_op& f, endpoint& ep, fabric_addr peer) noexcept -> int;
     static void end_one_sided(foreign_op& f, std::error_code why) noexcept;
+    /// Ends every one-sided operation of `s` not yet reported with `why`, at once.
+    void report_one_sided(send_ep& s, errc why);
     static void on_remote_data(void* self, std::uint64_t value) noexcept;
 
     manager_options opts;

@@ -51,6 +51,7 @@ auto endpoint_manager::impl::take_op(send_ep& s, op_what what, const memory_key&
     o->lead = &*o;
     o->pieces_left = 1;
     o->first_error = {};
+    o->reported = false;
     o->used = true;
     ++s.ops_in_flight;
     return &*o;
@@ -107,10 +108,16 @@ auto endpoint_manager::impl::submit_one_sided(foreign_op& f, endpoint& ep, fabri
     return r ? 0 : -r.error().value();
 }
 
-void endpoint_manager::impl::end_one_sided(foreign_op& f, std::error_code why) noexcept {
-    auto& o = static_cast<one_sided_op&>(f);
+namespace {
+auto completion_kind(op_what w) noexcept -> event_kind {
     static constexpr event_kind kinds[] = {event_kind::write_complete, event_kind::read_complete, event_kind::atomic_complete,
                                            event_kind::atomic_complete};
+    return kinds[static_cast<int>(w)];
+}
+}  // namespace
+
+void endpoint_manager::impl::end_one_sided(foreign_op& f, std::error_code why) noexcept {
+    auto& o = static_cast<one_sided_op&>(f);
     one_sided_op& lead = *o.lead;
     if (why && !lead.first_error) lead.first_error = why;
     if (!why && o.previous != nullptr) *o.previous = o.result;
@@ -121,8 +128,18 @@ void endpoint_manager::impl::end_one_sided(foreign_op& f, std::error_code why) n
     if (&o != &lead) release(o);
     if (--lead.pieces_left > 0) return;
     release(lead);
-    lead.mgr->emit({.kind = kinds[static_cast<int>(lead.op)], .error = lead.first_error, .context = lead.context,
-                    .sender = lead.ep->id});
+    if (!lead.reported)
+        lead.mgr->emit({.kind = completion_kind(lead.op), .error = lead.first_error, .context = lead.context,
+                        .sender = lead.ep->id});
+}
+
+void endpoint_manager::impl::report_one_sided(send_ep& s, errc why) {
+    for (auto& o : s.ops) {
+        if (!o.used || o.lead != &o || o.reported) continue;
+        o.reported = true;
+        o.previous = nullptr;  // the caller's result may be gone before the provider ends it
+        emit({.kind = completion_kind(o.op), .error = make_error_code(why), .context = o.context, .sender = s.id});
+    }
 }
 
 void endpoint_manager::impl::on_remote_data(void* self, std::uint64_t value) noexcept {

@@ -91,6 +91,7 @@ void endpoint_manager::impl::progress_send(send_ep& s, clock::time_point now) {
     if (s.chan->state == chan_state::failed && !s.lost_reported) {
         s.lost_reported = true;
         emit({.kind = event_kind::peer_lost, .error = make_error_code(errc::host_unreachable), .context = s.context, .sender = s.id});
+        report_one_sided(s, errc::host_unreachable);  // they may never complete (shm)
     }
     for (std::size_t i = 0; i < s.in_flight.size(); ++i) {
         send_request* r = s.in_flight[i];
@@ -226,6 +227,7 @@ auto endpoint_manager::impl::close_send(send_ep& s) -> void_result {
     auto owned = std::move(sends[index]);
     if (owned->ops_in_flight > 0) {
         LOOM_WARN("send endpoint closed with {} one-sided operations the provider still holds", owned->ops_in_flight);
+        report_one_sided(*owned, errc::canceled);
         abandoned.push_back(std::move(owned));  // their memory stays until the engine is gone
     }
     return {};

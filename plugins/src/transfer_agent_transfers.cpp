@@ -48,7 +48,7 @@ auto transfer_agent::post(transfer* t, std::optional<std::string_view> notificat
     {
         std::lock_guard lock(impl_->mu);
         if (!impl_->transfers.contains(t)) return make_unexpected(errc::invalid_argument);
-        if (t->in_flight || t->outstanding > 0) return make_unexpected(errc::busy);  // or the provider still holds a piece
+        if (t->in_flight || t->outstanding > 0) return make_unexpected(errc::busy);  // or a piece has not ended
         auto* p = impl_->find_peer(t->peer);
         if (p == nullptr) return make_unexpected(errc::not_connected);
         if (p->failure) return std::unexpected(p->failure);
@@ -103,7 +103,7 @@ void transfer_agent::impl::pump_active() {
     std::erase_if(active, [this](transfer* t) {
         if (t->in_flight) return false;
         if (t->abandoned) {
-            if (t->outstanding > 0) return false;  // the provider still holds a piece
+            if (t->outstanding > 0) return false;  // a piece has not ended
             abandoned.erase(t);
             delete t;
         }
@@ -117,13 +117,6 @@ void transfer_agent::impl::pump(transfer& t) {
     if (p == nullptr && !t.error) t.error = make_error_code(errc::not_connected);
     if (p != nullptr && p->failure && !t.error) t.error = p->failure;
     if (t.error || t.abandoned) t.next = t.pieces.size();  // what is posted still ends; nothing more goes
-    if (t.outstanding > 0 && (p == nullptr || p->failure)) {
-        // A dead peer's operations may never complete (shm): the transfer fails now, and its
-        // pieces stay until the provider lets go of them (the transfer cannot be reposted).
-        t.notification.reset();
-        t.in_flight = false;
-        return;
-    }
     while (t.next < t.pieces.size() && p->connected) {
         piece& pc = t.pieces[t.next];
         const auto r = t.op == transfer_op::write

@@ -530,45 +530,99 @@ TEST(EndpointManagerThreads, ThreadSafeModeTakesSendsAndPollsFromSeveralThreads)
     }
 }
 
+/// A receiver in a child process (a receive endpoint and 1 MiB registered for one-sided
+/// operations) that polls until killed; the parent's `tx` is connected to it.
+struct receiver_process {
+    pid_t pid{-1};
+    lp::send_endpoint_id out{};
+    lp::remote_key_bytes key{};
+
+    explicit receiver_process(side& tx) {
+        int fds[2];
+        if (::pipe(fds) != 0) return;
+        pid = ::fork();
+        if (pid == 0) {
+            ::close(fds[0]);
+            ::alarm(30);
+            side rx;
+            std::vector<std::byte> target(1 << 20);
+            auto mh = rx.m->register_memory(target);
+            auto in = rx.m->open_receive_endpoint({});
+            const auto addr = in ? rx.m->address_of(*in) : std::unexpected(in.error());
+            const auto k = mh ? rx.m->remote_key_of(*mh) : std::unexpected(mh.error());
+            if (!addr || !k || ::write(fds[1], addr->data(), addr->size()) != static_cast<ssize_t>(addr->size()) ||
+                ::write(fds[1], k->data(), k->size()) != static_cast<ssize_t>(k->size()))
+                ::_exit(1);
+            for (;;) rx.m->poll();  // until killed
+        }
+        ::close(fds[1]);
+        lp::handle_bytes addr{};
+        const bool got = ::read(fds[0], addr.data(), addr.size()) == static_cast<ssize_t>(addr.size()) &&
+                         ::read(fds[0], key.data(), key.size()) == static_cast<ssize_t>(key.size());
+        ::close(fds[0]);
+        if (!got) return;
+        out = tx.m->open_send_endpoint(addr, {.mode = lp::send_mode::zero_copy}).value();
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (tx.count(lp::event_kind::connected) == 0 && std::chrono::steady_clock::now() < deadline) tx.m->poll();
+    }
+    void kill() const {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+    }
+};
+
+/// Polls `tx` until `n` events of kind `k` or 20 s.
+auto poll_for(side& tx, lp::event_kind k, std::size_t n) -> bool {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (tx.count(k) < n && std::chrono::steady_clock::now() < deadline) tx.m->poll();
+    return tx.count(k) == n;
+}
+
 TEST(EndpointManagerPeers, AKilledReceiverFailsTheSendsWaitingOnIt) {
     // The receiver is another process, killed once connected; LOOM_PEER_TIMEOUT_MS is short for
     // this binary (ctest). (A receiver closed in the same process is no test: shm maps its
     // peers' regions, and an inject into one its owner unmapped faults inside the provider.)
     side tx;  // before the fork: shm refuses (busy) a region a process opens after its child did
     ASSERT_TRUE(tx.m);
-    int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-        ::close(fds[0]);
-        ::alarm(30);
-        side rx;
-        auto in = rx.m->open_receive_endpoint({});
-        const auto addr = in ? rx.m->address_of(*in) : std::unexpected(in.error());
-        if (!addr || ::write(fds[1], addr->data(), addr->size()) != static_cast<ssize_t>(addr->size())) ::_exit(1);
-        for (;;) rx.m->poll();  // until killed
-    }
-    ::close(fds[1]);
-    lp::handle_bytes addr{};
-    ASSERT_EQ(::read(fds[0], addr.data(), addr.size()), static_cast<ssize_t>(addr.size()));
-    ::close(fds[0]);
-    auto out = tx.m->open_send_endpoint(addr, {.mode = lp::send_mode::zero_copy}).value();
-    auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (tx.count(lp::event_kind::connected) == 0 && std::chrono::steady_clock::now() < deadline) tx.m->poll();
+    receiver_process peer(tx);
     ASSERT_EQ(tx.count(lp::event_kind::connected), 1U);
-    ::kill(child, SIGKILL);
-    ::waitpid(child, nullptr, 0);
+    peer.kill();
     std::vector<std::byte> big(1 << 20);
     const auto killed = std::chrono::steady_clock::now();
-    ASSERT_TRUE(tx.m->send(out, big, nullptr, {}));  // a rendezvous: waits for a clear-to-send that never comes
-    deadline = killed + 20s;
-    while (tx.count(lp::event_kind::send_complete) == 0 && std::chrono::steady_clock::now() < deadline) tx.m->poll();
-    ASSERT_EQ(tx.count(lp::event_kind::send_complete), 1U);
+    ASSERT_TRUE(tx.m->send(peer.out, big, nullptr, {}));  // a rendezvous: waits for a clear-to-send that never comes
+    ASSERT_TRUE(poll_for(tx, lp::event_kind::send_complete, 1));
     EXPECT_TRUE(tx.of(lp::event_kind::send_complete)[0].e.error);
     EXPECT_LE(tx.count(lp::event_kind::peer_lost), 1U);  // said once, where the monitor was the one to tell
     EXPECT_LT(std::chrono::steady_clock::now() - killed, 10s);
-    EXPECT_TRUE(tx.m->close_send_endpoint(out));
+    EXPECT_TRUE(tx.m->close_send_endpoint(peer.out));
+}
+
+TEST(EndpointManagerPeers, AKilledTargetEndsTheOneSidedOperationsInFlightOnce) {
+    // On shm such operations never complete: the manager ends them when the peer is lost.
+    side tx;
+    ASSERT_TRUE(tx.m);
+    receiver_process peer(tx);
+    ASSERT_EQ(tx.count(lp::event_kind::connected), 1U);
+    std::vector<std::byte> src(1 << 20), back(1 << 20);
+    auto smh = tx.m->register_memory(src).value();
+    auto bmh = tx.m->register_memory(back).value();
+    peer.kill();
+    const auto killed = std::chrono::steady_clock::now();
+    int w = 0, r = 0;
+    ASSERT_TRUE(tx.m->write(peer.out, src, smh, peer.key, 0, std::nullopt, &w, lp::write_completion::delivered));
+    ASSERT_TRUE(tx.m->read(peer.out, back, bmh, peer.key, 0, &r));
+    ASSERT_TRUE(poll_for(tx, lp::event_kind::write_complete, 1));
+    ASSERT_TRUE(poll_for(tx, lp::event_kind::read_complete, 1));
+    EXPECT_LT(std::chrono::steady_clock::now() - killed, 10s);
+    EXPECT_TRUE(tx.of(lp::event_kind::write_complete)[0].e.error);
+    EXPECT_TRUE(tx.of(lp::event_kind::read_complete)[0].e.error);
+    EXPECT_EQ(tx.of(lp::event_kind::write_complete)[0].e.context, &w);
+    EXPECT_EQ(tx.of(lp::event_kind::read_complete)[0].e.context, &r);
+    for (int i = 0; i < 100; ++i) tx.m->poll();  // a late completion of the provider says nothing more
+    EXPECT_EQ(tx.count(lp::event_kind::write_complete) + tx.count(lp::event_kind::read_complete), 2U);
+    EXPECT_TRUE(tx.m->close_send_endpoint(peer.out));
+    tx.m->deregister(smh);
+    tx.m->deregister(bmh);
 }
 
 }  // namespace
