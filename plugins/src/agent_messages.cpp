@@ -84,13 +84,19 @@ auto decode_public_data(std::span<const std::byte> b) -> result<public_data> {
     return d;
 }
 
-auto encode_notification(std::string_view agent, std::string_view message) -> result<std::string> {
+auto encode_notification(std::string_view agent, std::string_view message, std::string& out) -> void_result {
     if (agent.size() > max_agent_name) return make_unexpected(errc::message_too_long);
-    std::string s(2 + agent.size() + message.size(), '\0');
-    auto b = bytes_of(s);
+    out.resize(2 + agent.size() + message.size());
+    auto b = bytes_of(out);
     put_le(b, 0, static_cast<std::uint16_t>(agent.size()));
     std::memcpy(b.data() + 2, agent.data(), agent.size());
     if (!message.empty()) std::memcpy(b.data() + 2 + agent.size(), message.data(), message.size());
+    return {};
+}
+
+auto encode_notification(std::string_view agent, std::string_view message) -> result<std::string> {
+    std::string s;
+    if (auto r = encode_notification(agent, message, s); !r) return std::unexpected(r.error());
     return s;
 }
 

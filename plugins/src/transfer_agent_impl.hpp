@@ -56,7 +56,8 @@ struct transfer {
     std::size_t outstanding{0};  ///< posted, not ended
     bool in_flight{false};
     bool abandoned{false};  ///< released while in flight
-    std::optional<std::string> notification{};  ///< encoded; sent once the pieces are done
+    std::string notification{};  ///< encoded (its capacity kept for the next post)
+    bool notify{false};          ///< `notification` is sent once the pieces are done
     std::error_code error{};
 };
 

@@ -52,11 +52,11 @@ auto transfer_agent::post(transfer* t, std::optional<std::string_view> notificat
         auto* p = impl_->find_peer(t->peer);
         if (p == nullptr) return make_unexpected(errc::not_connected);
         if (p->failure) return std::unexpected(p->failure);
-        t->notification.reset();
+        t->notify = false;
         if (notification) {
-            auto payload = encode_notification(impl_->opts.name, *notification);
-            if (!payload) return std::unexpected(payload.error());
-            t->notification = std::move(*payload);
+            if (auto r = encode_notification(impl_->opts.name, *notification, t->notification); !r)
+                return std::unexpected(r.error());
+            t->notify = true;
         }
         t->next = 0;
         t->outstanding = 0;
@@ -90,7 +90,7 @@ auto transfer_agent::release(transfer* t) -> void_result {
         // notification is sent, and the last completion frees it.
         t->abandoned = true;
         t->next = t->pieces.size();
-        t->notification.reset();
+        t->notify = false;
         impl_->abandoned.insert(t);
         return {};
     }
@@ -133,12 +133,12 @@ void transfer_agent::impl::pump(transfer& t) {
         ++t.outstanding;
     }
     if (t.next < t.pieces.size() || t.outstanding > 0) return;
-    if (t.notification && !t.error) {
-        auto r = mgr->send_record(p->tx, notification_record, as_bytes_of(*t.notification));
+    if (t.notify && !t.error) {
+        auto r = mgr->send_record(p->tx, notification_record, as_bytes_of(t.notification));
         if (!r && r.error() == make_error_code(errc::again)) return;  // the next pump tries again
         if (!r) t.error = r.error();
         else (void)mgr->flush(p->tx);
-        t.notification.reset();
+        t.notify = false;
     }
     t.in_flight = false;
 }

@@ -2,6 +2,8 @@
 // in one process, each with its own engine, talking through their receive and send endpoints.
 #include <loom/plugins/endpoint_manager.hpp>
 
+#include "allocation_count.hpp"
+
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -25,18 +27,6 @@
 
 namespace lp = loom::plugins;
 using namespace std::chrono_literals;
-
-// Counts every allocation of this process, so a test can assert that the steady state makes none.
-namespace {
-std::atomic<long> allocations{0};
-}
-void* operator new(std::size_t n) {
-    allocations.fetch_add(1, std::memory_order_relaxed);
-    if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-    throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -468,9 +458,9 @@ TEST(EndpointManagerSteadyState, SendingAndReceivingAllocateNothing) {
         EXPECT_EQ(received.load(), want);
     };
     for (int warm = 0; warm < 3; ++warm) round(500);  // vectors reach their sizes, caches fill
-    const long before = allocations.load();
+    const long before = loom::test::allocations_so_far();
     for (int i = 0; i < 5; ++i) round(500);
-    EXPECT_EQ(allocations.load() - before, 0);
+    EXPECT_EQ(loom::test::allocations_so_far() - before, 0);
     EXPECT_GT(completed.load(), 0);
 }
 

@@ -2,6 +2,8 @@
 // itself: protocol choice by size, and a two-rail engine striping rendezvous writes.
 #include <loom/plugins/engine.hpp>
 
+#include "allocation_count.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,18 +16,6 @@
 #include <vector>
 
 namespace lp = loom::plugins;
-
-// Counts every allocation of this process, so a test can assert that the data path makes none.
-namespace {
-std::atomic<long> allocations{0};
-}
-void* operator new(std::size_t n) {
-    allocations.fetch_add(1, std::memory_order_relaxed);
-    if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-    throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -184,10 +174,10 @@ TEST(PluginEngine, SteadyStateDataPathAllocatesNothing) {
         };
         const std::size_t sizes[] = {8, 4096, p.eng->eager_max() + 1, std::size_t{1} << 20};
         for (auto n : sizes) round(n);  // warm-up: first use of tags, cache entries, provider buffers
-        const long before = allocations.load();
+        const long before = loom::test::allocations_so_far();
         for (int i = 0; i < 50; ++i)
             for (auto n : sizes) round(n);
-        EXPECT_EQ(allocations.load() - before, 0) << provider << ": allocations on the data path";
+        EXPECT_EQ(loom::test::allocations_so_far() - before, 0) << provider << ": allocations on the data path";
         p.eng->deregister(**smh);
         p.eng->deregister(**rmh);
     }
