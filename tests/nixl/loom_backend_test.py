@@ -305,17 +305,39 @@ def case_bad_input():
     expect_raises(lambda: a.initialize_xfer("WRITE", a.get_xfer_descs([(src.ctypes.data, 100, 0)], "DRAM"),
                                             a.get_xfer_descs([(dst.ctypes.data, 200, 0)], "DRAM"), "B"),
                   "mismatched lengths")
-    # Corrupted metadata of a third agent: truncated, bit-flipped. NIXL parses its own part
-    # first; whatever reaches the backend must be refused without a crash.
+    # Corrupted metadata of a third agent. Damage inside our own strings (connection info
+    # "LMCI", public data "LMPD", which NIXL hands to the backend as they are) must be refused;
+    # damage elsewhere is NIXL's to find and only must not crash. The intact metadata loads after.
     c = make_agent("C")
-    register(c, np.zeros(4096, np.uint8))
+    c_buf = np.zeros(4096, np.uint8)
+    register(c, c_buf)
     md = c.get_agent_metadata()
-    for bad in [md[: len(md) // 2], md[:-1]] + [md[:i] + bytes([md[i] ^ 0x10]) + md[i + 1:] for i in range(0, len(md), max(1, len(md) // 40))]:
+    flip = lambda i: md[:i] + bytes([md[i] ^ 0x10]) + md[i + 1:]
+
+    def forget_c():
         try:
-            a.add_remote_agent(bad)
             a.remove_remote_agent("C")
         except Exception:
             pass
+    ours = [(md.find(b"LMCI"), 136), (md.find(b"LMPD"), 176)]  # each shorter than its string
+    for at, n in ours:
+        assert at >= 0, "our string is not in the agent metadata"
+        for i in range(at, at + n, 5):
+            expect_raises(lambda: a.add_remote_agent(flip(i)), "metadata damaged at byte %d" % i)
+            forget_c()
+    for bad in [md[: len(md) // 2], md[:-1]] + [flip(i) for i in range(0, len(md), max(1, len(md) // 40))]:
+        try:
+            a.add_remote_agent(bad)
+        except Exception:
+            pass
+        forget_c()
+    a.add_remote_agent(md)
+    local_c = a.get_xfer_descs([(c_buf.ctypes.data, 4096, 0)], "DRAM")
+    h = a.initialize_xfer("WRITE", a.get_xfer_descs([(src.ctypes.data, 4096, 0)], "DRAM"), local_c, "C")
+    a.transfer(h)
+    finish(a, h, [c])
+    assert np.array_equal(c_buf, src[:4096]), "the intact metadata after damaged copies"
+    a.release_xfer_handle(h)
     # Release of a transfer in flight: the backend lets it end unseen; later ones still work.
     big_src, big_dst = pattern(32 << 20, 2), np.zeros(32 << 20, np.uint8)
     register(a, big_src)
