@@ -66,9 +66,8 @@ auto endpoint_manager::impl::poll() -> std::size_t {
     {
         std::lock_guard lock(eng->mutex());
         eng->progress();
-        const auto now = clock::now();
         for (auto& s : sends)
-            if (s) progress_send(*s, now);
+            if (s) progress_send(*s);
         for (auto& r : receives)
             if (r) progress_receive(*r);
         delivering_.swap(pending_);

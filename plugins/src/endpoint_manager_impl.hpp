@@ -187,7 +187,7 @@ public:
     void say_goodbye(send_ep& s, clock::time_point deadline);
     template <class Busy>
     void wait_while(send_ep& s, Busy&& busy, clock::time_point deadline);
-    void progress_send(send_ep& s, clock::time_point now);
+    void progress_send(send_ep& s);
 
     // manager_receive.cpp
     auto open_receive(const receive_parameters& p, void* ctx) -> result<receive_endpoint_id>;
@@ -205,8 +205,8 @@ public:
 
     // manager_one_sided.cpp
     /// The checks every one-sided operation passes: the peer's key, decoded.
-    auto check_one_sided(const send_ep& s, std::span<const std::byte> key, std::uint64_t offset, std::size_t length)
-        -> result<memory_key>;
+    auto check_one_sided(const send_ep& s, const memory_key& key, std::uint64_t offset, std::size_t length)
+        -> void_result;
     /// A free slot set up for `length` bytes at `offset` of the peer's registration, on `rail`.
     auto take_op(send_ep& s, one_sided_op::what what, const memory_key& key, int rail, std::uint64_t offset,
                  std::size_t length) -> one_sided_op*;

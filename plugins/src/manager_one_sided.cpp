@@ -17,16 +17,15 @@ namespace loom::plugins {
 
 using op_what = one_sided_op::what;
 
-auto endpoint_manager::impl::check_one_sided(const send_ep& s, std::span<const std::byte> key_bytes,
-                                             std::uint64_t offset, std::size_t length) -> result<memory_key> {
+auto endpoint_manager::impl::check_one_sided(const send_ep& s, const memory_key& key, std::uint64_t offset,
+                                             std::size_t length) -> void_result {
     if (!eng->nic_info().rma) return make_unexpected(errc::not_supported);
     if (s.state == link_state::connecting) return make_unexpected(errc::not_connected);
     if (s.state != link_state::ready || s.chan->state != chan_state::ready) return make_unexpected(errc::connection_aborted);
-    auto key = decode_remote_key(key_bytes);
-    if (!key || length == 0 || offset > key->length || length > key->length - offset)
+    if (key.rails < 1 || key.rails > max_rails || length == 0 || offset > key.length || length > key.length - offset)
         return make_unexpected(errc::invalid_argument);
     if (s.ops_in_flight == s.ops.size()) return make_unexpected(errc::again);
-    return key;
+    return {};
 }
 
 auto endpoint_manager::impl::take_op(send_ep& s, op_what what, const memory_key& key, int rail, std::uint64_t offset,
@@ -196,6 +195,14 @@ auto endpoint_manager::write(send_endpoint_id ep, std::span<const std::byte> loc
                              std::span<const std::byte> remote_key, std::uint64_t offset,
                              std::optional<std::uint64_t> immediate, void* context, write_completion completion)
     -> void_result {
+    auto key = decode_remote_key(remote_key);
+    if (!key) return make_unexpected(errc::invalid_argument);
+    return write(ep, local, mh, *key, offset, immediate, context, completion);
+}
+
+auto endpoint_manager::write(send_endpoint_id ep, std::span<const std::byte> local, memory_handle* mh,
+                             const memory_key& remote_key, std::uint64_t offset, std::optional<std::uint64_t> immediate,
+                             void* context, write_completion completion) -> void_result {
     const bool delivered = completion == write_completion::delivered;
     std::lock_guard lock(impl_->eng->mutex());
     send_ep* s = impl_->lookup(ep);
@@ -203,23 +210,28 @@ auto endpoint_manager::write(send_endpoint_id ep, std::span<const std::byte> loc
         (immediate && (*immediate > immediate::max_user_value || delivered)) ||
         (completion != write_completion::transmitted && !delivered))
         return make_unexpected(errc::invalid_argument);
-    auto key = impl_->check_one_sided(*s, remote_key, offset, local.size());
-    if (!key) return std::unexpected(key.error());
+    if (auto ok = impl_->check_one_sided(*s, remote_key, offset, local.size()); !ok) return ok;
     // Only read by the write.
     const std::span<std::byte> source{const_cast<std::byte*>(local.data()), local.size()};
-    return impl_->post_rma(*s, op_what::write, source, *mh, *key, offset,
+    return impl_->post_rma(*s, op_what::write, source, *mh, remote_key, offset,
                            {.immediate = immediate, .delivered = delivered, .context = context});
 }
 
 auto endpoint_manager::read(send_endpoint_id ep, std::span<std::byte> local, memory_handle* mh,
                             std::span<const std::byte> remote_key, std::uint64_t offset, void* context) -> void_result {
+    auto key = decode_remote_key(remote_key);
+    if (!key) return make_unexpected(errc::invalid_argument);
+    return read(ep, local, mh, *key, offset, context);
+}
+
+auto endpoint_manager::read(send_endpoint_id ep, std::span<std::byte> local, memory_handle* mh,
+                            const memory_key& remote_key, std::uint64_t offset, void* context) -> void_result {
     std::lock_guard lock(impl_->eng->mutex());
     send_ep* s = impl_->lookup(ep);
     if (s == nullptr || mh == nullptr || !impl_->eng->covers(mh, local.data(), local.size()))
         return make_unexpected(errc::invalid_argument);
-    auto key = impl_->check_one_sided(*s, remote_key, offset, local.size());
-    if (!key) return std::unexpected(key.error());
-    return impl_->post_rma(*s, op_what::read, local, *mh, *key, offset, {.context = context});
+    if (auto ok = impl_->check_one_sided(*s, remote_key, offset, local.size()); !ok) return ok;
+    return impl_->post_rma(*s, op_what::read, local, *mh, remote_key, offset, {.context = context});
 }
 
 auto endpoint_manager::impl::post_atomic(send_endpoint_id ep, op_what what, std::uint64_t operand, std::uint64_t compare,
@@ -229,8 +241,9 @@ auto endpoint_manager::impl::post_atomic(send_endpoint_id ep, op_what what, std:
     if (!eng->atomics() || provider_facts_for(eng->nic_info().provider).broken_fetch_atomics)
         return make_unexpected(errc::not_supported);
     return with(ep, [&](send_ep& s) -> void_result {
-        auto key = check_one_sided(s, remote_key, offset, sizeof(std::uint64_t));
-        if (!key) return std::unexpected(key.error());
+        auto key = decode_remote_key(remote_key);
+        if (!key) return make_unexpected(errc::invalid_argument);
+        if (auto ok = check_one_sided(s, *key, offset, sizeof(std::uint64_t)); !ok) return ok;
         one_sided_op* o = take_op(s, what, *key, 0, offset, sizeof(std::uint64_t));
         o->operand = operand;
         o->compare = compare;

@@ -74,7 +74,7 @@ auto endpoint_manager::impl::open_send(std::span<const std::byte> peer, const co
     return id;
 }
 
-void endpoint_manager::impl::progress_send(send_ep& s, clock::time_point now) {
+void endpoint_manager::impl::progress_send(send_ep& s) {
     if (s.state == link_state::connecting) {
         auto c = eng->connect(s.peer_address, &s);
         if (!c) {
@@ -113,7 +113,9 @@ void endpoint_manager::impl::progress_send(send_ep& s, clock::time_point now) {
         z = {};
         ++s.zc_free;
     }
-    if (s.current >= 0 && !s.writer->empty() && now - s.first_message >= s.params.flush_interval) (void)flush(s);
+    if (s.current >= 0 && !s.writer->empty() &&
+        (s.params.flush_interval.count() == 0 || clock::now() - s.first_message >= s.params.flush_interval))
+        (void)flush(s);
     s.least_available = std::min(s.least_available, s.available());
 }
 
@@ -125,7 +127,7 @@ auto endpoint_manager::impl::send_buffered(send_ep& s, std::uint16_t kind, std::
         s.current = s.free_buffers.back();
         s.free_buffers.pop_back();
         s.writer.emplace(s.buffer(s.current));
-        s.first_message = clock::now();
+        if (s.params.flush_interval.count() > 0) s.first_message = clock::now();
         return true;
     };
     if (s.current < 0 && !take()) return make_unexpected(errc::again);
@@ -184,7 +186,7 @@ template <class Busy>
 void endpoint_manager::impl::wait_while(send_ep& s, Busy&& busy, clock::time_point deadline) {
     while (busy() && clock::now() < deadline && s.chan->state == chan_state::ready) {
         eng->progress();
-        progress_send(s, clock::now());
+        progress_send(s);
         eng->mutex().unlock();  // let the watchdog and other callers in during the wait
         std::this_thread::yield();
         eng->mutex().lock();

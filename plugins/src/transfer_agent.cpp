@@ -239,9 +239,11 @@ auto transfer_agent::public_data(const local_region* region) const -> result<std
 auto transfer_agent::load_remote(std::string_view peer, std::span<const std::byte> data) -> result<remote_region*> {
     auto decoded = decode_public_data(data);
     if (!decoded) return std::unexpected(decoded.error());
+    auto key = decode_remote_key(decoded->key);  // valid: decode_public_data checked it
+    if (!key) return std::unexpected(key.error());
     std::lock_guard lock(impl_->mu);
     if (impl_->find_peer(peer) == nullptr && peer != impl_->opts.name) return make_unexpected(errc::no_entry);
-    auto* r = new remote_region{.peer = std::string(peer), .data = *decoded};
+    auto* r = new remote_region{.peer = std::string(peer), .data = *decoded, .key = *key};
     impl_->remotes.insert(r);
     return r;
 }

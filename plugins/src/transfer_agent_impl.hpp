@@ -30,6 +30,7 @@ struct local_region {
 struct remote_region {
     std::string peer{};
     public_data data{};
+    memory_key key{};  ///< data.key, decoded
 };
 
 struct peer_state {
@@ -44,7 +45,7 @@ struct piece {
     transfer* owner{nullptr};
     std::span<std::byte> local{};
     memory_handle* mh{nullptr};
-    remote_key_bytes key{};
+    memory_key key{};  ///< the peer's, decoded once
     std::uint64_t offset{0};
 };
 

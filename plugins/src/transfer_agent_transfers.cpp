@@ -35,7 +35,7 @@ auto transfer_agent::prepare(transfer_op op, std::string_view peer, std::span<co
             return make_unexpected(errc::invalid_argument);
         for (std::size_t at = 0; at < s.local.size(); at += transfer_piece_max) {
             const std::size_t n = std::min(transfer_piece_max, s.local.size() - at);
-            t->pieces.push_back({.local = s.local.subspan(at, n), .mh = l->mh, .key = r->data.key,
+            t->pieces.push_back({.local = s.local.subspan(at, n), .mh = l->mh, .key = r->key,
                                  .offset = s.remote_address - r->data.address + at});
         }
     }

@@ -318,6 +318,10 @@ TEST_F(EndpointManager, OneSidedWriteReadAndAtomics) {
     auto bad_key = key;
     bad_key[0] ^= std::byte{1};
     EXPECT_EQ(tx.m->write(out, src, smh, bad_key, 0).error(), code(loom::errc::invalid_argument));
+    auto decoded = lp::decode_remote_key(key).value();  // the decoded-key overloads check the same
+    EXPECT_EQ(tx.m->read(out, back, bmh, decoded, 8192 - 100).error(), code(loom::errc::invalid_argument));
+    decoded.rails = 0;
+    EXPECT_EQ(tx.m->write(out, src, smh, decoded, 0).error(), code(loom::errc::invalid_argument));
     std::uint64_t old = 1;
     EXPECT_EQ(tx.m->fetch_add(out, 1, &old, key, 3).error(), code(loom::errc::invalid_argument));  // unaligned
     EXPECT_EQ(tx.m->fetch_add(out, 1, nullptr, key, 0).error(), code(loom::errc::invalid_argument));

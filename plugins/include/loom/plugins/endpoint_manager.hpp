@@ -205,6 +205,14 @@ public:
     [[nodiscard]] auto read(send_endpoint_id ep, std::span<std::byte> local, memory_handle* mh,
                             std::span<const std::byte> remote_key, std::uint64_t offset, void* context = nullptr)
         -> void_result;
+    /// The same with a key decoded once (decode_remote_key) instead of its bytes every time.
+    [[nodiscard]] auto write(send_endpoint_id ep, std::span<const std::byte> local, memory_handle* mh,
+                             const memory_key& remote_key, std::uint64_t offset,
+                             std::optional<std::uint64_t> immediate = std::nullopt, void* context = nullptr,
+                             write_completion completion = write_completion::transmitted) -> void_result;
+    [[nodiscard]] auto read(send_endpoint_id ep, std::span<std::byte> local, memory_handle* mh,
+                            const memory_key& remote_key, std::uint64_t offset, void* context = nullptr)
+        -> void_result;
     /// Native 64-bit atomics at `offset` (8-byte aligned); the old value lands in *previous.
     /// not_supported where the provider has no native atomics.
     [[nodiscard]] auto fetch_add(send_endpoint_id ep, std::uint64_t increment, std::uint64_t* previous,
