@@ -350,6 +350,9 @@ TEST(EndpointManagerRails, LargeWritesAndReadsAreStripedOverEveryRailBothSidesHa
     const char* prov = std::getenv("LOOM_PROVIDER");
     if (prov == nullptr || std::string_view(prov) != "tcp") GTEST_SKIP() << "runs in the tcp entry";
     const lp::manager_options two{.rails = 2, .settings = {.provider = "tcp", .iface = "lo,eth0"}};
+    // Before the managers: bytes a transmitted write still has on the wire land in live memory.
+    const std::size_t big = std::size_t{8} << 20;
+    std::vector<std::byte> target(big), src(big), back(big);
     side rx(two, false), tx(two, false);
     if (!rx.m || !tx.m) GTEST_SKIP() << "needs two tcp interfaces (lo and eth0)";
     ASSERT_EQ(tx.m->rail_count(), 2);
@@ -360,8 +363,6 @@ TEST(EndpointManagerRails, LargeWritesAndReadsAreStripedOverEveryRailBothSidesHa
     lp::receive_endpoint_id in{};
     lp::send_endpoint_id out{};
     connect_sides(rx, tx, {}, {.mode = lp::send_mode::zero_copy}, in, out);
-    const std::size_t big = std::size_t{8} << 20;
-    std::vector<std::byte> target(big), src(big), back(big);
     for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 7 + (i >> 12));
     auto tmh = rx.m->register_memory(target).value();
     auto smh = tx.m->register_memory(src).value();
@@ -415,7 +416,7 @@ TEST(EndpointManagerRails, LargeWritesAndReadsAreStripedOverEveryRailBothSidesHa
     one.rail[1] = {};
     const auto key1 = lp::encode(one).value();
     const auto before0 = on_rail(0);
-    ASSERT_TRUE(tx.m->write(out, src, smh, key1, 0));
+    ASSERT_TRUE(tx.m->write(out, src, smh, key1, 0, std::nullopt, nullptr, lp::write_completion::delivered));
     ASSERT_TRUE(wait_for(lp::event_kind::write_complete, 5));
     EXPECT_EQ(on_rail(0), before0 + 1);
     EXPECT_EQ(on_rail(1), 3U);
@@ -593,11 +594,11 @@ TEST(EndpointManagerPeers, AKilledReceiverFailsTheSendsWaitingOnIt) {
 
 TEST(EndpointManagerPeers, AKilledTargetEndsTheOneSidedOperationsInFlightOnce) {
     // On shm such operations never complete: the manager ends them when the peer is lost.
+    std::vector<std::byte> src(1 << 20), back(1 << 20);  // outlive the manager (the provider may hold them)
     side tx;
     ASSERT_TRUE(tx.m);
     receiver_process peer(tx);
     ASSERT_EQ(tx.count(lp::event_kind::connected), 1U);
-    std::vector<std::byte> src(1 << 20), back(1 << 20);
     auto smh = tx.m->register_memory(src).value();
     auto bmh = tx.m->register_memory(back).value();
     peer.kill();
