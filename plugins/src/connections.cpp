@@ -63,6 +63,17 @@ void engine::on_listen(listener& l, const completion_event& ev) noexcept {
     post(l.recv_op);
 }
 
+auto engine::resolve(std::span<const std::byte> handle) -> void_result {
+    auto info = decode_handle(handle);
+    if (!info) return std::unexpected(info.error());
+    if (native_format(info->endpoint_address) != nic_.info.addr_format() &&
+        !(nic_.info.addr_format() == address_format::unspecified))
+        return make_unexpected(errc::invalid_argument);
+    auto peer = insert_rail_peer(0, info->endpoint_address);
+    if (!peer) return std::unexpected(peer.error());
+    return {};
+}
+
 auto engine::connect(std::span<const std::byte> handle, const void* key) -> result<sender*> {
     if (auto it = connecting_.find(key); it != connecting_.end() &&
                                          std::ranges::equal(it->second.first, handle.first(handle_size))) {

@@ -150,6 +150,11 @@ auto endpoint_manager::open_send_endpoint(std::span<const std::byte> peer_addres
     return impl_->open_send(peer_address, params, context);
 }
 
+auto endpoint_manager::resolve(std::span<const std::byte> peer_address) -> void_result {
+    std::lock_guard lock(impl_->eng->mutex());
+    return impl_->eng->resolve(peer_address);
+}
+
 auto endpoint_manager::close_send_endpoint(send_endpoint_id ep) -> void_result {
     return impl_->with(ep, [&](send_ep& s) { return impl_->close_send(s); });
 }

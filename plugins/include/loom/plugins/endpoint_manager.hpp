@@ -160,6 +160,11 @@ public:
     /// connection_failed) follows from poll(). Sends before then fail with not_connected.
     [[nodiscard]] auto open_send_endpoint(std::span<const std::byte> peer_address, const connection_parameters& params,
                                           void* context = nullptr) -> result<send_endpoint_id>;
+    /// Makes the peer behind `peer_address` known to the provider before anyone connects. A job
+    /// that knows all its peers resolves every one of them, then (after its own barrier)
+    /// connects: a provider may mishandle traffic from a peer it has not been told about
+    /// (tcp;ofi_rxm of libfabric 2.1 crashes on it). invalid_argument for a bad address.
+    [[nodiscard]] auto resolve(std::span<const std::byte> peer_address) -> void_result;
     /// Sends what is buffered, waits for outstanding operations (up to LOOM_PEER_TIMEOUT_MS),
     /// then closes the connection.
     [[nodiscard]] auto close_send_endpoint(send_endpoint_id ep) -> void_result;

@@ -357,6 +357,8 @@ public:
     /// Starts (first call) or continues a connection to the listener behind `handle`. Returns
     /// nullptr while the handshake runs, the channel once the peer accepted.
     [[nodiscard]] auto connect(std::span<const std::byte> handle, const void* handle_key) -> result<sender*>;
+    /// Inserts the address behind `handle` into the address vector now (connect does it too).
+    [[nodiscard]] auto resolve(std::span<const std::byte> handle) -> void_result;
     /// Gives up a connection connect(…, handle_key) has not returned yet (nothing if none).
     void abandon_connect(const void* handle_key) noexcept;
     /// A receive channel for the next connector, or nullptr when none has arrived yet.
