@@ -8,6 +8,7 @@
 #include <loom/plugins/endpoint_manager.hpp>
 #include <loom/plugins/manager_messages.hpp>
 #include <loom/plugins/pe_group.hpp>
+#include <loom/plugins/region_descriptor.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -36,17 +37,6 @@ struct pe_region {
     gpu::memory_kind kind{gpu::memory_kind::host};
     std::size_t in_flight{0};
 };
-
-/// A descriptor received from a PE, decoded and validated.
-struct remote_view {
-    std::uint64_t base{0};
-    std::uint64_t length{0};
-    int owner{0};
-    remote_key_bytes key_bytes{};
-    memory_key key{};
-};
-[[nodiscard]] auto encode_region(const remote_view& v) -> region_descriptor;
-[[nodiscard]] auto decode_region(std::span<const std::byte> bytes) -> result<remote_view>;
 
 /// One operation in flight: the provider's (or the staged reply's) context.
 struct pe_op {

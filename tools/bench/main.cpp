@@ -24,6 +24,9 @@
 #ifndef LOOM_BENCH_NCCL_PLUGIN
 #define LOOM_BENCH_NCCL_PLUGIN "libnccl-net-loom.so"
 #endif
+#ifndef LOOM_BENCH_NVSHMEM_TRANSPORT
+#define LOOM_BENCH_NVSHMEM_TRANSPORT "nvshmem_transport_libfabric.so.4"
+#endif
 #ifndef LOOM_BENCH_NIXL_PLUGIN
 #define LOOM_BENCH_NIXL_PLUGIN "libplugin_LOOM.so"
 #endif
@@ -76,7 +79,7 @@ interleaved (raw, loom, nccl, then the paths again in another order: every path 
 often in every place and after every other path), and reports median, spread (MAD %), the
 ratio of every path to raw and the ratio's 95 % interval.
 
-  --paths LIST       comma list of raw, loom, nccl, raw2, nccl2, nixl, nixl-ucx
+  --paths LIST       comma list of raw, loom, nccl, raw2, nccl2, nixl, nixl-ucx, nvshmem
                      (default raw,loom,nccl)
                        raw   plain libfabric C calls written for the benchmark (the floor)
                        raw2  a second, separate instance of raw (own fabric, domain and
@@ -92,6 +95,10 @@ ratio of every path to raw and the ratio's 95 % interval.
                              rma_read as prepared WRITE / READ requests, one per window slot
                        nixl-ucx  the same through NIXL's own UCX backend (UCX picks its
                              transports; the provider applies to the other paths only)
+                       nvshmem  the built nvshmem_transport_libfabric.so.4 through its host
+                             ops, as NVSHMEM's proxy drives it: rma_write and rma_read as
+                             non-blocking put/get (--window, then quiet), atomic_fadd as
+                             fetch-adds
   --ops LIST         comma list of (default pingpong,stream):
                        pingpong           tagged ping-pong, one-way latency (half round trip)
                        pingpong_untagged  untagged ping-pong (raw and loom; NCCL's ABI has none)
@@ -138,6 +145,8 @@ ratio of every path to raw and the ratio's 95 % interval.
                      are loaded into one process; they share its libloom.so.0
   --nixl-capi PATH   NIXL's C API library (default: the wheel scripts/setup installs)
   --nixl-plugin PATH the LOOM backend the nixl path loads (default: the one built here)
+  --nvshmem-transport PATH  the transport the nvshmem path loads (default: the major-4 one
+                     built here)
   --json FILE        write results as JSON ("-": stdout, the table then goes to stderr)
   --csv FILE         write results as CSV ("-": stdout)
   --plot FILE.svg    draw latency and bandwidth against size, one series per path, log axes
@@ -173,6 +182,7 @@ struct options {
     std::string nccl2_plugin{};  ///< empty: nccl_plugin
     std::string nixl_capi{LOOM_BENCH_NIXL_CAPI};
     std::string nixl_plugin{LOOM_BENCH_NIXL_PLUGIN};
+    std::string nvshmem_transport{LOOM_BENCH_NVSHMEM_TRANSPORT};
     std::string json, csv, plot;
     bool quiet{false};
 };
@@ -217,10 +227,8 @@ auto parse_args(int argc, char** argv, options& o) -> int {
             o.paths = split(v);
             for (const auto& p : o.paths)
                 if (p != "raw" && p != "raw2" && p != "loom" && p != "nccl" && p != "nccl2" && p != "nixl" &&
-                    p != "nixl-ucx") {
-                    if (p == "nvshmem" || p == "nixl") return bad("path '" + p + "' is not implemented yet");
+                    p != "nixl-ucx" && p != "nvshmem")
                     return bad("unknown path '" + p + "'");
-                }
         } else if (a == "--ops") {
             const char* v = value();
             if (v == nullptr) return bad("--ops needs a list");
@@ -287,6 +295,10 @@ auto parse_args(int argc, char** argv, options& o) -> int {
             const char* v = value();
             if (v == nullptr) return bad("--nixl-capi needs a path");
             o.nixl_capi = v;
+        } else if (a == "--nvshmem-transport") {
+            const char* v = value();
+            if (v == nullptr) return bad("--nvshmem-transport needs a path");
+            o.nvshmem_transport = v;
         } else if (a == "--nixl-plugin") {
             const char* v = value();
             if (v == nullptr) return bad("--nixl-plugin needs a path");
@@ -442,6 +454,7 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
     cfg.nccl_plugin = o.nccl_plugin;
     cfg.nixl_capi = o.nixl_capi;
     cfg.nixl_plugin = o.nixl_plugin;
+    cfg.nvshmem_transport = o.nvshmem_transport;
     cfg.window = o.sched.window;
     cfg.rma = wants(is_rma);
     cfg.atomic = wants(is_atomic);
@@ -489,6 +502,7 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
             auto p = name == "loom"                       ? make_loom_path(at, copy)
                      : name == "nccl" || name == "nccl2" ? make_nccl_path(at, copy)
                      : name.starts_with("nixl")          ? make_nixl_path(at, copy)
+                     : name == "nvshmem"                 ? make_nvshmem_path(at, copy)
                                                          : make_raw_path(at, copy);
             path_config this_cfg = cfg;
             this_cfg.nixl_backend = name == "nixl" ? "LOOM" : "UCX";

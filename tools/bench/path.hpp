@@ -87,6 +87,7 @@ struct path_config {
     std::string nixl_capi;               ///< NIXL's libnixl_capi.so
     std::string nixl_plugin;             ///< our libplugin_LOOM.so
     std::string nixl_backend{"LOOM"};    ///< the NIXL backend a nixl path creates (LOOM, UCX)
+    std::string nvshmem_transport;       ///< our nvshmem_transport_libfabric.so.4
     int window{16};
     /// Ask for FI_RMA / FI_ATOMIC (and remotely accessible registrations) only when an RMA or
     /// atomic operation is requested: the other operations keep their exact setup.
@@ -178,6 +179,7 @@ template <template <int> class T>
 [[nodiscard]] auto make_loom_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_nccl_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_nixl_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
+[[nodiscard]] auto make_nvshmem_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 /// Removes the nixl paths' private plugin folder of this process, if one was made.
 void remove_nixl_plugin_dir() noexcept;
 

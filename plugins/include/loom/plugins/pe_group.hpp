@@ -18,6 +18,7 @@
 #pragma once
 
 #include <loom/plugins/config.hpp>
+#include <loom/plugins/region_descriptor.hpp>
 #include <loom/plugins/wire.hpp>
 
 #include <loom/error.hpp>
@@ -65,15 +66,6 @@ struct amo_request {
     std::uint64_t compare{0};  ///< compare_swap's expected value
     void* result{nullptr};     ///< fetching verbs: the old value lands here (size bytes)
 };
-
-/// A registration's description for the other PEs: fixed size, position-independent,
-/// versioned and checksummed (decode validates every field).
-inline constexpr std::size_t region_descriptor_size = 256;
-using region_descriptor = std::array<std::byte, region_descriptor_size>;
-
-/// The base address in a descriptor that PE `owner` made; invalid_argument for a corrupted,
-/// foreign or another PE's descriptor, not_supported for another version.
-[[nodiscard]] auto region_base(std::span<const std::byte> descriptor, int owner) -> result<std::uint64_t>;
 
 /// A registration of this PE's memory.
 struct pe_region;
