@@ -65,7 +65,23 @@ int can_reach_peer(int* access, abi::pe_info* peer, abi::transport* t) {
     return abi::success;
 }
 
-auto connect_group(abi::transport* t, int device, int queues) -> int {
+/// The NICs NVSHMEM selected, as the runtime's device and rails: consecutive NICs of the
+/// device list fuse into rails (large puts and gets stripe over them); otherwise the first.
+struct nic_choice {
+    int device{-1};
+    int rails{1};
+};
+auto choose_nics(abi::transport* t, const int* selected, int n) -> nic_choice {
+    if (n <= 0 || selected == nullptr) return {0, 1};
+    for (int i = 0; i < n; ++i)
+        if (selected[i] < 0 || selected[i] >= t->n_devices) return {};
+    int rails = 1;
+    while (rails < n && rails < lp::max_rails && selected[rails] == selected[0] + rails) ++rails;
+    if (rails < n) LOOM_INFO("transport: NICs beyond {} of the {} selected are not consecutive: not used", rails, n);
+    return {selected[0], rails};
+}
+
+auto connect_group(abi::transport* t, nic_choice nics, int queues) -> int {
     auto* s = state_of(t);
     if (s == nullptr || t->boot_handle == nullptr || t->boot_handle->allgather == nullptr)
         return abi::error_invalid_value;
@@ -73,9 +89,10 @@ auto connect_group(abi::transport* t, int device, int queues) -> int {
     std::lock_guard lock(s->mu);
     if (s->group) return abi::success;  // connected before: nothing to do
     auto g = lp::pe_group::create(
-        {.pe = t->my_pe, .pes = t->n_pes, .queues = queues, .device = device, .atomics = s->atomics});
+        {.pe = t->my_pe, .pes = t->n_pes, .queues = queues, .device = nics.device, .rails = nics.rails,
+         .atomics = s->atomics});
     if (!g) {
-        LOOM_WARN("transport: no PE group on device {}: {}", device, g.error().message());
+        LOOM_WARN("transport: no PE group on device {} ({} rails): {}", nics.device, nics.rails, g.error().message());
         return status_of(g.error());
     }
     const auto mine = (*g)->address();
@@ -91,31 +108,26 @@ auto connect_group(abi::transport* t, int device, int queues) -> int {
         return status_of(ok.error());
     }
     s->group = std::move(*g);
-    LOOM_INFO("transport: PE {} of {} connected, {} queues, {} atomics", t->my_pe, t->n_pes, queues,
-              s->group->stages_atomics() ? "staged" : "native");
+    LOOM_INFO("transport: PE {} of {} connected, {} queues, {} rails, {} atomics", t->my_pe, t->n_pes, queues,
+              nics.rails, s->group->stages_atomics() ? "staged" : "native");
     return abi::success;
-}
-
-auto first_device(abi::transport* t, const int* selected, int n) -> int {
-    if (n <= 0 || selected == nullptr) return 0;
-    return selected[0] >= 0 && selected[0] < t->n_devices ? selected[0] : -1;
 }
 
 #if LOOM_NVSHMEM_MAJOR >= 4
 int connect_endpoints(abi::transport* t, int* selected, int n_selected, int* out_qp_indices, int num_qps) {
-    const int device = first_device(t, selected, n_selected);
-    if (device < 0 || num_qps < 0 || num_qps > 8 || (num_qps > 0 && out_qp_indices == nullptr))
+    const auto nics = choose_nics(t, selected, n_selected);
+    if (nics.device < 0 || num_qps < 0 || num_qps > 8 || (num_qps > 0 && out_qp_indices == nullptr))
         return abi::error_invalid_value;
     const int queues = num_qps < 2 ? 2 : num_qps;  // host and proxy at least
-    if (auto rc = connect_group(t, device, queues); rc != abi::success) return rc;
+    if (auto rc = connect_group(t, nics, queues); rc != abi::success) return rc;
     for (int i = 0; i < num_qps; ++i) out_qp_indices[i] = i;
     return abi::success;
 }
 #else
 int connect_endpoints(abi::transport* t, int* selected, int n_selected) {
-    const int device = first_device(t, selected, n_selected);
-    if (device < 0) return abi::error_invalid_value;
-    return connect_group(t, device, 2);  // host-initiated and proxy
+    const auto nics = choose_nics(t, selected, n_selected);
+    if (nics.device < 0) return abi::error_invalid_value;
+    return connect_group(t, nics, 2);  // host-initiated and proxy
 }
 #endif
 

@@ -5,6 +5,8 @@
 #include <loom/plugins/detail/little_endian.hpp>
 #include <loom/plugins/log.hpp>
 
+#include <loom/gpu/cuda.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -45,6 +47,20 @@ auto apply_typed(T* target, const amo_request& r) -> std::uint64_t {
 auto apply_amo(void* target, const amo_request& r) -> std::uint64_t {
     if (r.size == 4) return apply_typed(static_cast<std::uint32_t*>(target), r);
     return apply_typed(static_cast<std::uint64_t*>(target), r);
+}
+
+auto apply_amo_on_device(void* target, const amo_request& r) -> result<std::uint64_t> {
+    if ((r.size != 4 && r.size != 8) || r.op > amo_op::fetch) return make_unexpected(errc::invalid_argument);
+    auto drv = gpu::cuda_driver::instance();
+    if (!drv) return make_unexpected(errc::not_supported);
+    alignas(8) std::byte word[8]{};
+    if (auto ok = (*drv)->copy_to_host(word, target, r.size); !ok) return std::unexpected(ok.error());
+    alignas(8) std::byte before[8];
+    std::memcpy(before, word, sizeof word);
+    const auto old = apply_amo(word, r);
+    if (std::memcmp(before, word, r.size) != 0)
+        if (auto ok = (*drv)->copy_to_device(target, word, r.size); !ok) return std::unexpected(ok.error());
+    return old;
 }
 
 // ---------------------------------------------------------------- set-up
@@ -283,8 +299,12 @@ void pe_group::impl::serve_amo(std::span<const std::byte> q) {
     auto* region = find_region(reinterpret_cast<const void*>(address), r.size);
     if ((r.size != 4 && r.size != 8) || address % r.size != 0 || r.op > amo_op::fetch || region == nullptr)
         status = errc::invalid_argument;
-    else if (region->kind != gpu::memory_kind::host)
-        status = errc::not_supported;  // device memory: not yet staged through gpu/
+    else if (region->kind == gpu::memory_kind::cuda) {
+        auto v = apply_amo_on_device(reinterpret_cast<void*>(address), r);  // serialized: under mu
+        if (v) old = *v;
+        else status = v.error() == make_error_code(errc::not_supported) ? errc::not_supported : errc::io_error;
+    } else if (region->kind != gpu::memory_kind::host)
+        status = errc::not_supported;  // ROCm, Level Zero: not registered by the runtime yet
     else
         old = apply_amo(reinterpret_cast<void*>(address), r);
     reply a{.pe = static_cast<int>(origin)};

@@ -13,6 +13,7 @@ using detail::put_le;
 // ---------------------------------------------------------------- the operation pool
 auto pe_group::impl::check_target(int pe, int queue) const -> void_result {
     if (pe < 0 || pe >= opts.pes || queue < 0 || queue >= opts.queues) return make_unexpected(errc::invalid_argument);
+    std::lock_guard lock(mu);  // the handler sets connected and failure
     const auto& c = connections[static_cast<std::size_t>(pe * opts.queues + queue)];
     if (c.failure) return std::unexpected(c.failure);
     if (!c.connected) return make_unexpected(errc::not_connected);
@@ -90,7 +91,9 @@ auto pe_group::impl::wait_op(pe_op& o) -> void_result {
     const bool ended = wait_until([&] { return o.done; }, cfg.peer_timeout);
     std::lock_guard lock(mu);
     if (!ended) {
-        o.waited = false;  // the completion frees it whenever it comes
+        o.waited = false;  // the completion frees it whenever it comes,
+        o.copy_back = nullptr;  // and writes nothing the caller has given up
+        o.result = nullptr;
         return make_unexpected(errc::timed_out);
     }
     const auto error = o.error;
@@ -252,7 +255,7 @@ auto pe_group::impl::native_step(int pe, int queue, bool cas, std::uint64_t oper
     const bool ended = wait_until([&] { return (*o)->done; }, cfg.peer_timeout);
     std::lock_guard lock(mu);
     if (!ended) {
-        (*o)->waited = false;
+        (*o)->waited = false;  // freed by its completion, whenever that comes
         return make_unexpected(errc::timed_out);
     }
     previous = (*o)->previous;

@@ -141,6 +141,20 @@ TEST_P(nvshmem_abi, every_rma_verb_arrives_byte_exact) {
     });
 }
 
+// Two selected NICs (lo and eth0) become two rails: large puts and gets stripe over both and
+// still arrive byte-exact.
+TEST(nvshmem_abi_rails, two_selected_nics_carry_every_rma_verb) {
+    run_pes(2, "tcp", {{"LOOM_IFACE", "lo,eth0"}}, [](pe_env& e) {
+        bring_up(e, 2);
+        write_everyone(e);
+        e.barrier();
+        check_written(e);
+        e.barrier();
+        read_everyone(e);
+        tear_down(e);
+    });
+}
+
 // ---------------------------------------------------------------- atomics against a model
 constexpr std::size_t amo_at = 3584 * 1024;
 enum : std::size_t {

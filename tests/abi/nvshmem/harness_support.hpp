@@ -185,20 +185,20 @@ inline auto load_init() -> abi::init_fn {
 /// The host's interface version: this major, minor 1 (a newer minor must be accepted).
 inline constexpr int host_version = abi::interface_version + 100;
 
-inline auto connect(abi::transport* t) -> int {
-    int dev = 0;
+inline auto connect(abi::transport* t, int nics = 1) -> int {
+    int dev[2] = {0, 1};
 #if LOOM_NVSHMEM_MAJOR >= 4
     int qps[2] = {-1, -1};
-    const int rc = t->ops.connect_endpoints(t, &dev, 1, qps, 2);
+    const int rc = t->ops.connect_endpoints(t, dev, nics, qps, 2);
     if (rc == 0) CHECK(qps[0] == 0 && qps[1] == 1, "queue indices %d %d", qps[0], qps[1]);
     return rc;
 #else
-    return t->ops.connect_endpoints(t, &dev, 1);
+    return t->ops.connect_endpoints(t, dev, nics);
 #endif
 }
 
 /// Init, connect, heap, handles, proxy thread: a PE ready for traffic.
-inline void bring_up(pe_env& e) {
+inline void bring_up(pe_env& e, int nics = 1) {
     auto init = load_init();
     CHECK(init(&e.t, nullptr, host_version) == 0 && e.t != nullptr, "nvshmemt_init");
     CHECK(e.t->api_version == abi::interface_version, "api_version %d", e.t->api_version);
@@ -219,7 +219,7 @@ inline void bring_up(pe_env& e) {
         int access = 0;
         CHECK(e.t->ops.can_reach_peer(&access, &info, e.t) == 0 && (access & abi::cap_cpu_write) != 0, "reach");
     }
-    CHECK(connect(e.t) == 0, "connect_endpoints");
+    CHECK(connect(e.t, nics) == 0, "connect_endpoints");
     CHECK(e.t->ops.get_mem_handle(&e.mine, e.heap, heap_size, e.t, false) == 0, "get_mem_handle");
     e.handles.resize(static_cast<std::size_t>(e.n));
     CHECK(e.boot.allgather(&e.mine, e.handles.data(), sizeof e.mine, &e.boot) == 0, "handle allgather");

@@ -3,6 +3,8 @@
 // neighbour in the same 8-byte word alone.
 #include <loom/plugins/pe_group.hpp>
 
+#include <loom/gpu/cuda.hpp>
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -56,6 +58,26 @@ TEST(ApplyAmo, FetchingVerbsAreTheOnesThatReturn) {
         EXPECT_TRUE(lp::is_fetching(op));
     for (auto op : {amo_op::set, amo_op::add, amo_op::bit_and, amo_op::bit_or, amo_op::bit_xor})
         EXPECT_FALSE(lp::is_fetching(op));
+}
+
+// On device memory (through the CUDA driver: the real one, or the test's fake under
+// plugins_apply_amo_on_fake_driver): the same verbs, the same results.
+TEST(ApplyAmo, OnDeviceMemoryThroughTheDriver) {
+    auto drv = loom::gpu::cuda_driver::instance();
+    if (!drv || (*drv)->device_count() < 1) GTEST_SKIP() << "no CUDA driver with a device";
+    auto mem = (*drv)->alloc(64);
+    ASSERT_TRUE(mem);
+    auto* word = static_cast<std::byte*>(*mem);
+    std::uint64_t v = 5;
+    ASSERT_TRUE((*drv)->copy_to_device(word, &v, 8));
+    EXPECT_EQ(lp::apply_amo_on_device(word, {.op = amo_op::fetch_add, .size = 8, .operand = 3}).value(), 5U);
+    EXPECT_EQ(lp::apply_amo_on_device(word, {.op = amo_op::compare_swap, .size = 8, .operand = 1, .compare = 8}).value(), 8U);
+    EXPECT_EQ(lp::apply_amo_on_device(word, {.op = amo_op::swap, .size = 4, .operand = 9}).value(), 1U);
+    EXPECT_EQ(lp::apply_amo_on_device(word, {.op = amo_op::fetch, .size = 8}).value(), 9U);
+    ASSERT_TRUE((*drv)->copy_to_host(&v, word, 8));
+    EXPECT_EQ(v, 9U);
+    EXPECT_FALSE(lp::apply_amo_on_device(word, {.op = amo_op::add, .size = 2, .operand = 1}));
+    EXPECT_TRUE((*drv)->free(*mem));
 }
 
 }  // namespace

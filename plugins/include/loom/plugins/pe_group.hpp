@@ -73,6 +73,10 @@ struct pe_region;
 /// Applies `r` to the integer at `target` (host memory, naturally aligned) atomically and
 /// returns its old value: the staged path's read-modify-write, exposed for its tests.
 [[nodiscard]] auto apply_amo(void* target, const amo_request& r) -> std::uint64_t;
+/// The same on CUDA device memory through the driver (a copy out, the verb, a copy back when
+/// the value changes): atomic against the other staged atomics of its PE, which run one at a
+/// time, not against the GPU's own atomics on that word. not_supported without a CUDA driver.
+[[nodiscard]] auto apply_amo_on_device(void* target, const amo_request& r) -> result<std::uint64_t>;
 
 class pe_group {
 public:
