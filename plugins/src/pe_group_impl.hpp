@@ -4,6 +4,8 @@
 // while holding it.
 #pragma once
 
+#include "poll_until.hpp"
+
 #include <loom/plugins/config.hpp>
 #include <loom/plugins/endpoint_manager.hpp>
 #include <loom/plugins/manager_messages.hpp>
@@ -90,7 +92,6 @@ public:
     std::unique_ptr<endpoint_manager> mgr;  ///< after the tables: destroyed first
     receive_endpoint_id rx{};
     handle_bytes my_address{};
-    std::atomic<bool> stopping{false};
     std::jthread progress_thread;
 
     void on_event(const event& ev);
@@ -127,15 +128,7 @@ public:
 
 template <class Done>
 auto pe_group::impl::wait_until(Done done, std::chrono::milliseconds limit) -> bool {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-        {
-            std::lock_guard lock(mu);
-            if (done()) return true;
-        }
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        progress_once();
-    }
+    return poll_until(mu, done, [this] { progress_once(); }, limit);
 }
 
 template <class Submit>

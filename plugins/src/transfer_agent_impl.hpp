@@ -4,6 +4,8 @@
 // call into the manager that delivers events (poll) is made while holding it.
 #pragma once
 
+#include "poll_until.hpp"
+
 #include <loom/plugins/config.hpp>
 #include <loom/plugins/endpoint_manager.hpp>
 #include <loom/plugins/transfer_agent.hpp>
@@ -101,15 +103,7 @@ public:
 
 template <class Done>
 auto transfer_agent::impl::wait_until(Done done, std::chrono::milliseconds limit) -> bool {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-        {
-            std::lock_guard lock(mu);
-            if (done()) return true;
-        }
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        progress_once();
-    }
+    return poll_until(mu, done, [this] { progress_once(); }, limit);
 }
 
 }  // namespace loom::plugins

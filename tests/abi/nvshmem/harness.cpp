@@ -336,13 +336,7 @@ TEST(nvshmem_abi_refusals, native_atomics_are_refused_where_the_provider_has_non
     run_pes(2, "tcp", {{"LOOM_ATOMICS", "native"}}, [](pe_env& e) {
         auto init = load_init();
         CHECK(init(&e.t, nullptr, host_version) == 0, "init");
-        e.boot = {.version = 1, .pg_rank = e.me, .pg_size = e.n, .mype_node = e.me, .npes_node = e.n,
-                  .allgather = boot_allgather, .alltoall = boot_alltoall, .barrier = boot_barrier,
-                  .global_exit = boot_exit, .finalize = nullptr, .show_info = nullptr, .pre_init_ops = nullptr,
-                  .comm_state = nullptr};
-        e.t->boot_handle = &e.boot;
-        e.t->my_pe = e.me;
-        e.t->n_pes = e.n;
+        share_with_transport(e);
         CHECK(connect(e.t) == abi::error_not_supported, "connect with native atomics on tcp");
         CHECK(e.t->ops.finalize(e.t) == 0, "finalize");
     });

@@ -197,12 +197,8 @@ inline auto connect(abi::transport* t, int nics = 1) -> int {
 #endif
 }
 
-/// Init, connect, heap, handles, proxy thread: a PE ready for traffic.
-inline void bring_up(pe_env& e, int nics = 1) {
-    auto init = load_init();
-    CHECK(init(&e.t, nullptr, host_version) == 0 && e.t != nullptr, "nvshmemt_init");
-    CHECK(e.t->api_version == abi::interface_version, "api_version %d", e.t->api_version);
-    CHECK(e.t->is_successfully_initialized && e.t->n_devices >= 1 && e.t->device_pci_paths != nullptr, "devices");
+/// What the core shares with a transport after init: the bootstrap, this PE, the PE count.
+inline void share_with_transport(pe_env& e) {
     e.boot = {.version = 1, .pg_rank = e.me, .pg_size = e.n, .mype_node = e.me, .npes_node = e.n,
               .allgather = boot_allgather, .alltoall = boot_alltoall, .barrier = boot_barrier,
               .global_exit = boot_exit, .finalize = nullptr, .show_info = nullptr, .pre_init_ops = nullptr,
@@ -210,6 +206,15 @@ inline void bring_up(pe_env& e, int nics = 1) {
     e.t->boot_handle = &e.boot;
     e.t->my_pe = e.me;
     e.t->n_pes = e.n;
+}
+
+/// Init, connect, heap, handles, proxy thread: a PE ready for traffic.
+inline void bring_up(pe_env& e, int nics = 1) {
+    auto init = load_init();
+    CHECK(init(&e.t, nullptr, host_version) == 0 && e.t != nullptr, "nvshmemt_init");
+    CHECK(e.t->api_version == abi::interface_version, "api_version %d", e.t->api_version);
+    CHECK(e.t->is_successfully_initialized && e.t->n_devices >= 1 && e.t->device_pci_paths != nullptr, "devices");
+    share_with_transport(e);
     e.heap = static_cast<std::byte*>(std::aligned_alloc(4096, heap_size));
     std::memset(e.heap, 0, heap_size);
     e.t->heap_base = e.heap;
