@@ -91,6 +91,8 @@ auto completion_queue::create(domain& dom, const cq_attr& attr, std::pmr::memory
     out.h_.set_parent(dom.child_tracker());
     out.attr_ = attr;
     out.domain_ = dom.native();
+    out.fabric_ = dom.fabric_native();
+    out.registry_ = std::make_unique<completion_registry>();
     if (attr.format == cq_format::tagged && !attr.want_source) out.fast_ = detail::cq_read_gate{cq};
     return out;
 }

@@ -42,6 +42,7 @@ auto domain::create(fabric& fab, const fabric_info& info, std::pmr::memory_resou
     out.h_.track_children(mr);
     out.info_ = info;
     out.mr_ = mr;
+    out.fabric_ = fab.native();
     if (const auto* da = info.native()->domain_attr)
         out.mr_mode_ = mr_mode_flags{static_cast<std::uint64_t>(static_cast<unsigned>(da->mr_mode))};
     return out;

@@ -66,9 +66,13 @@ auto check_pattern(std::span<const std::byte> buf, std::uint64_t seed) noexcept 
 auto progress::poll_once() -> std::size_t {
     std::size_t n = 0;
     while (auto ev = cq_->poll()) {
-        stash_.push_back(std::move(*ev));
+        // Completions of registered asynchronous operations (senders, Asio handlers) go to
+        // their owners; the rest wait here for wait_for().
+        if (!cq_->dispatch(*ev)) stash_.push_back(std::move(*ev));
         ++n;
     }
+    // Asynchronous operations the provider refused for now (FI_EAGAIN) are submitted again.
+    if (auto* reg = cq_->registry()) reg->retry_deferred();
     return n;
 }
 

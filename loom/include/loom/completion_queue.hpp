@@ -1,6 +1,8 @@
 // loom/completion_queue.hpp — completion queues and typed completion events.
 #pragma once
 
+#include <loom/completion_event.hpp>
+#include <loom/completion_registry.hpp>
 #include <loom/context.hpp>
 #include <loom/detail/fid.hpp>
 #include <loom/detail/hot.hpp>
@@ -13,6 +15,7 @@
 #include <array>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,26 +31,6 @@ struct cq_attr {
     cq_format format{cq_format::tagged};
     bool wait_obj{false};                  ///< request a wait object (enables blocking wait)
     bool want_source{false};               ///< read source addresses (needs capability::source)
-};
-
-/// One completion: success fields, or an error with the provider's diagnostics.
-struct completion_event {
-    void* context{nullptr};
-    op_flag flags{};
-    std::size_t bytes_transferred{0};
-    void* buffer{nullptr};
-    std::uint64_t data{0};
-    std::uint64_t tag{0};
-    fabric_addr source{fabric_addrs::unspecified};
-    std::error_code error{};
-    int provider_errno{0};
-    std::size_t overflow_length{0};  ///< bytes the receive buffer could not hold (truncation)
-    std::string error_text{};        ///< fi_cq_strerror() text for error entries
-
-    [[nodiscard]] auto has_error() const noexcept -> bool { return static_cast<bool>(error); }
-    [[nodiscard]] auto request() const noexcept -> request_context* {
-        return request_context::from_native(context);
-    }
 };
 
 /// A tagged completion exactly as the provider wrote it (the layout of fi_cq_tagged_entry),
@@ -168,10 +151,22 @@ public:
         ev.source = fabric_addrs::unspecified;
     }
 
+    /// Delivers `ev` to the asynchronous operation (sender, Asio handler) registered with its
+    /// context, which is unregistered first; false leaves the event with the caller (no owner:
+    /// another front end's, a core operation's, a context-free or queue-level event). Reads
+    /// (poll, read, read_tagged, wait) never dispatch by themselves.
+    auto dispatch(const completion_event& ev) noexcept -> bool { return registry_ && registry_->dispatch(ev); }
+    /// The operations awaiting a completion from this queue (null on a queue never created).
+    /// It keeps its address when the queue is moved.
+    [[nodiscard]] auto registry() const noexcept -> completion_registry* { return registry_.get(); }
+
     [[nodiscard]] auto format() const noexcept -> cq_format { return attr_.format; }
     [[nodiscard]] auto attributes() const noexcept -> const cq_attr& { return attr_; }
     [[nodiscard]] auto native() const noexcept -> ::fid_cq* { return h_.get(); }
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
+    /// The fabric the queue was opened under (what fi_trywait needs); null for a queue not
+    /// created by create().
+    [[nodiscard]] auto fabric_native() const noexcept -> ::fid_fabric* { return fabric_; }
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
     auto close() noexcept -> void_result {
         auto r = h_.close();
@@ -192,6 +187,8 @@ private:
     detail::cq_read_gate fast_{};  // what read() and read_tagged() read from
     cq_attr attr_{};
     ::fid_domain* domain_{nullptr};
+    ::fid_fabric* fabric_{nullptr};
+    std::unique_ptr<completion_registry> registry_;
 };
 
 }  // namespace loom

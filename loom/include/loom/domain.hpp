@@ -17,6 +17,8 @@ public:
 
     [[nodiscard]] auto native() const noexcept -> ::fid_domain* { return h_.get(); }
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    /// The fabric the domain was opened under.
+    [[nodiscard]] auto fabric_native() const noexcept -> ::fid_fabric* { return fabric_; }
     /// Open objects created from this one (close() is busy while any remain).
     [[nodiscard]] auto open_children() const noexcept -> long { return h_.open_children(); }
     [[nodiscard]] auto child_tracker() const noexcept -> const detail::child_count& { return h_.children(); }
@@ -34,6 +36,7 @@ private:
     fabric_info info_;
     mr_mode_flags mr_mode_{};
     std::pmr::memory_resource* mr_{nullptr};
+    ::fid_fabric* fabric_{nullptr};
 };
 
 }  // namespace loom

@@ -1,0 +1,113 @@
+// loom/completion_registry.hpp — operations awaiting their completion, found by context.
+#pragma once
+
+#include <loom/completion_event.hpp>
+
+#include <rdma/fabric.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+namespace loom {
+
+class completion_registry;
+
+/// The part of an operation state that the registry knows: the native context the provider
+/// returns in the operation's completion, and the function that delivers that completion.
+/// Asynchronous front ends derive their operation states from it; the state is immovable and
+/// allocates nothing to be registered.
+class registered_completion {
+public:
+    /// Called once with the operation's completion, after the registry has let go of it: the
+    /// function may destroy the state or register it again.
+    using deliver_fn = void (*)(registered_completion& self, const completion_event& ev) noexcept;
+    /// Called by completion_registry::retry_deferred for an operation whose submission found the
+    /// provider busy (FI_EAGAIN) and was deferred: it submits again (or defers again).
+    using retry_fn = void (*)(registered_completion& self) noexcept;
+
+    explicit registered_completion(deliver_fn deliver, retry_fn retry = nullptr) noexcept
+        : deliver_(deliver), retry_(retry) {}
+    registered_completion(const registered_completion&) = delete;
+    auto operator=(const registered_completion&) -> registered_completion& = delete;
+    ~registered_completion() = default;
+
+    /// What the operation is submitted with (the provider stores and returns this pointer).
+    [[nodiscard]] auto context() noexcept -> void* { return &native_; }
+    [[nodiscard]] auto context_address() const noexcept -> std::uintptr_t {
+        return reinterpret_cast<std::uintptr_t>(&native_);
+    }
+
+private:
+    friend class completion_registry;
+    ::fi_context2 native_{};
+    registered_completion* left_{nullptr};
+    registered_completion* right_{nullptr};
+    deliver_fn deliver_;
+    retry_fn retry_;
+    bool linked_{false};    // in the tree
+    bool deferred_{false};  // in the deferred list (left_ is the next one)
+};
+
+/// The operations registered on one completion queue, keyed by context address. A completion
+/// is matched by comparing its context pointer with registered addresses: a foreign context is
+/// never dereferenced. An intrusive splay tree under the queue's lock: registration, lookup and
+/// removal take amortized logarithmic time and allocate nothing.
+class completion_registry {
+public:
+    completion_registry() = default;
+    completion_registry(const completion_registry&) = delete;
+    auto operator=(const completion_registry&) -> completion_registry& = delete;
+    ~completion_registry() = default;
+
+    /// Registers `op` before its submission; false when it (or another state with the same
+    /// context) is already registered.
+    auto add(registered_completion& op) noexcept -> bool;
+    /// Unregisters `op` (a submission that failed, an operation given up); false when it was
+    /// not registered, e.g. because its completion has already been taken.
+    auto remove(registered_completion& op) noexcept -> bool;
+    /// Delivers `ev` to the operation registered with its context, unlinking it first; false
+    /// (and nothing changes) when no registered operation owns the event.
+    auto dispatch(const completion_event& ev) noexcept -> bool;
+    /// Queues `op`, which is not registered, for a later submission by retry_deferred (its
+    /// submission returned FI_EAGAIN); false when it is registered, queued, or has no retry_fn.
+    auto defer(registered_completion& op) noexcept -> bool;
+    /// Takes `op` out of the deferred list; false when it is not queued there (e.g. a retry has
+    /// taken it already). Whoever succeeds owns its completion.
+    auto withdraw_deferred(registered_completion& op) noexcept -> bool;
+    /// Calls the retry_fn of every operation deferred before this call, in order (outside the
+    /// lock: a retry may defer again, for the next call). Returns how many were retried. Whoever
+    /// polls the queue calls it after reading (loom::execution::poll_completions, the Asio
+    /// service).
+    auto retry_deferred() noexcept -> std::size_t;
+    [[nodiscard]] auto deferred_count() const noexcept -> std::size_t;
+
+    /// Events a reader took from the queue in one batch after an event it had to hand back
+    /// unhandled: kept here, in order, for the next reader that asks (so none is lost and the
+    /// order holds). hold() is false when hold_capacity events are held already.
+    static constexpr std::size_t hold_capacity = 16;
+    auto hold(const completion_event& ev) noexcept -> bool;
+    /// The oldest held event into `out` (reusing its storage); false when none is held.
+    auto take_held(completion_event& out) noexcept -> bool;
+    [[nodiscard]] auto held_count() const noexcept -> std::size_t;
+    /// True when an operation is registered with `context` (compared, not dereferenced).
+    [[nodiscard]] auto owns(const void* context) const noexcept -> bool;
+    [[nodiscard]] auto size() const noexcept -> std::size_t;
+
+private:
+    /// Top-down splay of the tree rooted at root_ around `key`; the new root is the closest node.
+    void splay(std::uintptr_t key) noexcept;
+    [[nodiscard]] auto take(std::uintptr_t key) noexcept -> registered_completion*;
+    mutable std::mutex m_;
+    registered_completion* root_{nullptr};
+    std::size_t size_{0};
+    registered_completion* deferred_head_{nullptr};
+    registered_completion* deferred_tail_{nullptr};
+    std::size_t deferred_count_{0};
+    std::array<completion_event, hold_capacity> held_{};
+    std::size_t held_first_{0};
+    std::size_t held_count_{0};
+};
+
+}  // namespace loom

@@ -1,0 +1,64 @@
+// loom/execution/scheduler.hpp — loom::scheduler: a scheduler that keeps a completion queue.
+#pragma once
+
+#include <loom/completion_queue.hpp>
+#include <loom/execution/backend.hpp>
+
+#include <memory>
+
+namespace loom {
+
+class schedule_sender;
+
+/// Keeps a completion queue alive for the work scheduled on it. Its schedule() sender
+/// completes inline, on the thread that starts it: no progress thread, no hop to the thread
+/// polling the queue (that one calls loom::execution::poll_completions).
+class scheduler {
+public:
+    using scheduler_concept = execution::scheduler_t;
+
+    explicit scheduler(std::shared_ptr<completion_queue> cq) noexcept : cq_(std::move(cq)) {}
+
+    [[nodiscard]] auto schedule() const noexcept -> schedule_sender;
+    /// The queue whose progress the application drives.
+    [[nodiscard]] auto queue() const noexcept -> const std::shared_ptr<completion_queue>& { return cq_; }
+    friend auto operator==(const scheduler& a, const scheduler& b) noexcept -> bool { return a.cq_ == b.cq_; }
+
+private:
+    std::shared_ptr<completion_queue> cq_;
+};
+
+/// What scheduler::schedule() returns: completes with set_value() when started.
+class schedule_sender {
+public:
+    using sender_concept = execution::sender_t;
+    using completion_signatures = execution::completion_signatures<execution::set_value_t()>;
+
+    template <class R>
+    struct operation {
+        R r;
+        void start() & noexcept { execution::set_value(std::move(r)); }
+    };
+    template <class R>
+    auto connect(R r) const -> operation<R> {
+        return {std::move(r)};
+    }
+    /// Its environment names the scheduler it completes on.
+    struct env {
+        scheduler sched;
+        [[nodiscard]] auto query(execution::get_completion_scheduler_t<execution::set_value_t>) const noexcept
+            -> scheduler {
+            return sched;
+        }
+    };
+    [[nodiscard]] auto get_env() const noexcept -> env { return env{sched_}; }
+
+private:
+    friend class scheduler;
+    explicit schedule_sender(scheduler s) noexcept : sched_(std::move(s)) {}
+    scheduler sched_;
+};
+
+inline auto scheduler::schedule() const noexcept -> schedule_sender { return schedule_sender{*this}; }
+
+}  // namespace loom

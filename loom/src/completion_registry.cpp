@@ -1,0 +1,217 @@
+#include "loom/completion_registry.hpp"
+
+#include "loom/completion_queue.hpp"
+
+namespace loom {
+
+void completion_registry::splay(std::uintptr_t key) noexcept {
+    if (root_ == nullptr) return;
+    registered_completion header{nullptr};
+    registered_completion* left_max = &header;   // right spine of the left tree
+    registered_completion* right_min = &header;  // left spine of the right tree
+    registered_completion* t = root_;
+    for (;;) {
+        if (key < t->context_address()) {
+            if (t->left_ == nullptr) break;
+            if (key < t->left_->context_address()) {  // zig-zig: rotate right
+                registered_completion* y = t->left_;
+                t->left_ = y->right_;
+                y->right_ = t;
+                t = y;
+                if (t->left_ == nullptr) break;
+            }
+            right_min->left_ = t;  // link right
+            right_min = t;
+            t = t->left_;
+        } else if (key > t->context_address()) {
+            if (t->right_ == nullptr) break;
+            if (key > t->right_->context_address()) {  // zig-zig: rotate left
+                registered_completion* y = t->right_;
+                t->right_ = y->left_;
+                y->left_ = t;
+                t = y;
+                if (t->right_ == nullptr) break;
+            }
+            left_max->right_ = t;  // link left
+            left_max = t;
+            t = t->right_;
+        } else {
+            break;
+        }
+    }
+    left_max->right_ = t->left_;  // assemble
+    right_min->left_ = t->right_;
+    t->left_ = header.right_;
+    t->right_ = header.left_;
+    root_ = t;
+}
+
+auto completion_registry::add(registered_completion& op) noexcept -> bool {
+    const std::lock_guard lock(m_);
+    if (op.linked_ || op.deferred_) return false;
+    const std::uintptr_t key = op.context_address();
+    op.left_ = op.right_ = nullptr;
+    if (root_ != nullptr) {
+        splay(key);
+        if (root_->context_address() == key) return false;
+        if (key < root_->context_address()) {
+            op.left_ = root_->left_;
+            op.right_ = root_;
+            root_->left_ = nullptr;
+        } else {
+            op.right_ = root_->right_;
+            op.left_ = root_;
+            root_->right_ = nullptr;
+        }
+    }
+    root_ = &op;
+    op.linked_ = true;
+    ++size_;
+    return true;
+}
+
+auto completion_registry::take(std::uintptr_t key) noexcept -> registered_completion* {
+    if (root_ == nullptr) return nullptr;
+    splay(key);
+    registered_completion* found = root_;
+    if (found->context_address() != key) return nullptr;
+    if (found->left_ == nullptr) {
+        root_ = found->right_;
+    } else {
+        registered_completion* right = found->right_;
+        root_ = found->left_;
+        splay(key);  // the left subtree's largest key rises to its root, which has no right child
+        root_->right_ = right;
+    }
+    found->left_ = found->right_ = nullptr;
+    found->linked_ = false;
+    --size_;
+    return found;
+}
+
+auto completion_registry::remove(registered_completion& op) noexcept -> bool {
+    const std::lock_guard lock(m_);
+    if (!op.linked_) return false;
+    return take(op.context_address()) == &op;
+}
+
+auto completion_registry::dispatch(const completion_event& ev) noexcept -> bool {
+    registered_completion* op = nullptr;
+    {
+        const std::lock_guard lock(m_);
+        op = take(reinterpret_cast<std::uintptr_t>(ev.context));
+    }
+    if (op == nullptr) return false;
+    op->deliver_(*op, ev);
+    return true;
+}
+
+auto completion_registry::defer(registered_completion& op) noexcept -> bool {
+    const std::lock_guard lock(m_);
+    if (op.linked_ || op.deferred_ || op.retry_ == nullptr) return false;
+    op.left_ = op.right_ = nullptr;
+    if (deferred_tail_ != nullptr) deferred_tail_->left_ = &op;
+    else deferred_head_ = &op;
+    deferred_tail_ = &op;
+    op.deferred_ = true;
+    ++deferred_count_;
+    return true;
+}
+
+auto completion_registry::withdraw_deferred(registered_completion& op) noexcept -> bool {
+    const std::lock_guard lock(m_);
+    if (!op.deferred_) return false;
+    registered_completion* prev = nullptr;
+    for (registered_completion* t = deferred_head_; t != nullptr; prev = t, t = t->left_) {
+        if (t != &op) continue;
+        (prev != nullptr ? prev->left_ : deferred_head_) = t->left_;
+        if (deferred_tail_ == t) deferred_tail_ = prev;
+        t->left_ = nullptr;
+        t->deferred_ = false;
+        --deferred_count_;
+        return true;
+    }
+    return false;  // not reached: a deferred operation is always in the list
+}
+
+auto completion_registry::retry_deferred() noexcept -> std::size_t {
+    std::size_t retried = 0;
+    for (std::size_t n = deferred_count(); n > 0; --n) {  // only those queued before this call
+        registered_completion* op = nullptr;
+        {
+            const std::lock_guard lock(m_);
+            op = deferred_head_;
+            if (op == nullptr) break;
+            deferred_head_ = op->left_;
+            if (deferred_head_ == nullptr) deferred_tail_ = nullptr;
+            op->left_ = nullptr;
+            op->deferred_ = false;
+            --deferred_count_;
+        }
+        op->retry_(*op);
+        ++retried;
+    }
+    return retried;
+}
+
+auto completion_registry::deferred_count() const noexcept -> std::size_t {
+    const std::lock_guard lock(m_);
+    return deferred_count_;
+}
+
+auto completion_registry::hold(const completion_event& ev) noexcept -> bool {
+    const std::lock_guard lock(m_);
+    if (held_count_ == hold_capacity) return false;
+    completion_event& slot = held_[(held_first_ + held_count_) % hold_capacity];
+    slot.context = ev.context;
+    slot.flags = ev.flags;
+    slot.bytes_transferred = ev.bytes_transferred;
+    slot.buffer = ev.buffer;
+    slot.data = ev.data;
+    slot.tag = ev.tag;
+    slot.source = ev.source;
+    slot.error = ev.error;
+    slot.provider_errno = ev.provider_errno;
+    slot.overflow_length = ev.overflow_length;
+    try {
+        slot.error_text = ev.error_text;
+    } catch (...) {
+        slot.error_text.clear();  // the diagnostic text only; the error itself is kept
+    }
+    ++held_count_;
+    return true;
+}
+
+auto completion_registry::take_held(completion_event& out) noexcept -> bool {
+    const std::lock_guard lock(m_);
+    if (held_count_ == 0) return false;
+    completion_event& slot = held_[held_first_];
+    held_first_ = (held_first_ + 1) % hold_capacity;
+    --held_count_;
+    using std::swap;
+    swap(out, slot);
+    return true;
+}
+
+auto completion_registry::held_count() const noexcept -> std::size_t {
+    const std::lock_guard lock(m_);
+    return held_count_;
+}
+
+auto completion_registry::owns(const void* context) const noexcept -> bool {
+    const std::lock_guard lock(m_);
+    // A lookup without restructuring: owns() is for diagnostics and tests, not the hot path.
+    const auto key = reinterpret_cast<std::uintptr_t>(context);
+    for (const registered_completion* t = root_; t != nullptr;) {
+        if (key == t->context_address()) return true;
+        t = key < t->context_address() ? t->left_ : t->right_;
+    }
+    return false;
+}
+
+auto completion_registry::size() const noexcept -> std::size_t {
+    const std::lock_guard lock(m_);
+    return size_;
+}
+
+}  // namespace loom

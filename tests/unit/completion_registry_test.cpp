@@ -1,0 +1,136 @@
+// The completion registry: operations found by context (never dereferenced), delivered once,
+// unlinked before delivery; the deferred list and the held events keep their order.
+#include <loom/completion_registry.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <vector>
+
+namespace {
+
+struct op : loom::registered_completion {
+    op() : registered_completion(&deliver_to, &retry_to) {}
+    static void deliver_to(registered_completion& self, const loom::completion_event& ev) noexcept {
+        auto& o = static_cast<op&>(self);
+        ++o.delivered;
+        o.bytes = ev.bytes_transferred;
+        if (o.on_deliver) o.on_deliver(o);
+    }
+    static void retry_to(registered_completion& self) noexcept { ++static_cast<op&>(self).retried; }
+    int delivered{0};
+    int retried{0};
+    std::size_t bytes{0};
+    void (*on_deliver)(op&){nullptr};
+};
+
+auto event_for(op& o, std::size_t bytes = 0) -> loom::completion_event {
+    loom::completion_event ev{};
+    ev.context = o.context();
+    ev.bytes_transferred = bytes;
+    return ev;
+}
+
+TEST(CompletionRegistry, delivers_many_operations_in_any_order_exactly_once) {
+    loom::completion_registry reg;
+    std::vector<std::unique_ptr<op>> ops;
+    for (int i = 0; i < 1000; ++i) ops.push_back(std::make_unique<op>());
+    for (auto& o : ops) ASSERT_TRUE(reg.add(*o));
+    EXPECT_EQ(reg.size(), 1000u);
+    std::vector<std::size_t> order(ops.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), std::mt19937{7});
+    for (std::size_t i : order) {
+        EXPECT_TRUE(reg.owns(ops[i]->context()));
+        ASSERT_TRUE(reg.dispatch(event_for(*ops[i], i)));
+        EXPECT_FALSE(reg.owns(ops[i]->context()));
+        EXPECT_FALSE(reg.dispatch(event_for(*ops[i], i))) << "a second completion found an owner";
+    }
+    EXPECT_EQ(reg.size(), 0u);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        EXPECT_EQ(ops[i]->delivered, 1);
+        EXPECT_EQ(ops[i]->bytes, i);
+    }
+}
+
+TEST(CompletionRegistry, foreign_and_missing_contexts_are_left_with_the_caller) {
+    loom::completion_registry reg;
+    op a;
+    ASSERT_TRUE(reg.add(a));
+    loom::completion_event foreign{};
+    foreign.context = reinterpret_cast<void*>(0x10);  // would crash if dereferenced
+    EXPECT_FALSE(reg.dispatch(foreign));
+    loom::completion_event none{};
+    EXPECT_FALSE(reg.dispatch(none));
+    EXPECT_EQ(a.delivered, 0);
+    EXPECT_EQ(reg.size(), 1u);
+}
+
+TEST(CompletionRegistry, refuses_a_second_registration_and_removes_once) {
+    loom::completion_registry reg;
+    op a;
+    EXPECT_TRUE(reg.add(a));
+    EXPECT_FALSE(reg.add(a));
+    EXPECT_TRUE(reg.remove(a));
+    EXPECT_FALSE(reg.remove(a));
+    EXPECT_FALSE(reg.dispatch(event_for(a)));
+    EXPECT_EQ(reg.size(), 0u);
+}
+
+TEST(CompletionRegistry, a_delivered_operation_may_register_again_from_its_delivery) {
+    static loom::completion_registry reg;
+    op a;
+    a.on_deliver = [](op& self) {
+        if (self.delivered == 1) {
+            EXPECT_TRUE(reg.add(self));  // resubmits, e.g. a repeating receive
+        }
+    };
+    ASSERT_TRUE(reg.add(a));
+    ASSERT_TRUE(reg.dispatch(event_for(a)));
+    EXPECT_TRUE(reg.owns(a.context()));
+    ASSERT_TRUE(reg.dispatch(event_for(a)));
+    EXPECT_EQ(a.delivered, 2);
+    EXPECT_EQ(reg.size(), 0u);
+}
+
+TEST(CompletionRegistry, deferred_operations_are_retried_in_order_once_per_call) {
+    loom::completion_registry reg;
+    op a, b, c;
+    EXPECT_TRUE(reg.defer(a));
+    EXPECT_TRUE(reg.defer(b));
+    EXPECT_TRUE(reg.defer(c));
+    EXPECT_FALSE(reg.defer(b)) << "queued twice";
+    EXPECT_FALSE(reg.add(b)) << "registered while queued";
+    EXPECT_TRUE(reg.withdraw_deferred(b));
+    EXPECT_FALSE(reg.withdraw_deferred(b));
+    EXPECT_EQ(reg.deferred_count(), 2u);
+    EXPECT_EQ(reg.retry_deferred(), 2u);
+    EXPECT_EQ(a.retried, 1);
+    EXPECT_EQ(b.retried, 0);
+    EXPECT_EQ(c.retried, 1);
+    EXPECT_EQ(reg.retry_deferred(), 0u);
+    loom::registered_completion no_retry{&op::deliver_to};
+    EXPECT_FALSE(reg.defer(no_retry));
+}
+
+TEST(CompletionRegistry, held_events_come_back_in_order_up_to_capacity) {
+    loom::completion_registry reg;
+    for (std::size_t i = 0; i < loom::completion_registry::hold_capacity; ++i) {
+        loom::completion_event ev{};
+        ev.bytes_transferred = i;
+        ev.error_text = "text";
+        ASSERT_TRUE(reg.hold(ev));
+    }
+    EXPECT_FALSE(reg.hold(loom::completion_event{})) << "held past capacity";
+    loom::completion_event out{};
+    for (std::size_t i = 0; i < loom::completion_registry::hold_capacity; ++i) {
+        ASSERT_TRUE(reg.take_held(out));
+        EXPECT_EQ(out.bytes_transferred, i);
+        EXPECT_EQ(out.error_text, "text");
+    }
+    EXPECT_FALSE(reg.take_held(out));
+}
+
+}  // namespace
