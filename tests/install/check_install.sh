@@ -9,15 +9,24 @@ cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/consumer" >/dev/null
 "$tmp/consumer/consumer"
+# The sender front end, through find_package(loom COMPONENTS execution) and pkg-config.
+cmake -S "$src/tests/install/execution_consumer" -B "$tmp/execution_consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/execution_consumer" >/dev/null
+"$tmp/execution_consumer/execution_consumer"
+# shellcheck disable=SC2046
+c++ -std=c++23 -o "$tmp/pc-execution" "$src/tests/install/execution_consumer/main.cpp" $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs loom-execution)
+"$tmp/pc-execution"
 # A component this installation was not built with must make find_package fail.
+missing=nonesuch
+[ -f "$tmp/prefix/lib/pkgconfig/loom-asio.pc" ] || missing=asio
 mkdir -p "$tmp/bad"
-cat >"$tmp/bad/CMakeLists.txt" <<'CM'
+cat >"$tmp/bad/CMakeLists.txt" <<CM
 cmake_minimum_required(VERSION 3.25)
 project(bad LANGUAGES CXX)
-find_package(loom CONFIG REQUIRED COMPONENTS core asio)
+find_package(loom CONFIG REQUIRED COMPONENTS core $missing)
 CM
 if cmake -S "$tmp/bad" -B "$tmp/bad/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/bad.log" 2>&1; then
-  echo "find_package(loom COMPONENTS asio) succeeded on an installation without that component" >&2
+  echo "find_package(loom COMPONENTS $missing) succeeded on an installation without that component" >&2
   exit 1
 fi
 PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --exists loom
