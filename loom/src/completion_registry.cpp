@@ -136,7 +136,7 @@ auto completion_registry::withdraw_deferred(registered_completion& op) noexcept 
 
 auto completion_registry::retry_deferred() noexcept -> std::size_t {
     std::size_t retried = 0;
-    for (std::size_t n = deferred_count(); n > 0; --n) {  // only those queued before this call
+    for (std::size_t n = deferred_count_.load(std::memory_order_acquire); n > 0; --n) {  // only those queued before this call
         registered_completion* op = nullptr;
         {
             const std::lock_guard lock(m_);
@@ -155,8 +155,7 @@ auto completion_registry::retry_deferred() noexcept -> std::size_t {
 }
 
 auto completion_registry::deferred_count() const noexcept -> std::size_t {
-    const std::lock_guard lock(m_);
-    return deferred_count_;
+    return deferred_count_.load(std::memory_order_acquire);
 }
 
 auto completion_registry::hold(const completion_event& ev) noexcept -> bool {
@@ -183,6 +182,7 @@ auto completion_registry::hold(const completion_event& ev) noexcept -> bool {
 }
 
 auto completion_registry::take_held(completion_event& out) noexcept -> bool {
+    if (held_count_.load(std::memory_order_acquire) == 0) return false;
     const std::lock_guard lock(m_);
     if (held_count_ == 0) return false;
     completion_event& slot = held_[held_first_];
@@ -194,8 +194,7 @@ auto completion_registry::take_held(completion_event& out) noexcept -> bool {
 }
 
 auto completion_registry::held_count() const noexcept -> std::size_t {
-    const std::lock_guard lock(m_);
-    return held_count_;
+    return held_count_.load(std::memory_order_acquire);
 }
 
 auto completion_registry::owns(const void* context) const noexcept -> bool {

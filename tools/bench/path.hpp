@@ -177,6 +177,7 @@ template <template <int> class T>
 /// Each path placed `offset` bytes into a page of its own, from code copy `copy`.
 [[nodiscard]] auto make_raw_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_loom_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
+[[nodiscard]] auto make_sender_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_nccl_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_nixl_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_nvshmem_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;

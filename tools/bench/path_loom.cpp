@@ -2,10 +2,13 @@
 // endpoint, registered buffers, tagged_send / tagged_recv and batched completion reads in place
 // (completion_queue::read_tagged);
 // loom::rma::write_to / read_to and loom::atomic::fetch_add_to for the one-sided operations.
-// Same hints, objects and loops as the raw path.
+// Same hints, objects and loops as the raw path. As the "sender" path, the same objects with
+// every operation a loom::execution sender (connected into per-slot storage, started, completed
+// through loom::execution::poll_completions): the cost of the sender front end over the core.
 #include <array>
 #include <cstring>
 #include <optional>
+#include <loom/execution.hpp>
 #include <loom/loom.hpp>
 
 #include "path.hpp"
@@ -17,11 +20,32 @@ auto err(const char* what, const std::error_code& ec) -> std::string {
     return std::string(what) + ": " + ec.message();
 }
 
+/// The sender path's receiver: marks its slot done with the length (receives, RMA) or the
+/// fetched value (atomics); an error ends the run.
+template <class Path>
+struct slot_receiver {
+    using receiver_concept = loom::execution::receiver_t;
+    Path* p;
+    int slot;
+    void set_value() && noexcept { p->st_.done[slot] = true; }
+    void set_value(std::size_t n) && noexcept {
+        p->st_.done[slot] = true;
+        p->st_.len[slot] = n;
+    }
+    void set_error(std::error_code ec) && noexcept { p->sender_failed("completion", ec); }
+    void set_stopped() && noexcept { p->sender_failed("stopped", make_error_code(loom::errc::canceled)); }
+};
+
 /// One code copy of the path (path.hpp: place_copy); every copy is the same code.
-template <int Copy>
+template <int Copy, bool Senders = false>
 class loom_path final : public path {
+    using receiver = slot_receiver<loom_path>;
+    friend receiver;
+    template <class Sender>
+    using op_slots = std::array<std::optional<loom::execution::connect_result_t<Sender, receiver>>, slot_count>;
+
 public:
-    auto name() const -> std::string override { return "loom"; }
+    auto name() const -> std::string override { return Senders ? "sender" : "loom"; }
     auto unsupported(operation op) const -> std::string override {
         if (is_rma(op)) return rma_note_;
         if (is_atomic(op)) return atomic_note_;
@@ -157,6 +181,12 @@ public:
 
     auto post_send(int slot, std::size_t offset, std::size_t n, bool tagged, bool control) -> bool {
         const std::span<const std::byte> data{control ? buf_.tx + buf_.capacity : buf_.tx + offset, n};
+        if constexpr (Senders) {
+            auto messages = loom::async(ep_);
+            return start_in(send_ops_[slot], tagged ? messages.tagged_send_to(data, tx_desc_, *peer_,
+                                                                               control ? tag_ack : tag_data, &cq_)
+                                                    : messages.send_to(data, tx_desc_, *peer_, &cq_), slot);
+        }
         for (;;) {
             auto r =
                 tagged ? ep_.tagged_send(data, control ? tag_ack : tag_data, *peer_, tx_desc_, &st_.ctx[slot])
@@ -170,6 +200,13 @@ public:
     auto post_recv(int slot, std::size_t offset, std::size_t n, bool tagged, bool control) -> bool {
         const std::span<std::byte> data{control ? buf_.rx + buf_.capacity : buf_.rx + offset, n};
         st_.expect[slot] = n;
+        if constexpr (Senders) {
+            auto messages = loom::async(ep_);
+            const auto any = loom::fabric_addrs::unspecified;
+            return start_in(recv_ops_[slot], tagged ? messages.tagged_recv_from(data, rx_desc_, any,
+                                                                                 control ? tag_ack : tag_data, 0, &cq_)
+                                                    : messages.recv_from(data, rx_desc_, any, &cq_), slot);
+        }
         for (;;) {
             auto r = tagged ? ep_.tagged_recv(data, control ? tag_ack : tag_data, 0,
                                               loom::fabric_addrs::unspecified, rx_desc_, &st_.ctx[slot])
@@ -183,6 +220,14 @@ public:
     /// Writes tx[offset, +n) into the peer's rx at the same offset, or reads the peer's tx
     /// there into rx.
     auto post_rma(int slot, std::size_t offset, std::size_t n, bool read) -> bool {
+        if constexpr (Senders) {
+            auto remote = (read ? peer_tx_ : peer_rx_).subregion(offset, n);
+            if (!remote) return fail("remote range", remote.error());
+            auto one_sided = loom::rma_async(ep_);
+            return start_in(rma_ops_[slot], read ? one_sided.read_from({buf_.rx + offset, n}, rx_mr_, *peer_, *remote, &cq_)
+                                                 : one_sided.write_to({buf_.tx + offset, n}, tx_mr_, *peer_, *remote, &cq_),
+                            slot);
+        }
         for (;;) {
             auto remote = (read ? peer_tx_ : peer_rx_).subregion(offset, n);
             if (!remote) return fail("remote range", remote.error());
@@ -198,6 +243,11 @@ public:
     }
     /// Adds the operand (1) to the peer's counter, fetching the previous value into result slot `slot`.
     auto post_fadd(int slot) -> bool {
+        if constexpr (Senders)
+            return start_in(fadd_ops_[slot],
+                            loom::rma_async(ep_).fetch_add_to(*buf_.operand(), &tx_mr_, buf_.fetch_results()[slot],
+                                                              &rx_mr_, *peer_, peer_counter_, &cq_),
+                            slot);
         for (;;) {
             auto r = loom::atomic::fetch_add_to<std::uint64_t>(ep_, *buf_.operand(),
                                                                buf_.fetch_results() + slot, &tx_mr_, &rx_mr_,
@@ -213,7 +263,25 @@ public:
     }
 
 private:
+    /// Connects `s` into the slot's storage (the previous operation there has completed) and starts it.
+    template <class Op, class Sender>
+    auto start_in(std::optional<Op>& storage, Sender&& s, int slot) -> bool {
+        auto& op = storage.emplace(loom::execution::detail::emplace_from{
+            [&] { return loom::execution::connect(static_cast<Sender&&>(s), receiver{this, slot}); }});
+        loom::execution::start(op);
+        return !sender_failed_;
+    }
+    void sender_failed(const char* what, const std::error_code& ec) noexcept {
+        sender_failed_ = true;
+        fail(what, ec);
+    }
     auto progress() -> bool {
+        if constexpr (Senders) {
+            auto r = loom::execution::poll_completions(cq_);
+            if (r.unhandled) [[unlikely]]
+                return fail("unhandled completion", r.unhandled->error);
+            return !sender_failed_;
+        }
         // The provider's entries as they are (completion_queue::read_tagged); an error entry
         // is then read with its details as a typed event.
         auto n = cq_.read_tagged(st_.entries);
@@ -257,12 +325,32 @@ private:
     std::string rma_note_, atomic_note_;
     slot_state<loom::request_context, loom::tagged_completion> st_;
     std::string error_;
+    bool sender_failed_{false};
+    op_slots<loom::message_senders::send_sender> send_ops_;
+    op_slots<loom::message_senders::receive_sender> recv_ops_;
+    op_slots<decltype(loom::rma_async(std::declval<loom::endpoint&>())
+                          .read_from({}, std::declval<const loom::memory_region&>(), {}, {}, nullptr))>
+        rma_ops_;
+    op_slots<decltype(loom::rma_async(std::declval<loom::endpoint&>())
+                          .fetch_add_to(std::declval<const std::uint64_t&>(), nullptr,
+                                        std::declval<std::uint64_t&>(), nullptr, {}, {}, nullptr))>
+        fadd_ops_;
 };
+
+template <int Copy>
+using sender_path = loom_path<Copy, true>;
 
 }  // namespace
 
+template <int Copy>
+using core_path = loom_path<Copy, false>;
+
 auto make_loom_path(std::size_t offset, std::size_t copy) -> path_ptr {
-    return place_copy<loom_path>(copy, offset);
+    return place_copy<core_path>(copy, offset);
+}
+
+auto make_sender_path(std::size_t offset, std::size_t copy) -> path_ptr {
+    return place_copy<sender_path>(copy, offset);
 }
 
 }  // namespace loom::bench

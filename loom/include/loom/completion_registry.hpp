@@ -6,6 +6,7 @@
 #include <rdma/fabric.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -104,10 +105,11 @@ private:
     std::size_t size_{0};
     registered_completion* deferred_head_{nullptr};
     registered_completion* deferred_tail_{nullptr};
-    std::size_t deferred_count_{0};
+    // Read without the lock by the polls that find nothing deferred or held (the common case).
+    std::atomic<std::size_t> deferred_count_{0};
     std::array<completion_event, hold_capacity> held_{};
     std::size_t held_first_{0};
-    std::size_t held_count_{0};
+    std::atomic<std::size_t> held_count_{0};
 };
 
 }  // namespace loom
