@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -131,6 +132,34 @@ TEST(CompletionRegistry, held_events_come_back_in_order_up_to_capacity) {
         EXPECT_EQ(out.error_text, "text");
     }
     EXPECT_FALSE(reg.take_held(out));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CompletionRegistryConcurrency, registering_and_dispatching_from_several_threads) {
+    loom::completion_registry reg;
+    constexpr int per_thread = 2000;
+    constexpr int threads = 4;
+    std::vector<std::unique_ptr<op>> ops;
+    for (int i = 0; i < per_thread * threads; ++i) ops.push_back(std::make_unique<op>());
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            // Each thread registers its share, then delivers the share of the next thread (which
+            // may not be registered yet: dispatch says so and the event is offered again).
+            for (int i = 0; i < per_thread; ++i) ASSERT_TRUE(reg.add(*ops[t * per_thread + i]));
+            const int other = (t + 1) % threads;
+            for (int i = 0; i < per_thread; ++i) {
+                auto ev = event_for(*ops[other * per_thread + i]);
+                while (!reg.dispatch(ev)) std::this_thread::yield();
+            }
+        });
+    }
+    for (auto& th : pool) th.join();
+    EXPECT_EQ(reg.size(), 0u);
+    for (auto& o : ops) EXPECT_EQ(o->delivered, 1);
 }
 
 }  // namespace
