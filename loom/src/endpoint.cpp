@@ -265,7 +265,12 @@ auto endpoint::bind_cq(completion_queue& cq, cq_bind flags) noexcept -> void_res
     constexpr auto known = cq_bind::transmit | cq_bind::recv | cq_bind::selective_completion;
     if (!(flags & (cq_bind::transmit | cq_bind::recv)) || !(flags & ~known).empty())
         return make_unexpected(errc::invalid_argument);
-    return check_native(::fi_ep_bind(h_.get(), &cq.native()->fid, flags.get()));
+    auto r = check_native(::fi_ep_bind(h_.get(), &cq.native()->fid, flags.get()));
+    if (r && (flags & cq_bind::selective_completion)) {
+        if (flags & cq_bind::transmit) selective_tx_ = true;
+        if (flags & cq_bind::recv) selective_rx_ = true;
+    }
+    return r;
 }
 
 auto endpoint::bind_av(address_vector& av) noexcept -> void_result {

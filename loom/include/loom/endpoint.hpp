@@ -320,6 +320,10 @@ public:
     [[nodiscard]] auto tx_op_flags() const noexcept -> op_flag { return tx_flags_; }
     [[nodiscard]] auto rx_op_flags() const noexcept -> op_flag { return rx_flags_; }
     [[nodiscard]] auto context_required() const noexcept -> bool { return needs_context_; }
+    /// True when a queue was bound for that direction with cq_bind::selective_completion
+    /// (operations without FI_COMPLETION then leave no entry).
+    [[nodiscard]] auto transmit_completion_is_selective() const noexcept -> bool { return selective_tx_; }
+    [[nodiscard]] auto receive_completion_is_selective() const noexcept -> bool { return selective_rx_; }
     [[nodiscard]] auto enabled() const noexcept -> bool { return enabled_; }
     /// True once bind_srx() succeeded (until close).
     [[nodiscard]] auto bound_to_srx() const noexcept -> bool { return static_cast<bool>(srx_link_); }
@@ -552,6 +556,8 @@ private:
     /// (bad_state) instead of handing the provider a null handle.
     detail::zero_on_move<bool> enabled_{false};
     bool has_av_{false};
+    bool selective_tx_{false};
+    bool selective_rx_{false};
     provider_quirks quirks_{};
     /// The gates, derived from enabled_, caps_, max_msg_size_, needs_context_ and the quirks
     /// whenever enabled_ changes (a move takes them along and leaves the source refusing).
