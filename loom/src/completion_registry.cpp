@@ -2,7 +2,13 @@
 
 #include "loom/completion_queue.hpp"
 
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
 namespace loom {
+
+completion_registry::completion_registry() : held_(hold_capacity) {}
 
 void completion_registry::splay(std::uintptr_t key) noexcept {
     if (root_ == nullptr) return;
@@ -95,15 +101,126 @@ auto completion_registry::remove(registered_completion& op) noexcept -> bool {
     return take(op.context_address()) == &op;
 }
 
-auto completion_registry::dispatch(const completion_event& ev) noexcept -> bool {
+auto completion_registry::dispatch_if(const completion_event& ev, bool passive_only) noexcept -> bool {
     registered_completion* op = nullptr;
     {
         const std::lock_guard lock(m_);
-        op = take(reinterpret_cast<std::uintptr_t>(ev.context));
+        const auto key = reinterpret_cast<std::uintptr_t>(ev.context);
+        if (passive_only) {
+            if (root_ == nullptr) return false;
+            splay(key);
+            if (root_->context_address() != key || !root_->passive_) return false;
+        }
+        op = take(key);
     }
     if (op == nullptr) return false;
     op->deliver_(*op, ev);
     return true;
+}
+
+auto completion_registry::dispatch(const completion_event& ev) noexcept -> bool { return dispatch_if(ev, false); }
+
+auto completion_registry::dispatch_passive(const completion_event& ev) noexcept -> bool {
+    return dispatch_if(ev, true);
+}
+
+void completion_registry::flatten() noexcept {
+    registered_completion head{nullptr};
+    head.right_ = root_;
+    registered_completion* tail = &head;
+    for (registered_completion* rest = tail->right_; rest != nullptr;) {
+        if (rest->left_ == nullptr) {
+            tail = rest;
+            rest = rest->right_;
+        } else {  // rotate right around rest
+            registered_completion* l = rest->left_;
+            rest->left_ = l->right_;
+            l->right_ = rest;
+            rest = l;
+            tail->right_ = l;
+        }
+    }
+    root_ = head.right_;
+}
+
+auto completion_registry::take_deferred_owned(const void* owner) noexcept -> registered_completion* {
+    registered_completion* taken = nullptr;  // chained through left_, in list order reversed
+    registered_completion* prev = nullptr;
+    for (registered_completion* t = deferred_head_; t != nullptr;) {
+        registered_completion* next = t->left_;
+        if (t->owner_ == owner) {
+            (prev != nullptr ? prev->left_ : deferred_head_) = next;
+            if (deferred_tail_ == t) deferred_tail_ = prev;
+            t->deferred_ = false;
+            --deferred_count_;
+            t->left_ = taken;
+            taken = t;
+        } else {
+            prev = t;
+        }
+        t = next;
+    }
+    return taken;
+}
+
+auto completion_registry::remove_owned(const void* owner, owned_fn fn, void* arg) noexcept -> std::size_t {
+    registered_completion* linked = nullptr;  // chained through left_
+    registered_completion* deferred = nullptr;
+    {
+        const std::lock_guard lock(m_);
+        flatten();
+        registered_completion head{nullptr};
+        head.right_ = root_;
+        for (registered_completion* prev = &head; prev->right_ != nullptr;) {
+            registered_completion* t = prev->right_;
+            if (t->owner_ != owner) {
+                prev = t;
+                continue;
+            }
+            prev->right_ = t->right_;
+            t->right_ = nullptr;
+            t->linked_ = false;
+            --size_;
+            t->left_ = linked;
+            linked = t;
+        }
+        root_ = head.right_;
+        deferred = take_deferred_owned(owner);
+    }
+    std::size_t n = 0;
+    for (auto [list, was_deferred] : {std::pair{linked, false}, std::pair{deferred, true}}) {
+        while (list != nullptr) {
+            registered_completion* op = list;
+            list = op->left_;
+            op->left_ = nullptr;
+            fn(*op, was_deferred, arg);
+            ++n;
+        }
+    }
+    return n;
+}
+
+auto completion_registry::visit_owned(const void* owner, owned_fn fn, void* arg) noexcept -> std::size_t {
+    std::size_t n = 0;
+    registered_completion* deferred = nullptr;
+    {
+        const std::lock_guard lock(m_);
+        flatten();
+        for (registered_completion* t = root_; t != nullptr; t = t->right_) {
+            if (t->owner_ != owner) continue;
+            fn(*t, false, arg);
+            ++n;
+        }
+        deferred = take_deferred_owned(owner);
+    }
+    while (deferred != nullptr) {
+        registered_completion* op = deferred;
+        deferred = op->left_;
+        op->left_ = nullptr;
+        fn(*op, true, arg);
+        ++n;
+    }
+    return n;
 }
 
 auto completion_registry::defer(registered_completion& op) noexcept -> bool {
@@ -158,22 +275,26 @@ auto completion_registry::deferred_count() const noexcept -> std::size_t {
     return deferred_count_.load(std::memory_order_acquire);
 }
 
+auto completion_registry::grow_hold(std::size_t need) noexcept -> bool {
+    // Called under the lock, when the ring has less than `need` free slots.
+    try {
+        std::vector<completion_event> bigger(std::max(held_.size() * 2, held_count_ + need));
+        for (std::size_t i = 0; i < held_count_; ++i)
+            bigger[i] = std::move(held_[(held_first_ + i) % held_.size()]);
+        held_.swap(bigger);
+        held_first_ = 0;
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
 auto completion_registry::hold(const completion_event& ev) noexcept -> bool {
     const std::lock_guard lock(m_);
-    if (held_count_ == hold_capacity) return false;
-    completion_event& slot = held_[(held_first_ + held_count_) % hold_capacity];
-    slot.context = ev.context;
-    slot.flags = ev.flags;
-    slot.bytes_transferred = ev.bytes_transferred;
-    slot.buffer = ev.buffer;
-    slot.data = ev.data;
-    slot.tag = ev.tag;
-    slot.source = ev.source;
-    slot.error = ev.error;
-    slot.provider_errno = ev.provider_errno;
-    slot.overflow_length = ev.overflow_length;
+    if (held_count_ == held_.size() && !grow_hold(1)) return false;
+    completion_event& slot = held_[(held_first_ + held_count_) % held_.size()];
     try {
-        slot.error_text = ev.error_text;
+        slot = ev;  // completion_event declares error_text last: every other field is copied first
     } catch (...) {
         slot.error_text.clear();  // the diagnostic text only; the error itself is kept
     }
@@ -181,12 +302,50 @@ auto completion_registry::hold(const completion_event& ev) noexcept -> bool {
     return true;
 }
 
+auto completion_registry::reserve_hold(std::size_t n) noexcept -> bool {
+    const std::lock_guard lock(m_);
+    return held_.size() - held_count_ >= n || grow_hold(n);
+}
+
+auto completion_registry::hold_room() const noexcept -> std::size_t {
+    const std::lock_guard lock(m_);
+    return held_.size() - held_count_;
+}
+
+auto completion_registry::dispatch_held_passive() noexcept -> std::size_t {
+    std::size_t n = 0;
+    for (;;) {
+        registered_completion* op = nullptr;
+        completion_event ev;
+        {
+            const std::lock_guard lock(m_);
+            const std::size_t cap = held_.size();
+            std::size_t i = 0;
+            for (; i < held_count_; ++i) {
+                const auto key = reinterpret_cast<std::uintptr_t>(held_[(held_first_ + i) % cap].context);
+                if (root_ == nullptr) break;
+                splay(key);
+                if (root_->context_address() == key && root_->passive_) break;
+            }
+            if (root_ == nullptr || i == held_count_) return n;
+            using std::swap;
+            swap(ev, held_[(held_first_ + i) % cap]);
+            for (std::size_t k = i; k + 1 < held_count_; ++k)  // close the gap, order kept
+                swap(held_[(held_first_ + k) % cap], held_[(held_first_ + k + 1) % cap]);
+            --held_count_;
+            op = take(reinterpret_cast<std::uintptr_t>(ev.context));
+        }
+        op->deliver_(*op, ev);
+        ++n;
+    }
+}
+
 auto completion_registry::take_held(completion_event& out) noexcept -> bool {
     if (held_count_.load(std::memory_order_acquire) == 0) return false;
     const std::lock_guard lock(m_);
     if (held_count_ == 0) return false;
     completion_event& slot = held_[held_first_];
-    held_first_ = (held_first_ + 1) % hold_capacity;
+    held_first_ = (held_first_ + 1) % held_.size();
     --held_count_;
     using std::swap;
     swap(out, slot);

@@ -64,16 +64,22 @@ auto check_pattern(std::span<const std::byte> buf, std::uint64_t seed) noexcept 
 }
 
 auto progress::poll_once() -> std::size_t {
+    // Completions of registered asynchronous operations (senders, Asio handlers) go to their
+    // owners and deferred submissions are retried (dispatch_ready); the rest wait here for
+    // wait_for().
     std::size_t n = 0;
-    while (auto ev = cq_->poll()) {
-        // Completions of registered asynchronous operations (senders, Asio handlers) go to
-        // their owners; the rest wait here for wait_for().
-        if (!cq_->dispatch(*ev)) stash_.push_back(std::move(*ev));
+    for (;;) {
+        auto r = cq_->dispatch_ready();
+        n += r.completed;
+        if (!r.unhandled) {
+            if (r.completed == 0) return n;
+            continue;
+        }
+        const bool read_failed = r.unhandled->context == nullptr && r.unhandled->has_error();
+        stash_.push_back(std::move(*r.unhandled));
         ++n;
+        if (read_failed) return n;  // the queue itself: reading again would fail again
     }
-    // Asynchronous operations the provider refused for now (FI_EAGAIN) are submitted again.
-    if (auto* reg = cq_->registry()) reg->retry_deferred();
-    return n;
 }
 
 auto progress::wait_for(const void* ctx, std::chrono::milliseconds timeout) -> loom::result<loom::completion_event> {

@@ -13,7 +13,9 @@
 namespace {
 
 struct op : loom::registered_completion {
-    op() : registered_completion(&deliver_to, &retry_to) {}
+    explicit op(const void* owner = nullptr, bool passive = false) : registered_completion(&deliver_to, &retry_to, owner) {
+        if (passive) make_passive();
+    }
     static void deliver_to(registered_completion& self, const loom::completion_event& ev) noexcept {
         auto& o = static_cast<op&>(self);
         ++o.delivered;
@@ -116,22 +118,112 @@ TEST(CompletionRegistry, deferred_operations_are_retried_in_order_once_per_call)
     EXPECT_FALSE(reg.defer(no_retry));
 }
 
-TEST(CompletionRegistry, held_events_come_back_in_order_up_to_capacity) {
+TEST(CompletionRegistry, held_events_come_back_in_order_beyond_the_first_capacity) {
     loom::completion_registry reg;
-    for (std::size_t i = 0; i < loom::completion_registry::hold_capacity; ++i) {
+    constexpr std::size_t n = 3 * loom::completion_registry::hold_capacity + 5;
+    loom::completion_event out{};
+    // Start the ring off its first slot so that growing must unwrap it.
+    ASSERT_TRUE(reg.hold(loom::completion_event{}));
+    ASSERT_TRUE(reg.take_held(out));
+    for (std::size_t i = 0; i < n; ++i) {
         loom::completion_event ev{};
         ev.bytes_transferred = i;
         ev.error_text = "text";
         ASSERT_TRUE(reg.hold(ev));
     }
-    EXPECT_FALSE(reg.hold(loom::completion_event{})) << "held past capacity";
-    loom::completion_event out{};
-    for (std::size_t i = 0; i < loom::completion_registry::hold_capacity; ++i) {
+    EXPECT_EQ(reg.held_count(), n);
+    for (std::size_t i = 0; i < n; ++i) {
         ASSERT_TRUE(reg.take_held(out));
         EXPECT_EQ(out.bytes_transferred, i);
         EXPECT_EQ(out.error_text, "text");
     }
     EXPECT_FALSE(reg.take_held(out));
+}
+
+TEST(CompletionRegistry, reserving_room_makes_that_many_holds_possible) {
+    loom::completion_registry reg;
+    EXPECT_EQ(reg.hold_room(), loom::completion_registry::hold_capacity);
+    ASSERT_TRUE(reg.reserve_hold(100));
+    EXPECT_GE(reg.hold_room(), 100u);
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(reg.hold(loom::completion_event{}));
+    EXPECT_EQ(reg.held_count(), 100u);
+}
+
+TEST(CompletionRegistry, passive_dispatch_delivers_only_passive_operations) {
+    loom::completion_registry reg;
+    op active, passive{nullptr, true};
+    ASSERT_TRUE(reg.add(active));
+    ASSERT_TRUE(reg.add(passive));
+    EXPECT_FALSE(reg.dispatch_passive(event_for(active)));
+    EXPECT_TRUE(reg.owns(active.context())) << "a refused passive dispatch must leave the operation registered";
+    EXPECT_TRUE(reg.dispatch_passive(event_for(passive, 7)));
+    EXPECT_EQ(passive.delivered, 1);
+    EXPECT_EQ(passive.bytes, 7u);
+    EXPECT_TRUE(reg.dispatch(event_for(active)));
+    EXPECT_EQ(active.delivered, 1);
+}
+
+TEST(CompletionRegistry, held_events_of_passive_operations_are_delivered_and_the_rest_keep_their_order) {
+    loom::completion_registry reg;
+    op active, passive{nullptr, true};
+    ASSERT_TRUE(reg.add(active));
+    ASSERT_TRUE(reg.add(passive));
+    loom::completion_event foreign{};
+    foreign.bytes_transferred = 1;
+    ASSERT_TRUE(reg.hold(foreign));
+    ASSERT_TRUE(reg.hold(event_for(passive, 2)));
+    ASSERT_TRUE(reg.hold(event_for(active, 3)));
+    EXPECT_EQ(reg.dispatch_held_passive(), 1u);
+    EXPECT_EQ(passive.delivered, 1);
+    EXPECT_EQ(active.delivered, 0) << "an operation that runs user code must wait for a normal reader";
+    loom::completion_event out{};
+    ASSERT_TRUE(reg.take_held(out));
+    EXPECT_EQ(out.bytes_transferred, 1u);
+    ASSERT_TRUE(reg.take_held(out));
+    EXPECT_EQ(out.bytes_transferred, 3u);
+    EXPECT_FALSE(reg.take_held(out));
+    EXPECT_EQ(reg.dispatch_held_passive(), 0u);
+}
+
+TEST(CompletionRegistry, owned_operations_are_visited_and_removed_by_owner_only) {
+    loom::completion_registry reg;
+    int mine = 0, theirs = 0;
+    std::vector<std::unique_ptr<op>> ops;
+    for (int i = 0; i < 50; ++i) ops.push_back(std::make_unique<op>(i % 3 == 0 ? &theirs : &mine));
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (i % 5 == 4) {
+            ASSERT_TRUE(reg.defer(*ops[i]));
+        } else {
+            ASSERT_TRUE(reg.add(*ops[i]));
+        }
+    }
+    struct seen {
+        std::vector<const loom::registered_completion*> registered, deferred;
+    } visited, removed;
+    auto note = [](loom::registered_completion& o, bool deferred, void* arg) noexcept {
+        auto* s = static_cast<seen*>(arg);
+        (deferred ? s->deferred : s->registered).push_back(&o);
+    };
+    std::size_t mine_registered = 0, mine_deferred = 0;
+    for (std::size_t i = 0; i < ops.size(); ++i)
+        if (ops[i]->owner() == &mine) ++(i % 5 == 4 ? mine_deferred : mine_registered);
+    EXPECT_EQ(reg.visit_owned(&mine, note, &visited), mine_registered + mine_deferred);
+    EXPECT_EQ(visited.registered.size(), mine_registered);
+    EXPECT_EQ(visited.deferred.size(), mine_deferred) << "visiting takes deferred operations out";
+    EXPECT_EQ(reg.deferred_count(), 10u - mine_deferred);
+    for (auto* o : visited.registered) EXPECT_TRUE(reg.owns(reinterpret_cast<const void*>(o->context_address())));
+    EXPECT_EQ(reg.remove_owned(&mine, note, &removed), mine_registered);
+    EXPECT_EQ(removed.registered.size(), mine_registered);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const bool registered = i % 5 != 4;
+        EXPECT_EQ(reg.owns(ops[i]->context()), registered && ops[i]->owner() == &theirs) << i;
+    }
+    // What is left still works as a tree.
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (i % 5 == 4 || ops[i]->owner() != &theirs) continue;
+        EXPECT_TRUE(reg.dispatch(event_for(*ops[i])));
+    }
+    EXPECT_EQ(reg.size(), 0u);
 }
 
 }  // namespace

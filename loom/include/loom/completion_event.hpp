@@ -22,7 +22,8 @@ struct completion_event {
     std::error_code error{};
     int provider_errno{0};
     std::size_t overflow_length{0};  ///< bytes the receive buffer could not hold (truncation)
-    std::string error_text{};        ///< fi_cq_strerror() text for error entries
+    std::string error_text{};        ///< fi_cq_strerror() text for error entries (kept last:
+                                     ///< a copy whose text allocation fails has every other field)
 
     [[nodiscard]] auto has_error() const noexcept -> bool { return static_cast<bool>(error); }
     [[nodiscard]] auto request() const noexcept -> request_context* {

@@ -26,6 +26,15 @@ namespace loom {
 /// What each CQ entry carries (fi_cq_format).
 enum class cq_format : int { context = 1, msg = 2, data = 3, tagged = 4 };
 
+/// What a queue's wait object is (fi_wait_obj), as completion_queue::wait_object_type reports it.
+enum class wait_object : int { none = 0, unspecified = 1, set = 2, fd = 3, mutex_cond = 4, yield = 5, pollfd = 6 };
+
+/// What completion_queue::dispatch_ready did.
+struct dispatch_result {
+    std::size_t completed{0};                    ///< events delivered to registered operations
+    std::optional<completion_event> unhandled{};  ///< the first event no operation owns
+};
+
 struct cq_attr {
     std::size_t size{0};                   ///< 0: provider default
     cq_format format{cq_format::tagged};
@@ -156,9 +165,27 @@ public:
     /// another front end's, a core operation's, a context-free or queue-level event). Reads
     /// (poll, read, read_tagged, wait) never dispatch by themselves.
     auto dispatch(const completion_event& ev) noexcept -> bool { return registry_ && registry_->dispatch(ev); }
+    /// Delivers what is ready: events held for readers first, then one batch read from the
+    /// queue, each to the operation registered with its context; then submits again the
+    /// operations the provider had refused with FI_EAGAIN. Stops at the first event no operation
+    /// owns and returns it (the rest of its batch is held, in order, for the next reader); a
+    /// failed read comes back the same way, as an event with the error. What
+    /// loom::execution::poll_completions and the Asio fabric service call per queue.
+    auto dispatch_ready() -> dispatch_result;
     /// The operations awaiting a completion from this queue (null on a queue never created).
     /// It keeps its address when the queue is moved.
     [[nodiscard]] auto registry() const noexcept -> completion_registry* { return registry_.get(); }
+
+    /// The kind of wait object the provider gave the queue (fi_control FI_GETWAITOBJ):
+    /// wait_object::none for a queue created without one. Ask before wait_descriptor().
+    [[nodiscard]] auto wait_object_type() const noexcept -> result<wait_object>;
+    /// The queue's wait descriptor (fi_control FI_GETWAIT), still owned by the queue: for a
+    /// queue whose wait_object_type() is wait_object::fd; not_supported for any other.
+    [[nodiscard]] auto wait_descriptor() const noexcept -> result<int>;
+    /// fi_trywait on this queue: success when it is safe to block on its wait descriptor;
+    /// errc::again when completions (or progress) are pending and the queue must be read
+    /// first; not_supported when the queue has no recorded fabric or the provider cannot tell.
+    [[nodiscard]] auto try_wait() noexcept -> void_result;
 
     [[nodiscard]] auto format() const noexcept -> cq_format { return attr_.format; }
     [[nodiscard]] auto attributes() const noexcept -> const cq_attr& { return attr_; }

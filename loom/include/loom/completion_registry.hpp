@@ -2,14 +2,14 @@
 #pragma once
 
 #include <loom/completion_event.hpp>
+#include <loom/detail/spin_lock.hpp>
 
 #include <rdma/fabric.h>
 
-#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
+#include <vector>
 
 namespace loom {
 
@@ -28,8 +28,10 @@ public:
     /// provider busy (FI_EAGAIN) and was deferred: it submits again (or defers again).
     using retry_fn = void (*)(registered_completion& self) noexcept;
 
-    explicit registered_completion(deliver_fn deliver, retry_fn retry = nullptr) noexcept
-        : deliver_(deliver), retry_(retry) {}
+    /// `owner`: what the operation belongs to (an endpoint of a front end), for
+    /// completion_registry::remove_owned and visit_owned; null for none.
+    explicit registered_completion(deliver_fn deliver, retry_fn retry = nullptr, const void* owner = nullptr) noexcept
+        : deliver_(deliver), retry_(retry), owner_(owner) {}
     registered_completion(const registered_completion&) = delete;
     auto operator=(const registered_completion&) -> registered_completion& = delete;
     ~registered_completion() = default;
@@ -39,6 +41,12 @@ public:
     [[nodiscard]] auto context_address() const noexcept -> std::uintptr_t {
         return reinterpret_cast<std::uintptr_t>(&native_);
     }
+    [[nodiscard]] auto owner() const noexcept -> const void* { return owner_; }
+
+protected:
+    /// Marks a state whose delivery runs no user code (it records the event for a waiting
+    /// thread): any reader may deliver it, see completion_registry::dispatch_passive.
+    void make_passive() noexcept { passive_ = true; }
 
 private:
     friend class completion_registry;
@@ -47,8 +55,10 @@ private:
     registered_completion* right_{nullptr};
     deliver_fn deliver_;
     retry_fn retry_;
+    const void* owner_;
     bool linked_{false};    // in the tree
     bool deferred_{false};  // in the deferred list (left_ is the next one)
+    bool passive_{false};
 };
 
 /// The operations registered on one completion queue, keyed by context address. A completion
@@ -57,7 +67,7 @@ private:
 /// removal take amortized logarithmic time and allocate nothing.
 class completion_registry {
 public:
-    completion_registry() = default;
+    completion_registry();
     completion_registry(const completion_registry&) = delete;
     auto operator=(const completion_registry&) -> completion_registry& = delete;
     ~completion_registry() = default;
@@ -71,6 +81,21 @@ public:
     /// Delivers `ev` to the operation registered with its context, unlinking it first; false
     /// (and nothing changes) when no registered operation owns the event.
     auto dispatch(const completion_event& ev) noexcept -> bool;
+    /// The same for an operation whose delivery runs no user code (make_passive): what a reader
+    /// that must not run other operations' completions (a blocking call) may still deliver.
+    auto dispatch_passive(const completion_event& ev) noexcept -> bool;
+    /// Called by remove_owned and visit_owned for each operation of an owner; `deferred`: it was
+    /// waiting for resubmission, not submitted.
+    using owned_fn = void (*)(registered_completion& op, bool deferred, void* arg) noexcept;
+    /// Unregisters every operation (registered or deferred) whose owner is `owner` and then, out
+    /// of the lock, calls `fn` for each: after a successful close of their endpoint, when no
+    /// completion will come for them. Linear in the number of registered operations; allocates
+    /// nothing. Returns how many.
+    auto remove_owned(const void* owner, owned_fn fn, void* arg) noexcept -> std::size_t;
+    /// Calls `fn` for every registered operation of `owner`, under the lock (`fn` must not call
+    /// the registry; fi_cancel is what it is for); deferred ones are taken out of the deferred
+    /// list first and passed with deferred = true out of the lock. Returns how many.
+    auto visit_owned(const void* owner, owned_fn fn, void* arg) noexcept -> std::size_t;
     /// Queues `op`, which is not registered, for a later submission by retry_deferred (its
     /// submission returned FI_EAGAIN); false when it is registered, queued, or has no retry_fn.
     auto defer(registered_completion& op) noexcept -> bool;
@@ -84,11 +109,21 @@ public:
     auto retry_deferred() noexcept -> std::size_t;
     [[nodiscard]] auto deferred_count() const noexcept -> std::size_t;
 
-    /// Events a reader took from the queue in one batch after an event it had to hand back
-    /// unhandled: kept here, in order, for the next reader that asks (so none is lost and the
-    /// order holds). hold() is false when hold_capacity events are held already.
+    /// Events a reader took from the queue but may not deliver (those read in one batch after an
+    /// event it hands back unhandled; those a blocking call reads for others): kept here, in
+    /// order, for the next reader that asks (so none is lost and the order holds). Room for
+    /// hold_capacity events is allocated with the registry; hold() grows it when full and is
+    /// false only when that allocation fails.
     static constexpr std::size_t hold_capacity = 16;
     auto hold(const completion_event& ev) noexcept -> bool;
+    /// Makes room for `n` more held events without a later allocation; false when the memory
+    /// cannot be had (a reader that must not lose events then reads no more than hold_room()).
+    auto reserve_hold(std::size_t n) noexcept -> bool;
+    [[nodiscard]] auto hold_room() const noexcept -> std::size_t;
+    /// Delivers the held events that belong to passive operations (make_passive), keeping the
+    /// others in order: what a blocking call does first, in case another reader held its
+    /// completion. Returns how many were delivered.
+    auto dispatch_held_passive() noexcept -> std::size_t;
     /// The oldest held event into `out` (reusing its storage); false when none is held.
     auto take_held(completion_event& out) noexcept -> bool;
     [[nodiscard]] auto held_count() const noexcept -> std::size_t;
@@ -100,14 +135,20 @@ private:
     /// Top-down splay of the tree rooted at root_ around `key`; the new root is the closest node.
     void splay(std::uintptr_t key) noexcept;
     [[nodiscard]] auto take(std::uintptr_t key) noexcept -> registered_completion*;
-    mutable std::mutex m_;
+    [[nodiscard]] auto dispatch_if(const completion_event& ev, bool passive_only) noexcept -> bool;
+    /// Day-Stout-Warren: the tree as a chain of right children, in key order (still a valid
+    /// splay tree), so that it can be walked without a stack.
+    void flatten() noexcept;
+    [[nodiscard]] auto take_deferred_owned(const void* owner) noexcept -> registered_completion*;
+    [[nodiscard]] auto grow_hold(std::size_t need) noexcept -> bool;
+    mutable detail::spin_lock m_;
     registered_completion* root_{nullptr};
     std::size_t size_{0};
     registered_completion* deferred_head_{nullptr};
     registered_completion* deferred_tail_{nullptr};
     // Read without the lock by the polls that find nothing deferred or held (the common case).
     std::atomic<std::size_t> deferred_count_{0};
-    std::array<completion_event, hold_capacity> held_{};
+    std::vector<completion_event> held_;  // a ring: held_count_ events from held_first_
     std::size_t held_first_{0};
     std::atomic<std::size_t> held_count_{0};
 };

@@ -111,7 +111,8 @@ auto read_to(endpoint& ep, std::span<std::byte> local, const memory_region& loca
     if (const int e = detail::check(ep, local, &local_mr, peer, remote, ctx)) return detail::fail(e);
     const ::iovec iov{local.data(), local.size()};
     void* desc = local_mr.descriptor();
-    return detail::submit_msg(ep, true, {&iov, 1}, {&desc, 1}, peer, {&remote, 1}, 0,
+    const remote_memory exact{remote.addr, remote.key, local.size()};  // the IOV totals must match
+    return detail::submit_msg(ep, true, {&iov, 1}, {&desc, 1}, peer, {&exact, 1}, 0,
                               effective_flags<D>(flags, ep.tx_op_flags()).without(write_only_flags), ctx.get());
 }
 template <operation_defaults D = operation_defaults::replace>
@@ -120,7 +121,8 @@ auto write_to(endpoint& ep, std::span<const std::byte> local, const memory_regio
     if (const int e = detail::check(ep, local, &local_mr, peer, remote, ctx)) return detail::fail(e);
     const ::iovec iov{const_cast<std::byte*>(local.data()), local.size()};
     void* desc = local_mr.descriptor();
-    return detail::submit_msg(ep, false, {&iov, 1}, {&desc, 1}, peer, {&remote, 1}, 0,
+    const remote_memory exact{remote.addr, remote.key, local.size()};  // the IOV totals must match
+    return detail::submit_msg(ep, false, {&iov, 1}, {&desc, 1}, peer, {&exact, 1}, 0,
                               effective_flags<D>(flags, ep.tx_op_flags()), ctx.get());
 }
 

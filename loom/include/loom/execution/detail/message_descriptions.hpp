@@ -2,21 +2,11 @@
 #pragma once
 
 #include <loom/execution/detail/fabric_operation.hpp>
-#include <loom/msg.hpp>
+#include <loom/detail/async_submission.hpp>
 
 #include <span>
 
 namespace loom::execution::detail {
-
-/// Front-end operations ask for a completion of their own: the endpoint's defaults for the
-/// direction, less the FI_MORE hint (nothing may follow to end the batch), plus FI_COMPLETION
-/// (selective completion would otherwise drop it).
-inline constexpr auto own_completion = operation_defaults::inherit_without_more;
-/// When the endpoint's defaults carry no FI_MORE and its queue is not selective, the plain call
-/// (fi_send, fi_trecv, ...) has exactly those semantics, without the message form's cost.
-[[nodiscard]] constexpr auto plain_call_completes(op_flag defaults, bool selective) noexcept -> bool {
-    return !selective && !defaults.any(op_flag::more);
-}
 
 struct send_description {
     using value_signature = set_value_t();
@@ -28,24 +18,8 @@ struct send_description {
 
     [[nodiscard]] auto check(const endpoint&, const completion_queue&) const noexcept -> std::error_code { return {}; }
     [[nodiscard]] auto submit(endpoint& ep, void* ctx) noexcept -> void_result {
-        if (plain_call_completes(ep.tx_op_flags(), ep.transmit_completion_is_selective()))
-            return tagged ? ep.tagged_send(buffer, tag, peer, desc, ctx) : ep.send(buffer, peer, desc, ctx);
         const ::iovec iov{const_cast<std::byte*>(buffer.data()), buffer.size()};
-        if (tagged) {
-            msg::tagged_send_message<void*> m{};
-            m.iov.push_back(iov);
-            m.desc.push_back(desc);
-            m.addr = peer;
-            m.tag = tag;
-            m.context = ctx;
-            return msg::tagged_sendmsg<own_completion>(ep, m, op_flag::completion);
-        }
-        msg::send_message<void*> m{};
-        m.iov.push_back(iov);
-        m.desc.push_back(desc);
-        m.addr = peer;
-        m.context = ctx;
-        return msg::sendmsg<own_completion>(ep, m, op_flag::completion);
+        return loom::detail::submit_send(ep, {{&iov, 1}, {&desc, 1}, peer, tag, 0, tagged}, ctx);
     }
     template <class R>
     void complete(R&& r, const completion_event&) const noexcept {
@@ -69,25 +43,8 @@ struct receive_description {
         return {};
     }
     [[nodiscard]] auto submit(endpoint& ep, void* ctx) noexcept -> void_result {
-        if (plain_call_completes(ep.rx_op_flags(), ep.receive_completion_is_selective()))
-            return tagged ? ep.tagged_recv(buffer, tag, ignore, source, desc, ctx) : ep.recv(buffer, source, desc, ctx);
         const ::iovec iov{buffer.data(), buffer.size()};
-        if (tagged) {
-            msg::tagged_receive_message<void*> m{};
-            m.iov.push_back(iov);
-            m.desc.push_back(desc);
-            m.addr = source;
-            m.tag = tag;
-            m.ignore = ignore;
-            m.context = ctx;
-            return msg::tagged_recvmsg<own_completion>(ep, m, op_flag::completion);
-        }
-        msg::receive_message<void*> m{};
-        m.iov.push_back(iov);
-        m.desc.push_back(desc);
-        m.addr = source;
-        m.context = ctx;
-        return msg::recvmsg<own_completion>(ep, m, op_flag::completion);
+        return loom::detail::submit_receive(ep, {{&iov, 1}, {&desc, 1}, source, tag, ignore, tagged}, ctx);
     }
     template <class R>
     void complete(R&& r, const completion_event& ev) const noexcept {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <loom/atomic.hpp>
+#include <loom/detail/async_submission.hpp>
 #include <loom/execution/detail/fabric_operation.hpp>
 #include <loom/rma.hpp>
 
@@ -19,19 +20,15 @@ struct rma_description {
     bool is_read;
 
     [[nodiscard]] auto check(const endpoint& ep, const completion_queue&) const noexcept -> std::error_code {
-        if (mr != nullptr && !mr->usable_with(ep)) return make_error_code(errc::invalid_argument);
+        if (mr != nullptr && !mr->covers(ep, local)) return make_error_code(errc::invalid_argument);
+        if (!remote.holds(local.size())) return make_error_code(errc::invalid_argument);
         return {};
     }
     [[nodiscard]] auto submit(endpoint& ep, void* ctx) noexcept -> void_result {
-        constexpr auto inherit = operation_defaults::inherit_without_more;
-        if (mr != nullptr) {
-            if (is_read) return rma::read_to<inherit>(ep, local, *mr, peer, remote, op_flag::completion, ctx);
-            return rma::write_to<inherit>(ep, local, *mr, peer, remote, op_flag::completion, ctx);
-        }
         const ::iovec iov{local.data(), local.size()};
-        void* const no_desc = nullptr;
-        if (is_read) return rma::readv_to<inherit>(ep, {&iov, 1}, {&no_desc, 1}, peer, {&remote, 1}, op_flag::completion, ctx);
-        return rma::writev_to<inherit>(ep, {&iov, 1}, {&no_desc, 1}, peer, {&remote, 1}, op_flag::completion, ctx);
+        void* const desc = mr != nullptr ? mr->descriptor() : nullptr;
+        const remote_memory exact{remote.addr, remote.key, local.size()};
+        return loom::detail::submit_rma(ep, is_read, {&iov, 1}, {&desc, mr != nullptr ? 1u : 0u}, peer, exact, ctx);
     }
     template <class R>
     void complete(R&& r, const completion_event&) const noexcept {

@@ -1,0 +1,163 @@
+// loom/asio/detail/buffer_list.hpp — the IOVs and descriptors an Asio operation hands the
+// provider, kept in the operation state (four inline, more through the handler's allocator).
+#pragma once
+
+#include <loom/asio/registered_buffer.hpp>
+#include <loom/endpoint.hpp>
+
+#include <sys/uio.h>
+
+#include <memory>
+#include <span>
+#include <system_error>
+#include <type_traits>
+
+namespace loom::asio::detail {
+
+template <class T>
+concept registered_buffer_view = std::is_same_v<std::remove_cvref_t<T>, mutable_registered_buffer> ||
+                                 std::is_same_v<std::remove_cvref_t<T>, const_registered_buffer>;
+template <class T>
+concept single_buffer = registered_buffer_view<T> || std::is_convertible_v<const T&, ::asio::const_buffer>;
+template <class T>
+concept writable_buffer = std::is_same_v<std::remove_cvref_t<T>, mutable_registered_buffer> ||
+                          std::is_convertible_v<const T&, ::asio::mutable_buffer>;
+
+/// One buffer of a sequence: its bytes and its registration (null for a plain Asio buffer).
+struct buffer_piece {
+    void* data;
+    std::size_t size;
+    const memory_region* mr;
+};
+
+template <bool Writable, class B>
+auto piece_of(const B& b) noexcept -> buffer_piece {
+    if constexpr (registered_buffer_view<B>) {
+        static_assert(!Writable || writable_buffer<B>, "a receive or read needs writable buffers");
+        return {const_cast<void*>(static_cast<const void*>(b.data())), b.size(), b.registration()};
+    } else if constexpr (Writable) {
+        static_assert(writable_buffer<B>, "a receive or read needs writable buffers");
+        const ::asio::mutable_buffer m(b);
+        return {m.data(), m.size(), nullptr};
+    } else {
+        const ::asio::const_buffer c(b);
+        return {const_cast<void*>(c.data()), c.size(), nullptr};
+    }
+}
+
+/// Calls f(buffer_piece) for each buffer of `seq`: a single buffer (plain or registered) or a
+/// range of them.
+template <bool Writable, class Seq, class F>
+void for_each_piece(const Seq& seq, F&& f) {
+    if constexpr (single_buffer<Seq>) {
+        f(piece_of<Writable>(seq));
+    } else {
+        for (const auto& b : seq) f(piece_of<Writable>(b));
+    }
+}
+
+/// The retained arrays. Allocator: the handler's associated allocator (std::allocator for the
+/// blocking forms); each array beyond the inline capacity is allocated once, at assign.
+template <class Allocator>
+class buffer_list {
+public:
+    static constexpr std::size_t inline_count = 4;
+
+    explicit buffer_list(const Allocator& a) noexcept : alloc_(a) {}
+    buffer_list(const buffer_list&) = delete;
+    auto operator=(const buffer_list&) -> buffer_list& = delete;
+    ~buffer_list() { release(); }
+
+    /// Takes the pieces of `seq`, each with its own registration's descriptor. A registered
+    /// piece must lie in its registration, which must be usable with `ep`
+    /// (memory_region::covers); invalid_argument otherwise, or when the total overflows.
+    /// Throws what the allocator throws.
+    template <bool Writable, class Seq>
+    auto assign(const Seq& seq, const endpoint& ep) -> std::error_code {
+        return fill<Writable>(seq, nullptr, ep);
+    }
+    /// The same with every piece inside `mr` (the RMA forms): its descriptor for each.
+    template <bool Writable, class Seq>
+    auto assign_within(const Seq& seq, const memory_region& mr, const endpoint& ep) -> std::error_code {
+        if (!mr.usable_with(ep)) return make_error_code(errc::invalid_argument);
+        return fill<Writable>(seq, &mr, ep);
+    }
+
+    [[nodiscard]] auto iov() const noexcept -> std::span<const ::iovec> { return {iov_, count_}; }
+    /// One descriptor per IOV, or none at all when no piece has a registration.
+    [[nodiscard]] auto desc() const noexcept -> std::span<void* const> {
+        return {desc_, has_desc_ ? count_ : std::size_t{0}};
+    }
+    [[nodiscard]] auto total() const noexcept -> std::size_t { return total_; }
+
+private:
+    using iov_alloc = typename std::allocator_traits<Allocator>::template rebind_alloc<::iovec>;
+    using desc_alloc = typename std::allocator_traits<Allocator>::template rebind_alloc<void*>;
+
+    template <bool Writable, class Seq>
+    auto fill(const Seq& seq, const memory_region* all, const endpoint& ep) -> std::error_code {
+        std::size_t n = 0;
+        for_each_piece<Writable>(seq, [&](const buffer_piece&) { ++n; });
+        reserve(n == 0 ? 1 : n);
+        std::error_code ec;
+        count_ = 0;
+        total_ = 0;
+        has_desc_ = all != nullptr;
+        for_each_piece<Writable>(seq, [&](const buffer_piece& p) {
+            const memory_region* mr = all != nullptr ? all : p.mr;
+            if (mr != nullptr) {
+                has_desc_ = true;
+                if (!mr->contains(p.data, p.size) || (all == nullptr && !mr->usable_with(ep)))
+                    ec = make_error_code(errc::invalid_argument);
+            }
+            if (total_ + p.size < total_) ec = make_error_code(errc::invalid_argument);
+            iov_[count_] = {p.data, p.size};
+            desc_[count_] = mr != nullptr ? mr->descriptor() : nullptr;
+            total_ += p.size;
+            ++count_;
+        });
+        if (count_ == 0) {  // an empty sequence: one empty buffer
+            iov_[0] = {nullptr, 0};
+            desc_[0] = nullptr;
+            count_ = 1;
+        }
+        return ec;
+    }
+    void reserve(std::size_t n) {
+        if (n <= capacity_) return;
+        release();
+        iov_alloc ia(alloc_);
+        desc_alloc da(alloc_);
+        ::iovec* iov = std::allocator_traits<iov_alloc>::allocate(ia, n);
+        try {
+            desc_ = std::allocator_traits<desc_alloc>::allocate(da, n);
+        } catch (...) {
+            std::allocator_traits<iov_alloc>::deallocate(ia, iov, n);
+            throw;
+        }
+        iov_ = iov;
+        capacity_ = n;
+    }
+    void release() noexcept {
+        if (iov_ == inline_iov_) return;
+        iov_alloc ia(alloc_);
+        desc_alloc da(alloc_);
+        std::allocator_traits<iov_alloc>::deallocate(ia, iov_, capacity_);
+        std::allocator_traits<desc_alloc>::deallocate(da, desc_, capacity_);
+        iov_ = inline_iov_;
+        desc_ = inline_desc_;
+        capacity_ = inline_count;
+    }
+
+    Allocator alloc_;
+    ::iovec inline_iov_[inline_count];
+    void* inline_desc_[inline_count];
+    ::iovec* iov_{inline_iov_};
+    void** desc_{inline_desc_};
+    std::size_t capacity_{inline_count};
+    std::size_t count_{0};
+    std::size_t total_{0};
+    bool has_desc_{false};
+};
+
+}  // namespace loom::asio::detail

@@ -1,0 +1,48 @@
+// loom/asio/detail/initiation.hpp — what asio::async_initiate calls for every fabric operation.
+#pragma once
+
+#include <loom/asio/detail/operation.hpp>
+
+#include <asio/async_result.hpp>
+
+#include <type_traits>
+
+namespace loom::asio::detail {
+
+/// The initiation object: the I/O executor (the handler's default executor) and the target.
+template <class IoExecutor>
+class initiate_operation {
+public:
+    using executor_type = IoExecutor;
+
+    initiate_operation(const IoExecutor& ex, const op_target& target) noexcept : ex_(ex), target_(target) {}
+    [[nodiscard]] auto get_executor() const noexcept -> executor_type { return ex_; }
+
+    template <class Handler, bool Writable, class Seq>
+    void operator()(Handler&& h, std::bool_constant<Writable>, op_kind kind, const op_params& params,
+                    const Seq& buffers) const {
+        using handler_type = std::decay_t<Handler>;
+        handler_type handler(static_cast<Handler&&>(h));
+        operation<handler_type, IoExecutor>::template start<Writable>(std::move(handler), ex_, target_, kind, params,
+                                                                      buffers);
+    }
+
+private:
+    IoExecutor ex_;
+    op_target target_;
+};
+
+/// Starts one operation for `token` (signature void(std::error_code, std::size_t)).
+template <bool Writable, class IoExecutor, class Seq, class Token>
+auto initiate(const IoExecutor& ex, const op_target& target, op_kind kind, const op_params& params,
+              const Seq& buffers, Token&& token) {
+    return ::asio::async_initiate<Token, void(std::error_code, std::size_t)>(
+        initiate_operation<IoExecutor>{ex, target}, token, std::bool_constant<Writable>{}, kind, params, buffers);
+}
+
+/// Tokens are anything but a tag or an address (keeps the overloads with and without ignore
+/// bits apart).
+template <class T>
+concept completion_token = !std::is_integral_v<std::remove_cvref_t<T>> && !std::is_same_v<std::remove_cvref_t<T>, fabric_addr>;
+
+}  // namespace loom::asio::detail

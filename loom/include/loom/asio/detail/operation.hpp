@@ -1,0 +1,314 @@
+// loom/asio/detail/operation.hpp — the state of one Asio fabric operation: registered with its
+// completion queue by context, submitted at initiation, completed by whoever dispatches the
+// queue's events, its handler run through the fabric service (or posted, without one).
+#pragma once
+
+#include <loom/asio/detail/buffer_list.hpp>
+#include <loom/asio/detail/endpoint_state.hpp>
+#include <loom/completion_queue.hpp>
+#include <loom/detail/async_submission.hpp>
+
+#include <asio/associated_allocator.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/cancellation_type.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/error.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+#include <asio/recycling_allocator.hpp>
+
+#include <memory>
+#include <system_error>
+#include <utility>
+
+namespace loom::asio {
+class fabric_service;
+}
+
+namespace loom::asio::detail {
+
+class operation_base;
+// What operations tell the fabric service (defined with it, in loom/asio/impl/fabric_service.hpp).
+void service_operation_started(fabric_service& s) noexcept;
+void service_operation_finished(fabric_service& s) noexcept;
+void service_operation_ready(fabric_service& s, operation_base& op) noexcept;
+
+enum class op_kind : std::uint8_t { send, receive, read, write };
+
+/// What an operation addresses besides its buffers.
+struct op_params {
+    fabric_addr peer{fabric_addrs::unspecified};  ///< destination, or the receive's source filter
+    std::uint64_t tag{0};
+    std::uint64_t ignore{0};
+    bool tagged{false};
+    const memory_region* rma_mr{nullptr};  ///< RMA: the registration every local buffer lies in
+    remote_memory remote{};                ///< RMA: the remote range (at least the local total)
+};
+
+/// Where an operation goes and who drives it.
+struct op_target {
+    loom::endpoint* ep;
+    completion_queue* cq;       ///< the queue its completion arrives on (bound for its direction)
+    fabric_service* service;    ///< runs the handler; null: the handler is posted to its executor
+    endpoint_state* owner;      ///< kept alive until completion; null for a borrowed endpoint
+};
+
+/// Checks made before submission that do not depend on the buffers (`total`: their bytes); an
+/// RMA operation's remote range is cut to exactly `total` (the IOV totals must match).
+[[nodiscard]] inline auto check_operation(const loom::endpoint& ep, const completion_queue& cq, op_kind kind,
+                                          op_params& params, std::size_t total) noexcept -> std::error_code {
+    if (kind == op_kind::receive) {
+        if (cq.format() == cq_format::context) return make_error_code(errc::invalid_argument);  // no length
+        if (ep.rx_op_flags().any(op_flag::multi_recv)) return make_error_code(errc::not_supported);
+    }
+    if (kind == op_kind::read || kind == op_kind::write) {
+        if (!params.remote.holds(total)) return make_error_code(errc::invalid_argument);
+        params.remote = {params.remote.addr, params.remote.key, total};
+    }
+    return {};
+}
+
+/// Submits with `ctx` (the operation's registered context).
+[[nodiscard]] inline auto submit_operation(loom::endpoint& ep, op_kind kind, const op_params& p,
+                                           std::span<const ::iovec> iov, std::span<void* const> desc, void* ctx) noexcept
+    -> void_result {
+    switch (kind) {
+        case op_kind::send: return loom::detail::submit_send(ep, {iov, desc, p.peer, p.tag, 0, p.tagged}, ctx);
+        case op_kind::receive:
+            return loom::detail::submit_receive(ep, {iov, desc, p.peer, p.tag, p.ignore, p.tagged}, ctx);
+        case op_kind::read:
+        case op_kind::write: return loom::detail::submit_rma(ep, kind == op_kind::read, iov, desc, p.peer, p.remote, ctx);
+    }
+    return make_unexpected(errc::invalid_argument);
+}
+
+/// How finish() hands over the handler.
+enum class completion_mode {
+    dispatch,  ///< asio::dispatch on the handler's executor (the service's own passes)
+    post,      ///< asio::post (failures at initiation, no service, a closed endpoint)
+    destroy    ///< destroyed without a call (the service shuts down)
+};
+
+/// The part of an operation that does not depend on the handler type.
+class operation_base : public registered_completion {
+public:
+    operation_base(const operation_base&) = delete;
+    auto operator=(const operation_base&) -> operation_base& = delete;
+
+    /// Hands the result to the handler and frees the state (it must not be used afterwards).
+    /// May throw what the handler throws (dispatch) or what posting throws.
+    void finish(completion_mode mode) { finish_(*this, mode); }
+    /// Asks the provider to cancel (fi_cancel); an operation still waiting for resubmission
+    /// (FI_EAGAIN) ends at once with operation_aborted.
+    void request_cancel() noexcept {
+        if (target_.cq->registry()->withdraw_deferred(*this)) return completed(::asio::error::operation_aborted, 0);
+        (void)target_.ep->cancel(context());
+    }
+    /// Ends an operation whose endpoint was closed: errc::canceled, handler posted.
+    void end_by_close() noexcept {
+        ec_ = make_error_code(errc::canceled);
+        bytes_ = 0;
+        finish_safely(completion_mode::post);
+    }
+    /// Ends an operation that will not be submitted again (its endpoint is going away).
+    void end_deferred() noexcept { completed(::asio::error::operation_aborted, 0); }
+
+    operation_base* next_ready{nullptr};  ///< fabric_service's list of operations ready to finish
+
+protected:
+    using finish_fn = void (*)(operation_base& self, completion_mode mode);
+
+    operation_base(finish_fn finish, const op_target& target, op_kind kind, const op_params& params) noexcept
+        : registered_completion(&deliver, &retry, target.owner), finish_(finish), target_(target), kind_(kind),
+          params_(params) {}
+    ~operation_base() = default;
+
+    /// Registers, then submits; a refusal ends the operation (FI_EAGAIN: deferred until the
+    /// queue's next reader resubmits it).
+    void submit() noexcept {
+        completion_registry& reg = *target_.cq->registry();
+        (void)reg.add(*this);  // before submission: the completion may come at once
+        const void_result r = submit_operation(*target_.ep, kind_, params_, iov_, desc_, context());
+        if (r) return;
+        (void)reg.remove(*this);  // refused: no completion will come
+        if (is_again(r.error()) && reg.defer(*this)) return;
+        completed(r.error(), 0);
+    }
+    /// Records the result and hands the operation to whoever runs its handler.
+    void completed(std::error_code ec, std::size_t bytes) noexcept {
+        ec_ = ec;
+        bytes_ = bytes;
+        if (counted_) return service_operation_ready(*target_.service, *this);
+        finish_safely(completion_mode::post);
+    }
+    /// finish() for callers that cannot throw: a handler that cannot be posted is destroyed.
+    void finish_safely(completion_mode mode) noexcept {
+        try {
+            finish(mode);
+        } catch (...) {
+            try {
+                finish(completion_mode::destroy);
+            } catch (...) {
+            }
+        }
+    }
+
+    finish_fn finish_;
+    op_target target_;
+    op_kind kind_;
+    op_params params_;
+    std::span<const ::iovec> iov_{};
+    std::span<void* const> desc_{};
+    std::size_t total_{0};
+    std::error_code ec_{};
+    std::size_t bytes_{0};
+    bool owns_ref_{false};  ///< holds a reference on target_.owner
+    bool counted_{false};   ///< counted by target_.service as outstanding
+
+private:
+    static void deliver(registered_completion& self, const completion_event& ev) noexcept {
+        auto& op = static_cast<operation_base&>(self);
+        std::error_code ec = ev.error;
+        if (ec == make_error_code(errc::canceled)) ec = ::asio::error::operation_aborted;  // fi_cancel
+        // A receive reports the message length, partial bytes with an error included.
+        const std::size_t n = op.kind_ == op_kind::receive ? ev.bytes_transferred : (ec ? 0 : op.total_);
+        op.completed(ec, n);
+    }
+    static void retry(registered_completion& self) noexcept { static_cast<operation_base&>(self).submit(); }
+};
+
+/// Calls a handler with its result; carries the handler's associations.
+template <class Handler>
+struct bound_completion {
+    Handler handler;
+    std::error_code ec;
+    std::size_t bytes;
+    void operator()() { std::move(handler)(ec, bytes); }
+};
+
+/// One operation for a handler of signature void(std::error_code, std::size_t).
+template <class Handler, class IoExecutor>
+class operation final : public operation_base {
+public:
+    using allocator_type = ::asio::associated_allocator_t<Handler, ::asio::recycling_allocator<void>>;
+    using handler_executor = ::asio::associated_executor_t<Handler, IoExecutor>;
+
+    /// Allocates (through the handler's allocator), checks, submits; the handler runs later,
+    /// never inside this call. Throws only what allocation throws.
+    template <bool Writable, class Seq>
+    static void start(Handler&& handler, const IoExecutor& io_ex, const op_target& target, op_kind kind,
+                      const op_params& params, const Seq& buffers) {
+        using rebound = typename std::allocator_traits<allocator_type>::template rebind_alloc<operation>;
+        rebound alloc(::asio::get_associated_allocator(handler, ::asio::recycling_allocator<void>()));
+        operation* op = std::allocator_traits<rebound>::allocate(alloc, 1);
+        try {
+            ::new (static_cast<void*>(op)) operation(std::move(handler), io_ex, target, kind, params);
+        } catch (...) {
+            std::allocator_traits<rebound>::deallocate(alloc, op, 1);
+            throw;
+        }
+        std::error_code ec;
+        if (target.ep == nullptr || target.cq == nullptr || target.cq->registry() == nullptr) {
+            ec = make_error_code(errc::bad_state);  // a closed or moved-from endpoint
+        } else {
+            try {
+                ec = params.rma_mr != nullptr
+                         ? op->buffers_.template assign_within<Writable>(buffers, *params.rma_mr, *target.ep)
+                         : op->buffers_.template assign<Writable>(buffers, *target.ep);
+            } catch (...) {
+                op->finish(completion_mode::destroy);
+                throw;
+            }
+            op->iov_ = op->buffers_.iov();
+            op->desc_ = op->buffers_.desc();
+            op->total_ = op->buffers_.total();
+            if (!ec) ec = check_operation(*target.ep, *target.cq, kind, op->params_, op->total_);
+        }
+        if (ec) {  // refused before submission: the handler is posted with the reason
+            op->ec_ = ec;
+            op->finish(completion_mode::post);
+            return;
+        }
+        if (target.owner != nullptr) {
+            target.owner->add_ref();
+            op->owns_ref_ = true;
+        }
+        if (target.service != nullptr) {
+            service_operation_started(*target.service);
+            op->counted_ = true;
+        }
+        auto slot = ::asio::get_associated_cancellation_slot(op->handler_);
+        if (slot.is_connected()) slot.template emplace<cancel_handler>(op);
+        op->submit();
+    }
+
+private:
+    struct cancel_handler {
+        operation_base* op;
+        void operator()(::asio::cancellation_type type) const {
+            constexpr auto any = ::asio::cancellation_type::terminal | ::asio::cancellation_type::partial |
+                                 ::asio::cancellation_type::total;
+            if ((type & any) != ::asio::cancellation_type::none) op->request_cancel();
+        }
+    };
+
+    operation(Handler&& h, const IoExecutor& io_ex, const op_target& target, op_kind kind, const op_params& params)
+        : operation_base(&do_finish, target, kind, params),
+          handler_(std::move(h)),
+          work_(::asio::get_associated_executor(handler_, io_ex)),
+          buffers_(::asio::get_associated_allocator(handler_, ::asio::recycling_allocator<void>())) {}
+
+    static void do_finish(operation_base& base, completion_mode mode) {
+        auto& op = static_cast<operation&>(base);
+        // What outlives the state; the state is freed before the handler runs so that its
+        // memory can serve the next operation the handler starts.
+        Handler handler(std::move(op.handler_));
+        ::asio::executor_work_guard<handler_executor> work(std::move(op.work_));
+        const std::error_code ec = op.ec_;
+        const std::size_t bytes = op.bytes_;
+        fabric_service* const service = op.counted_ ? op.target_.service : nullptr;
+        endpoint_state* const owner = op.owns_ref_ ? op.target_.owner : nullptr;
+        ::asio::get_associated_cancellation_slot(handler).clear();
+        using rebound = typename std::allocator_traits<allocator_type>::template rebind_alloc<operation>;
+        rebound alloc(::asio::get_associated_allocator(handler, ::asio::recycling_allocator<void>()));
+        op.~operation();
+        std::allocator_traits<rebound>::deallocate(alloc, &op, 1);
+        if (owner != nullptr) owner->release();
+        struct finished_guard {
+            fabric_service* s;
+            ~finished_guard() {
+                if (s != nullptr) service_operation_finished(*s);
+            }
+        } guard{service};
+        if (mode == completion_mode::destroy) return;
+        const handler_executor ex = work.get_executor();
+        bound_completion<Handler> f{std::move(handler), ec, bytes};
+        if (mode == completion_mode::dispatch) ::asio::dispatch(ex, std::move(f));
+        else ::asio::post(ex, std::move(f));
+    }
+
+    Handler handler_;
+    ::asio::executor_work_guard<handler_executor> work_;
+    buffer_list<allocator_type> buffers_;
+};
+
+}  // namespace loom::asio::detail
+
+// The handler's allocator and executor stay associated when its result is bound to it.
+template <class Handler, class Allocator>
+struct asio::associated_allocator<loom::asio::detail::bound_completion<Handler>, Allocator> {
+    using type = ::asio::associated_allocator_t<Handler, Allocator>;
+    static auto get(const loom::asio::detail::bound_completion<Handler>& b, const Allocator& a = Allocator()) noexcept
+        -> type {
+        return ::asio::get_associated_allocator(b.handler, a);
+    }
+};
+template <class Handler, class Executor>
+struct asio::associated_executor<loom::asio::detail::bound_completion<Handler>, Executor> {
+    using type = ::asio::associated_executor_t<Handler, Executor>;
+    static auto get(const loom::asio::detail::bound_completion<Handler>& b, const Executor& e = Executor()) noexcept
+        -> type {
+        return ::asio::get_associated_executor(b.handler, e);
+    }
+};

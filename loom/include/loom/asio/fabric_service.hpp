@@ -1,0 +1,123 @@
+// loom/asio/fabric_service.hpp — progress for Asio: reads registered completion queues from an
+// io_context and runs the handlers of the operations they complete.
+#pragma once
+
+#include <loom/asio/detail/operation.hpp>
+#include <loom/completion_queue.hpp>
+
+#include <asio/io_context.hpp>
+#include <asio/posix/stream_descriptor.hpp>
+#include <asio/steady_timer.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace loom::asio {
+
+/// How fabric_service::register_cq progresses a queue.
+struct queue_options {
+    /// Wait on the queue's descriptor (a queue created with cq_attr::wait_obj whose wait object
+    /// is FI_WAIT_FD and whose fabric supports fi_trywait); otherwise, and with false, poll on
+    /// the timer.
+    bool use_fd_polling{true};
+    /// The timer's period for this queue (the shortest of all timer-polled queues is used);
+    /// zero: read again as soon as the io_context has run what was ready before.
+    std::chrono::microseconds poll_interval{0};
+};
+
+/// The io_context's fabric progress. While Asio operations are outstanding it reads every
+/// registered queue — through the queue's wait descriptor where the provider offers one, on a
+/// timer otherwise — delivers each event to the operation (of any front end) registered with
+/// its context, resubmits operations the provider had refused with FI_EAGAIN, and runs the
+/// handlers. With nothing outstanding it arms nothing, so io_context::run() returns.
+///
+/// The first event no operation owns (a context-free or foreign event, a queue error) is kept
+/// and pauses that queue until take_unhandled() hands it over; the other queues go on. Service
+/// calls and the completion handlers it runs are serialized; a handler may call the service
+/// again, but must not wait for another thread that calls it.
+class fabric_service final : public ::asio::io_context::service {
+public:
+    static inline ::asio::io_context::id id;
+
+    using queue_options = loom::asio::queue_options;
+    /// How a registered queue is progressed.
+    enum class progress_kind { timer, descriptor };
+
+    explicit fabric_service(::asio::io_context& ioc);
+    fabric_service(const fabric_service&) = delete;
+    auto operator=(const fabric_service&) -> fabric_service& = delete;
+    ~fabric_service() override = default;
+
+    /// The service of `ioc` (created at first use).
+    [[nodiscard]] static auto use(::asio::io_context& ioc) -> fabric_service& {
+        return ::asio::use_service<fabric_service>(ioc);
+    }
+
+    /// Reads `cq` from now on (it must stay at its address until deregistered).
+    /// invalid_argument for a queue never created or already registered.
+    auto register_cq(completion_queue& cq, const queue_options& options = {}) -> void_result;
+    /// Stops reading `cq` (waiting for a poll under way on another thread) and returns the
+    /// event kept for it, if any: look at it before destroying the queue.
+    [[nodiscard]] auto deregister_cq(completion_queue& cq) -> std::optional<completion_event>;
+    /// Polls the registered queues (from now on, whenever operations are outstanding).
+    void start();
+    /// Stops polling: operations stay outstanding; start() or poll_once() go on.
+    void stop();
+    [[nodiscard]] auto started() const -> bool;
+    /// One read of every registered queue that is not paused, and the handlers of what
+    /// completed (through their executors: inline where the caller runs that executor, else
+    /// posted). Returns the number of events delivered to operations.
+    auto poll_once() -> std::size_t;
+    /// The event kept for `cq` (which then resumes), or nothing.
+    [[nodiscard]] auto take_unhandled(completion_queue& cq) -> std::optional<completion_event>;
+    /// How `cq` is progressed; nothing when it is not registered.
+    [[nodiscard]] auto progress_of(const completion_queue& cq) const -> std::optional<progress_kind>;
+    /// Asio operations started and not yet finished (their handlers not yet run).
+    [[nodiscard]] auto outstanding_operations() const noexcept -> std::size_t {
+        return outstanding_.load(std::memory_order_acquire);
+    }
+    /// True when `cq` is registered (used by initiate_fabric_* to count their operations).
+    [[nodiscard]] auto serves(const completion_queue& cq) const -> bool;
+
+private:
+    friend void detail::service_operation_started(fabric_service& s) noexcept;
+    friend void detail::service_operation_finished(fabric_service& s) noexcept;
+    friend void detail::service_operation_ready(fabric_service& s, detail::operation_base& op) noexcept;
+    struct queue_entry;
+    class pass_scope;
+
+    void shutdown() override;
+    // Called with mutex_ held.
+    void schedule();
+    void timer_pass();
+    void descriptor_ready(const std::shared_ptr<queue_entry>& e, const std::error_code& ec);
+    auto read_queue(queue_entry& e) -> std::size_t;
+    auto prepare_wait(const std::shared_ptr<queue_entry>& e) -> bool;
+    void run_ready();
+    void push_ready(detail::operation_base& op) noexcept;
+    void reclaim();
+    void wake() noexcept;
+    [[nodiscard]] auto find(const completion_queue& cq) const -> std::shared_ptr<queue_entry>;
+
+    ::asio::io_context& ioc_;
+    mutable std::recursive_mutex mutex_;
+    std::vector<std::shared_ptr<queue_entry>> queues_;
+    ::asio::steady_timer timer_;
+    unsigned depth_{0};           // passes under way on the thread holding mutex_
+    bool started_{false};
+    bool pass_scheduled_{false};  // the timer is armed or a pass is posted
+    bool shut_down_{false};
+    std::atomic<std::size_t> outstanding_{0};
+    std::atomic<detail::operation_base*> ready_{nullptr};  // completed, handler not yet run (LIFO)
+    std::atomic<bool> drain_posted_{false};
+    std::atomic<std::thread::id> polling_thread_{};
+};
+
+}  // namespace loom::asio
+
+#include <loom/asio/impl/fabric_service.hpp>

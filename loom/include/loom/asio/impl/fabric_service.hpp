@@ -1,0 +1,340 @@
+// loom/asio/impl/fabric_service.hpp — inline bodies of loom/asio/fabric_service.hpp.
+#pragma once
+
+#include <asio/post.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace loom::asio {
+
+struct fabric_service::queue_entry {
+    completion_queue* cq;
+    queue_options options;
+    std::optional<completion_event> unhandled{};
+    std::optional<::asio::posix::stream_descriptor> descriptor{};  // our duplicate of the wait fd
+    bool removed{false};
+    bool wait_armed{false};
+    bool needs_read{false};  // descriptor queue: fi_trywait said read first
+
+    [[nodiscard]] auto by_descriptor() const noexcept -> bool { return descriptor.has_value(); }
+    [[nodiscard]] auto active() const noexcept -> bool { return !removed && !unhandled; }
+};
+
+/// One pass (timer, descriptor, poll_once, drain) on the thread holding mutex_: marks the
+/// thread as the one delivering (so that completions join this pass's handler run instead of
+/// waking the io_context), and at the end — also when a handler throws — reclaims removed
+/// queues and arms what the outstanding operations need.
+class fabric_service::pass_scope {
+public:
+    explicit pass_scope(fabric_service& s) : s_(s), previous_(s.polling_thread_.load(std::memory_order_relaxed)) {
+        ++s_.depth_;
+        s_.polling_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    }
+    pass_scope(const pass_scope&) = delete;
+    auto operator=(const pass_scope&) -> pass_scope& = delete;
+    ~pass_scope() {
+        s_.polling_thread_.store(previous_, std::memory_order_relaxed);
+        if (--s_.depth_ != 0) return;
+        s_.reclaim();
+        try {
+            s_.schedule();
+        } catch (...) {  // posting failed: the next service call or operation schedules again
+        }
+    }
+
+private:
+    fabric_service& s_;
+    std::thread::id previous_;
+};
+
+inline fabric_service::fabric_service(::asio::io_context& ioc)
+    : ::asio::io_context::service(ioc), ioc_(ioc), timer_(ioc) {}
+
+inline auto fabric_service::find(const completion_queue& cq) const -> std::shared_ptr<queue_entry> {
+    for (const auto& e : queues_)
+        if (e->cq == &cq && !e->removed) return e;
+    return nullptr;
+}
+
+inline auto fabric_service::serves(const completion_queue& cq) const -> bool {
+    const std::lock_guard lock(mutex_);
+    return find(cq) != nullptr;
+}
+
+inline auto fabric_service::register_cq(completion_queue& cq, const queue_options& options) -> void_result {
+    const std::lock_guard lock(mutex_);
+    if (!cq.valid() || cq.registry() == nullptr || find(cq) != nullptr || shut_down_)
+        return make_unexpected(errc::invalid_argument);
+    auto e = std::make_shared<queue_entry>(queue_entry{&cq, options});
+    // Descriptor polling where the provider offers a wait fd and fi_trywait answers for it.
+    if (options.use_fd_polling) {
+        const auto kind = cq.wait_object_type();
+        const auto fd = kind && *kind == wait_object::fd ? cq.wait_descriptor() : result<int>{make_unexpected(errc::not_supported)};
+        const auto probe = fd ? cq.try_wait() : void_result{make_unexpected(errc::not_supported)};
+        if (fd && (probe || is_again(probe.error()))) {
+            const int own = ::fcntl(*fd, F_DUPFD_CLOEXEC, 0);
+            if (own >= 0) {
+                try {
+                    e->descriptor.emplace(ioc_, own);
+                } catch (...) {
+                    ::close(own);
+                    throw;
+                }
+            }
+        }
+    }
+    queues_.push_back(std::move(e));
+    schedule();
+    return {};
+}
+
+inline auto fabric_service::deregister_cq(completion_queue& cq) -> std::optional<completion_event> {
+    const std::lock_guard lock(mutex_);  // waits for a pass on another thread
+    const auto e = find(cq);
+    if (e == nullptr) return std::nullopt;
+    e->removed = true;
+    if (e->descriptor) {
+        std::error_code ignored;
+        e->descriptor->cancel(ignored);
+    }
+    std::optional<completion_event> ev = std::move(e->unhandled);
+    e->unhandled.reset();
+    if (depth_ == 0) reclaim();  // else when the outermost pass ends
+    return ev;
+}
+
+inline void fabric_service::start() {
+    const std::lock_guard lock(mutex_);
+    if (shut_down_) return;
+    started_ = true;
+    schedule();
+}
+
+inline void fabric_service::stop() {
+    const std::lock_guard lock(mutex_);
+    started_ = false;
+    timer_.cancel();
+    for (const auto& e : queues_) {
+        std::error_code ignored;
+        if (e->wait_armed) e->descriptor->cancel(ignored);
+    }
+}
+
+inline auto fabric_service::started() const -> bool {
+    const std::lock_guard lock(mutex_);
+    return started_;
+}
+
+inline auto fabric_service::poll_once() -> std::size_t {
+    const std::lock_guard lock(mutex_);
+    const pass_scope pass(*this);
+    std::size_t n = 0;
+    const std::size_t count = queues_.size();  // queues registered meanwhile join the next poll
+    for (std::size_t i = 0; i < count; ++i) {
+        const auto e = queues_[i];
+        if (!e->active()) continue;
+        n += read_queue(*e);
+        e->needs_read = false;  // schedule() prepares its wait again
+    }
+    run_ready();
+    return n;
+}
+
+inline auto fabric_service::take_unhandled(completion_queue& cq) -> std::optional<completion_event> {
+    const std::lock_guard lock(mutex_);
+    const auto e = find(cq);
+    if (e == nullptr || !e->unhandled) return std::nullopt;
+    std::optional<completion_event> ev = std::move(e->unhandled);
+    e->unhandled.reset();
+    schedule();  // the queue resumes
+    return ev;
+}
+
+inline auto fabric_service::progress_of(const completion_queue& cq) const -> std::optional<progress_kind> {
+    const std::lock_guard lock(mutex_);
+    const auto e = find(cq);
+    if (e == nullptr) return std::nullopt;
+    return e->by_descriptor() ? progress_kind::descriptor : progress_kind::timer;
+}
+
+inline auto fabric_service::read_queue(queue_entry& e) -> std::size_t {
+    auto r = e.cq->dispatch_ready();
+    if (r.unhandled) e.unhandled = std::move(r.unhandled);  // pauses the queue
+    return r.completed;
+}
+
+inline auto fabric_service::prepare_wait(const std::shared_ptr<queue_entry>& e) -> bool {
+    // Armed first, fi_trywait second: an event that arrives in between leaves the queue
+    // non-empty (trywait says read first) or signals the armed wait.
+    if (!e->wait_armed) {
+        e->wait_armed = true;
+        e->descriptor->async_wait(::asio::posix::stream_descriptor::wait_read,
+                                  [this, e](const std::error_code& ec) { descriptor_ready(e, ec); });
+    }
+    if (e->cq->try_wait()) return true;
+    e->needs_read = true;
+    return false;
+}
+
+inline void fabric_service::schedule() {
+    if (!started_ || shut_down_) return;
+    if (outstanding_.load(std::memory_order_acquire) == 0) {  // idle: nothing armed, run() may return
+        for (const auto& e : queues_) {
+            std::error_code ignored;
+            if (e->wait_armed) e->descriptor->cancel(ignored);
+        }
+        return;
+    }
+    bool timer_needed = false;
+    auto interval = std::chrono::microseconds::max();
+    for (const auto& e : queues_) {
+        if (!e->active()) continue;
+        if (e->by_descriptor()) {
+            if (!e->needs_read && prepare_wait(e)) continue;
+            interval = std::chrono::microseconds::zero();  // read it in bounded passes
+        } else {
+            interval = std::min(interval, e->options.poll_interval);
+        }
+        timer_needed = true;
+    }
+    if (!timer_needed || pass_scheduled_) return;
+    pass_scheduled_ = true;
+    if (interval == std::chrono::microseconds::zero()) {
+        ::asio::post(ioc_, [this] { timer_pass(); });
+        return;
+    }
+    timer_.expires_after(interval);
+    timer_.async_wait([this](const std::error_code& ec) {
+        if (!ec) return timer_pass();
+        const std::lock_guard lock(mutex_);
+        pass_scheduled_ = false;
+    });
+}
+
+inline void fabric_service::timer_pass() {
+    const std::lock_guard lock(mutex_);
+    pass_scheduled_ = false;
+    const pass_scope pass(*this);
+    if (started_) {
+        const std::size_t count = queues_.size();
+        for (std::size_t i = 0; i < count; ++i) {
+            const auto e = queues_[i];
+            if (!e->active() || (e->by_descriptor() && !e->needs_read)) continue;
+            (void)read_queue(*e);
+            e->needs_read = false;
+        }
+    }
+    run_ready();
+}
+
+inline void fabric_service::descriptor_ready(const std::shared_ptr<queue_entry>& e, const std::error_code& ec) {
+    const std::lock_guard lock(mutex_);
+    e->wait_armed = false;
+    if (ec || e->removed || shut_down_) return;
+    const pass_scope pass(*this);
+    if (started_ && e->active()) {
+        (void)read_queue(*e);
+        e->needs_read = false;  // the pass's end prepares the wait again (and reads more if needed)
+    }
+    run_ready();
+}
+
+inline void fabric_service::run_ready() {
+    // Until none is left: a handler may complete more (a nested poll, a sender's poll).
+    while (auto* grabbed = ready_.exchange(nullptr, std::memory_order_acquire)) {
+        detail::operation_base* list = nullptr;
+        for (auto* op = grabbed; op != nullptr;) {  // LIFO → FIFO
+            auto* next = op->next_ready;
+            op->next_ready = list;
+            list = op;
+            op = next;
+        }
+        while (list != nullptr) {
+            detail::operation_base* op = list;
+            list = op->next_ready;
+            op->next_ready = nullptr;
+            try {
+                op->finish(detail::completion_mode::dispatch);
+            } catch (...) {
+                while (list != nullptr) {  // the rest are finished by the next pass
+                    detail::operation_base* rest = list;
+                    list = rest->next_ready;
+                    push_ready(*rest);
+                }
+                throw;
+            }
+        }
+    }
+}
+
+inline void fabric_service::push_ready(detail::operation_base& op) noexcept {
+    op.next_ready = ready_.load(std::memory_order_relaxed);
+    while (!ready_.compare_exchange_weak(op.next_ready, &op, std::memory_order_release, std::memory_order_relaxed)) {
+    }
+}
+
+inline void fabric_service::reclaim() {
+    std::erase_if(queues_, [](const std::shared_ptr<queue_entry>& e) { return e->removed; });
+}
+
+inline void fabric_service::wake() noexcept {
+    if (polling_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return;  // this pass runs it
+    if (drain_posted_.exchange(true, std::memory_order_acq_rel)) return;
+    try {
+        ::asio::post(ioc_, [this] {
+            drain_posted_.store(false, std::memory_order_release);
+            const std::lock_guard lock(mutex_);
+            const pass_scope pass(*this);
+            run_ready();
+        });
+    } catch (...) {
+        drain_posted_.store(false, std::memory_order_release);  // the next pass runs it
+    }
+}
+
+inline void fabric_service::shutdown() {
+    const std::lock_guard lock(mutex_);
+    shut_down_ = true;
+    started_ = false;
+    timer_.cancel();
+    // Handlers of completed operations are destroyed without being called (Asio's shutdown).
+    for (auto* op = ready_.exchange(nullptr, std::memory_order_acquire); op != nullptr;) {
+        auto* next = op->next_ready;
+        try {
+            op->finish(detail::completion_mode::destroy);
+        } catch (...) {
+        }
+        op = next;
+    }
+    queues_.clear();
+}
+
+namespace detail {
+
+inline void service_operation_started(fabric_service& s) noexcept {
+    if (s.outstanding_.fetch_add(1, std::memory_order_acq_rel) != 0) return;
+    // From idle: arm polling (on this thread when it runs a pass, else through the io_context).
+    if (s.polling_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return;
+    try {
+        ::asio::post(s.ioc_, [&s] {
+            const std::lock_guard lock(s.mutex_);
+            s.schedule();
+        });
+    } catch (...) {
+    }
+}
+
+inline void service_operation_finished(fabric_service& s) noexcept {
+    s.outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+inline void service_operation_ready(fabric_service& s, operation_base& op) noexcept {
+    s.push_ready(op);
+    s.wake();
+}
+
+}  // namespace detail
+}  // namespace loom::asio
