@@ -70,11 +70,9 @@ auto completion_queue::dispatch_ready() -> dispatch_result {
     return out;
 }
 
-auto completion_queue::wait_object_type() const noexcept -> result<wait_object> {
-    if (!h_) return make_unexpected(errc::bad_state);
-    if (!attr_.wait_obj) return wait_object::none;
+auto completion_queue::query_wait_object(::fid_cq* cq) noexcept -> result<wait_object> {
     ::fi_wait_obj kind = FI_WAIT_NONE;
-    if (const int rc = ::fi_control(&h_.get()->fid, FI_GETWAITOBJ, &kind); rc != 0) return native_unexpected(rc);
+    if (const int rc = ::fi_control(&cq->fid, FI_GETWAITOBJ, &kind); rc != 0) return native_unexpected(rc);
     if (kind < FI_WAIT_NONE || kind > FI_WAIT_POLLFD) return make_unexpected(errc::not_supported);
     return static_cast<wait_object>(kind);
 }
@@ -91,7 +89,8 @@ auto completion_queue::wait_descriptor() const noexcept -> result<int> {
 
 auto completion_queue::try_wait() noexcept -> void_result {
     if (!h_) return make_unexpected(errc::bad_state);
-    if (fabric_ == nullptr || !attr_.wait_obj) return make_unexpected(errc::not_supported);
+    if (fabric_ == nullptr || !wait_kind_ || (*wait_kind_ != wait_object::fd && *wait_kind_ != wait_object::pollfd))
+        return make_unexpected(errc::not_supported);
     ::fid* fids[] = {&h_.get()->fid};
     const int rc = ::fi_trywait(fabric_, fids, 1);
     if (rc == 0) return {};

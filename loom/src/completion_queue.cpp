@@ -92,6 +92,7 @@ auto completion_queue::create(domain& dom, const cq_attr& attr, std::pmr::memory
     out.attr_ = attr;
     out.domain_ = dom.native();
     out.fabric_ = dom.fabric_native();
+    if (attr.wait_obj) out.wait_kind_ = query_wait_object(cq);  // once: fi_trywait needs it on every arm
     out.registry_ = std::make_unique<completion_registry>();
     if (attr.format == cq_format::tagged && !attr.want_source) out.fast_ = detail::cq_read_gate{cq};
     return out;

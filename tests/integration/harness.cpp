@@ -23,8 +23,8 @@ auto find_info(const std::string& provider, loom::capability caps) -> loom::resu
     return *all->begin();
 }
 
-auto open_stack(const std::string& provider, loom::capability caps, std::size_t min_multi_recv)
-    -> loom::result<stack> {
+auto open_stack(const std::string& provider, loom::capability caps, std::size_t min_multi_recv,
+                const loom::cq_attr& cq_attributes) -> loom::result<stack> {
     stack s;
     auto info = find_info(provider, caps);
     if (!info) return std::unexpected(info.error());
@@ -35,7 +35,7 @@ auto open_stack(const std::string& provider, loom::capability caps, std::size_t 
     auto dom = loom::domain::create(s.fabric, s.info);
     if (!dom) return std::unexpected(dom.error());
     s.domain = std::move(*dom);
-    auto cq = loom::completion_queue::create(s.domain, {.size = 256});
+    auto cq = loom::completion_queue::create(s.domain, cq_attributes);
     if (!cq) return std::unexpected(cq.error());
     s.cq = std::move(*cq);
     auto av = loom::address_vector::create(s.domain);

@@ -176,15 +176,20 @@ public:
     /// It keeps its address when the queue is moved.
     [[nodiscard]] auto registry() const noexcept -> completion_registry* { return registry_.get(); }
 
-    /// The kind of wait object the provider gave the queue (fi_control FI_GETWAITOBJ):
-    /// wait_object::none for a queue created without one. Ask before wait_descriptor().
-    [[nodiscard]] auto wait_object_type() const noexcept -> result<wait_object>;
+    /// The kind of wait object the provider gave the queue (fi_control FI_GETWAITOBJ, asked once
+    /// at creation): wait_object::none for a queue created without one; the provider's error
+    /// when it cannot tell (shm). Ask before wait_descriptor() and try_wait().
+    [[nodiscard]] auto wait_object_type() const noexcept -> result<wait_object> {
+        if (!h_) return make_unexpected(errc::bad_state);
+        return wait_kind_;
+    }
     /// The queue's wait descriptor (fi_control FI_GETWAIT), still owned by the queue: for a
     /// queue whose wait_object_type() is wait_object::fd; not_supported for any other.
     [[nodiscard]] auto wait_descriptor() const noexcept -> result<int>;
     /// fi_trywait on this queue: success when it is safe to block on its wait descriptor;
     /// errc::again when completions (or progress) are pending and the queue must be read
-    /// first; not_supported when the queue has no recorded fabric or the provider cannot tell.
+    /// first; not_supported unless the queue has a descriptor wait object (fd or pollfd) and a
+    /// recorded fabric (libfabric 2.1's shm crashes in fi_trywait otherwise).
     [[nodiscard]] auto try_wait() noexcept -> void_result;
 
     [[nodiscard]] auto format() const noexcept -> cq_format { return attr_.format; }
@@ -203,6 +208,7 @@ public:
 
 private:
     [[nodiscard]] auto read_error(completion_event& ev) -> bool;
+    [[nodiscard]] static auto query_wait_object(::fid_cq* cq) noexcept -> result<wait_object>;
     /// read_tagged() on a queue it does not serve (why), or into an empty span (0).
     [[nodiscard]] auto read_tagged_refused() const noexcept -> result<std::size_t>;
     /// read() for every other queue (other formats, source addresses).
@@ -215,6 +221,7 @@ private:
     cq_attr attr_{};
     ::fid_domain* domain_{nullptr};
     ::fid_fabric* fabric_{nullptr};
+    result<wait_object> wait_kind_{wait_object::none};
     std::unique_ptr<completion_registry> registry_;
 };
 

@@ -26,7 +26,10 @@ struct queue_options {
     /// the timer.
     bool use_fd_polling{true};
     /// The timer's period for this queue (the shortest of all timer-polled queues is used);
-    /// zero: read again as soon as the io_context has run what was ready before.
+    /// zero: read again as soon as the io_context has run what was ready before — until
+    /// fabric_service::idle_reads in a row have found nothing, then every
+    /// fabric_service::idle_interval until something completes (so that io_context::poll()
+    /// returns, and an idle wait does not keep a core busy).
     std::chrono::microseconds poll_interval{0};
 };
 
@@ -45,6 +48,9 @@ public:
     static inline ::asio::io_context::id id;
 
     using queue_options = loom::asio::queue_options;
+    /// Back-off of zero-interval polling (queue_options::poll_interval).
+    static constexpr unsigned idle_reads = 256;
+    static constexpr std::chrono::microseconds idle_interval{20};
     /// How a registered queue is progressed.
     enum class progress_kind { timer, descriptor };
 
@@ -109,6 +115,7 @@ private:
     std::vector<std::shared_ptr<queue_entry>> queues_;
     ::asio::steady_timer timer_;
     unsigned depth_{0};           // passes under way on the thread holding mutex_
+    unsigned idle_passes_{0};     // timer passes in a row that completed nothing
     bool started_{false};
     bool pass_scheduled_{false};  // the timer is armed or a pass is posted
     bool shut_down_{false};

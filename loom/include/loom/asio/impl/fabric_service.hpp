@@ -201,6 +201,7 @@ inline void fabric_service::schedule() {
         timer_needed = true;
     }
     if (!timer_needed || pass_scheduled_) return;
+    if (interval == std::chrono::microseconds::zero() && idle_passes_ >= idle_reads) interval = idle_interval;
     pass_scheduled_ = true;
     if (interval == std::chrono::microseconds::zero()) {
         ::asio::post(ioc_, [this] { timer_pass(); });
@@ -218,15 +219,18 @@ inline void fabric_service::timer_pass() {
     const std::lock_guard lock(mutex_);
     pass_scheduled_ = false;
     const pass_scope pass(*this);
+    std::size_t progress = 0;
     if (started_) {
         const std::size_t count = queues_.size();
         for (std::size_t i = 0; i < count; ++i) {
             const auto e = queues_[i];
             if (!e->active() || (e->by_descriptor() && !e->needs_read)) continue;
-            (void)read_queue(*e);
+            progress += read_queue(*e);
             e->needs_read = false;
         }
     }
+    if (ready_.load(std::memory_order_relaxed) != nullptr) ++progress;
+    idle_passes_ = progress != 0 ? 0 : idle_passes_ + 1;
     run_ready();
 }
 
