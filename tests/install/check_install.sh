@@ -16,6 +16,28 @@ cmake --build "$tmp/execution_consumer" >/dev/null
 # shellcheck disable=SC2046
 c++ -std=c++23 -o "$tmp/pc-execution" "$src/tests/install/execution_consumer/main.cpp" $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs loom-execution)
 "$tmp/pc-execution"
+# The Asio front end, through find_package(loom COMPONENTS asio) and pkg-config (Asio's headers
+# from the system).
+cmake -S "$src/tests/install/asio_consumer" -B "$tmp/asio_consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/asio_consumer" >/dev/null
+"$tmp/asio_consumer/asio_consumer"
+# shellcheck disable=SC2046
+c++ -std=c++23 -o "$tmp/pc-asio" "$src/tests/install/asio_consumer/main.cpp" $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs loom-asio)
+"$tmp/pc-asio"
+# Without Asio on the include path, find_package(loom COMPONENTS asio) must fail clearly.
+mkdir -p "$tmp/no-asio"
+cat >"$tmp/no-asio/CMakeLists.txt" <<CM
+cmake_minimum_required(VERSION 3.25)
+project(no_asio LANGUAGES CXX)
+set(CMAKE_FIND_ROOT_PATH "$tmp/prefix")
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
+find_package(loom CONFIG REQUIRED COMPONENTS asio)
+CM
+if cmake -S "$tmp/no-asio" -B "$tmp/no-asio/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/no-asio.log" 2>&1; then
+  echo "find_package(loom COMPONENTS asio) succeeded where no Asio can be found" >&2
+  exit 1
+fi
+grep -q 'loom::asio needs Asio' "$tmp/no-asio.log" || { echo "no clear message when Asio is missing:" >&2; cat "$tmp/no-asio.log" >&2; exit 1; }
 # A component this installation was not built with must make find_package fail.
 missing=nonesuch
 [ -f "$tmp/prefix/lib/pkgconfig/loom-asio.pc" ] || missing=asio

@@ -79,13 +79,16 @@ interleaved (raw, loom, nccl, then the paths again in another order: every path 
 often in every place and after every other path), and reports median, spread (MAD %), the
 ratio of every path to raw and the ratio's 95 % interval.
 
-  --paths LIST       comma list of raw, loom, sender, nccl, raw2, nccl2, nixl, nixl-ucx, nvshmem
+  --paths LIST       comma list of raw, loom, sender, asio, nccl, raw2, nccl2, nixl, nixl-ucx, nvshmem
                      (default raw,loom,nccl)
                        raw   plain libfabric C calls written for the benchmark (the floor)
                        raw2  a second, separate instance of raw (own fabric, domain and
                              endpoint): the A/A control. Its ratio to raw is the machine's
                              noise floor; a path's ratio means little closer to 1 than that.
                        loom  the loom core API
+                       sender  every operation a loom::execution sender (poll_completions)
+                       asio  every operation a loom::asio::endpoint operation with a
+                             handler, run by io_context::run_one (fabric_service polling)
                        nccl  the built libnccl-net-loom.so driven through ncclNetPlugin_v12
                        nccl2 a second NCCL plugin (--nccl2-plugin), e.g. an older build,
                              measured interleaved with nccl: an A/B run (the same plugin
@@ -226,7 +229,7 @@ auto parse_args(int argc, char** argv, options& o) -> int {
             if (v == nullptr) return bad("--paths needs a list");
             o.paths = split(v);
             for (const auto& p : o.paths)
-                if (p != "raw" && p != "raw2" && p != "loom" && p != "sender" && p != "nccl" && p != "nccl2" && p != "nixl" &&
+                if (p != "raw" && p != "raw2" && p != "loom" && p != "sender" && p != "asio" && p != "nccl" && p != "nccl2" && p != "nixl" &&
                     p != "nixl-ucx" && p != "nvshmem")
                     return bad("unknown path '" + p + "'");
         } else if (a == "--ops") {
@@ -501,6 +504,7 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
             const std::size_t copy = code_copy(round, k);           // and another copy of its code
             auto p = name == "loom"                       ? make_loom_path(at, copy)
                      : name == "sender"                  ? make_sender_path(at, copy)
+                     : name == "asio"                    ? make_asio_path(at, copy)
                      : name == "nccl" || name == "nccl2" ? make_nccl_path(at, copy)
                      : name.starts_with("nixl")          ? make_nixl_path(at, copy)
                      : name == "nvshmem"                 ? make_nvshmem_path(at, copy)

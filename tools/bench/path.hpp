@@ -178,6 +178,7 @@ template <template <int> class T>
 [[nodiscard]] auto make_raw_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_loom_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_sender_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
+[[nodiscard]] auto make_asio_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_nccl_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_nixl_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;
 [[nodiscard]] auto make_nvshmem_path(std::size_t offset = 0, std::size_t copy = 0) -> path_ptr;

@@ -5,9 +5,12 @@
 // Same hints, objects and loops as the raw path. As the "sender" path, the same objects with
 // every operation a loom::execution sender (connected into per-slot storage, started, completed
 // through loom::execution::poll_completions): the cost of the sender front end over the core.
+// As the "asio" path, every operation a loom::asio::endpoint operation with a handler, run by
+// the io_context (run_one) whose fabric_service polls the queue: the cost of the Asio front end.
 #include <array>
 #include <cstring>
 #include <optional>
+#include <loom/asio.hpp>
 #include <loom/execution.hpp>
 #include <loom/loom.hpp>
 
@@ -36,19 +39,37 @@ struct slot_receiver {
     void set_stopped() && noexcept { p->sender_failed("stopped", make_error_code(loom::errc::canceled)); }
 };
 
+/// The Asio path's handler: marks its slot done with the length; an error ends the run.
+template <class Path>
+struct slot_handler {
+    Path* p;
+    int slot;
+    void operator()(std::error_code ec, std::size_t n) const {
+        if (ec) [[unlikely]]
+            return p->sender_failed("completion", ec);
+        p->st_.done[slot] = true;
+        p->st_.len[slot] = n;
+    }
+};
+
+enum class front_end { core, senders, asio };
+
 /// One code copy of the path (path.hpp: place_copy); every copy is the same code.
-template <int Copy, bool Senders = false>
+template <int Copy, front_end FE = front_end::core>
 class loom_path final : public path {
+    static constexpr bool Senders = FE == front_end::senders;
+    static constexpr bool Asio = FE == front_end::asio;
     using receiver = slot_receiver<loom_path>;
     friend receiver;
+    friend slot_handler<loom_path>;
     template <class Sender>
     using op_slots = std::array<std::optional<loom::execution::connect_result_t<Sender, receiver>>, slot_count>;
 
 public:
-    auto name() const -> std::string override { return Senders ? "sender" : "loom"; }
+    auto name() const -> std::string override { return Senders ? "sender" : Asio ? "asio" : "loom"; }
     auto unsupported(operation op) const -> std::string override {
         if (is_rma(op)) return rma_note_;
-        if (is_atomic(op)) return atomic_note_;
+        if (is_atomic(op)) return Asio ? "the Asio front end has no atomics" : atomic_note_;
         return {};
     }
     auto domain_name() const -> std::string override { return std::string(info_.domain_name()); }
@@ -168,6 +189,12 @@ public:
         }
         if (rma) rma_note_.clear();
         if (atomic) atomic_note_.clear();
+        if constexpr (Asio) {
+            aep_.emplace(ioc_, std::move(ep_), cq_, cq_);
+            auto& service = loom::asio::fabric_service::use(ioc_);
+            if (auto r = service.register_cq(cq_); !r) return err("register_cq", r.error());
+            service.start();
+        }
         return {};
     }
 
@@ -181,6 +208,12 @@ public:
 
     auto post_send(int slot, std::size_t offset, std::size_t n, bool tagged, bool control) -> bool {
         const std::span<const std::byte> data{control ? buf_.tx + buf_.capacity : buf_.tx + offset, n};
+        if constexpr (Asio) {
+            const loom::asio::const_registered_buffer b{::asio::buffer(data.data(), n), &tx_mr_};
+            if (tagged) aep_->async_tagged_send_to(b, *peer_, control ? tag_ack : tag_data, slot_handler<loom_path>{this, slot});
+            else aep_->async_send_to(b, *peer_, slot_handler<loom_path>{this, slot});
+            return !sender_failed_;
+        }
         if constexpr (Senders) {
             auto messages = loom::async(ep_);
             return start_in(send_ops_[slot], tagged ? messages.tagged_send_to(data, tx_desc_, *peer_,
@@ -200,6 +233,12 @@ public:
     auto post_recv(int slot, std::size_t offset, std::size_t n, bool tagged, bool control) -> bool {
         const std::span<std::byte> data{control ? buf_.rx + buf_.capacity : buf_.rx + offset, n};
         st_.expect[slot] = n;
+        if constexpr (Asio) {
+            const loom::asio::mutable_registered_buffer b{::asio::buffer(data.data(), n), &rx_mr_};
+            if (tagged) aep_->async_tagged_receive(b, control ? tag_ack : tag_data, 0, slot_handler<loom_path>{this, slot});
+            else aep_->async_receive(b, slot_handler<loom_path>{this, slot});
+            return !sender_failed_;
+        }
         if constexpr (Senders) {
             auto messages = loom::async(ep_);
             const auto any = loom::fabric_addrs::unspecified;
@@ -220,6 +259,14 @@ public:
     /// Writes tx[offset, +n) into the peer's rx at the same offset, or reads the peer's tx
     /// there into rx.
     auto post_rma(int slot, std::size_t offset, std::size_t n, bool read) -> bool {
+        if constexpr (Asio) {
+            const auto& remote = read ? peer_tx_ : peer_rx_;
+            auto at = remote.subregion(offset, n);
+            if (!at) return fail("remote range", at.error());
+            if (read) aep_->async_read_from(::asio::buffer(buf_.rx + offset, n), rx_mr_, *peer_, *at, slot_handler<loom_path>{this, slot});
+            else aep_->async_write_to(::asio::buffer(buf_.tx + offset, n), tx_mr_, *peer_, *at, slot_handler<loom_path>{this, slot});
+            return !sender_failed_;
+        }
         if constexpr (Senders) {
             auto remote = (read ? peer_tx_ : peer_rx_).subregion(offset, n);
             if (!remote) return fail("remote range", remote.error());
@@ -243,7 +290,8 @@ public:
     }
     /// Adds the operand (1) to the peer's counter, fetching the previous value into result slot `slot`.
     auto post_fadd(int slot) -> bool {
-        if constexpr (Senders)
+        if constexpr (Asio) return fail("fetch_add", make_error_code(loom::errc::not_supported));
+        else if constexpr (Senders)
             return start_in(fadd_ops_[slot],
                             loom::rma_async(ep_).fetch_add_to(*buf_.operand(), &tx_mr_, buf_.fetch_results()[slot],
                                                               &rx_mr_, *peer_, peer_counter_, &cq_),
@@ -276,6 +324,12 @@ private:
         fail(what, ec);
     }
     auto progress() -> bool {
+        if constexpr (Asio) {
+            if (ioc_.stopped()) [[unlikely]]
+                ioc_.restart();  // it ran out of work between two operations
+            ioc_.run_one();
+            return !sender_failed_;
+        }
         if constexpr (Senders) {
             auto r = loom::execution::poll_completions(cq_);
             if (r.unhandled) [[unlikely]]
@@ -335,15 +389,20 @@ private:
                           .fetch_add_to(std::declval<const std::uint64_t&>(), nullptr,
                                         std::declval<std::uint64_t&>(), nullptr, {}, {}, nullptr))>
         fadd_ops_;
+    // Destroyed first: the Asio endpoint (which holds the native endpoint), then its io_context.
+    ::asio::io_context ioc_;
+    std::optional<loom::asio::endpoint> aep_;
 };
 
 template <int Copy>
-using sender_path = loom_path<Copy, true>;
+using sender_path = loom_path<Copy, front_end::senders>;
+template <int Copy>
+using asio_path = loom_path<Copy, front_end::asio>;
 
 }  // namespace
 
 template <int Copy>
-using core_path = loom_path<Copy, false>;
+using core_path = loom_path<Copy, front_end::core>;
 
 auto make_loom_path(std::size_t offset, std::size_t copy) -> path_ptr {
     return place_copy<core_path>(copy, offset);
@@ -351,6 +410,10 @@ auto make_loom_path(std::size_t offset, std::size_t copy) -> path_ptr {
 
 auto make_sender_path(std::size_t offset, std::size_t copy) -> path_ptr {
     return place_copy<sender_path>(copy, offset);
+}
+
+auto make_asio_path(std::size_t offset, std::size_t copy) -> path_ptr {
+    return place_copy<asio_path>(copy, offset);
 }
 
 }  // namespace loom::bench

@@ -25,7 +25,9 @@ namespace loom::asio {
 /// Buffers: any Asio buffer sequence, whose elements may be registered buffers
 /// (mutable_registered_buffer, const_registered_buffer: their registration's descriptor goes
 /// with them). Buffers, registrations, queues and the executor stay borrowed until the handler
-/// runs. The endpoint's operations count as outstanding work of the handler's executor.
+/// runs. An operation counts as outstanding work of a handler executor other than the
+/// endpoint's; the endpoint's io_context keeps running while operations are outstanding
+/// because the started service polls for them.
 class endpoint {
 public:
     using executor_type = ::asio::io_context::executor_type;

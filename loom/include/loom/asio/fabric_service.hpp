@@ -50,6 +50,8 @@ public:
     using queue_options = loom::asio::queue_options;
     /// Back-off of zero-interval polling (queue_options::poll_interval).
     static constexpr unsigned idle_reads = 256;
+    /// Reads one zero-interval pass makes at most while nothing completes.
+    static constexpr unsigned spin_reads = 64;
     static constexpr std::chrono::microseconds idle_interval{20};
     /// How a registered queue is progressed.
     enum class progress_kind { timer, descriptor };
@@ -113,11 +115,12 @@ private:
     ::asio::io_context& ioc_;
     mutable std::recursive_mutex mutex_;
     std::vector<std::shared_ptr<queue_entry>> queues_;
-    ::asio::steady_timer timer_;
+    std::optional<::asio::steady_timer> timer_;  // made at first need (zero intervals need none)
     unsigned depth_{0};           // passes under way on the thread holding mutex_
     unsigned idle_passes_{0};     // timer passes in a row that completed nothing
     bool started_{false};
     bool pass_scheduled_{false};  // the timer is armed or a pass is posted
+    bool spinning_{false};        // that pass is a zero-interval one
     bool shut_down_{false};
     std::atomic<std::size_t> outstanding_{0};
     std::atomic<detail::operation_base*> ready_{nullptr};  // completed, handler not yet run (LIFO)

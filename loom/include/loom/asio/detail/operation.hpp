@@ -19,6 +19,7 @@
 #include <asio/recycling_allocator.hpp>
 
 #include <memory>
+#include <optional>
 #include <system_error>
 #include <utility>
 
@@ -178,10 +179,12 @@ private:
     static void retry(registered_completion& self) noexcept { static_cast<operation_base&>(self).submit(); }
 };
 
-/// Calls a handler with its result; carries the handler's associations.
-template <class Handler>
+/// Calls a handler with its result; carries the handler's executor (the I/O executor where the
+/// handler names none) and allocator.
+template <class Handler, class Executor>
 struct bound_completion {
     Handler handler;
+    Executor executor;
     std::error_code ec;
     std::size_t bytes;
     void operator()() { std::move(handler)(ec, bytes); }
@@ -256,15 +259,25 @@ private:
     operation(Handler&& h, const IoExecutor& io_ex, const op_target& target, op_kind kind, const op_params& params)
         : operation_base(&do_finish, target, kind, params),
           handler_(std::move(h)),
-          work_(::asio::get_associated_executor(handler_, io_ex)),
-          buffers_(::asio::get_associated_allocator(handler_, ::asio::recycling_allocator<void>())) {}
+          ex_(::asio::get_associated_executor(handler_, io_ex)),
+          buffers_(::asio::get_associated_allocator(handler_, ::asio::recycling_allocator<void>())) {
+        // Another executor is kept running while the operation is outstanding; the endpoint's
+        // own io_context is, by the service's polling.
+        if (tracks_work(ex_, io_ex)) work_.emplace(ex_);
+    }
+    static auto tracks_work(const handler_executor& ex, const IoExecutor& io_ex) noexcept -> bool {
+        if constexpr (std::is_same_v<handler_executor, IoExecutor>) return !(ex == io_ex);
+        else return true;
+    }
 
     static void do_finish(operation_base& base, completion_mode mode) {
         auto& op = static_cast<operation&>(base);
         // What outlives the state; the state is freed before the handler runs so that its
         // memory can serve the next operation the handler starts.
         Handler handler(std::move(op.handler_));
-        ::asio::executor_work_guard<handler_executor> work(std::move(op.work_));
+        const handler_executor ex = op.ex_;
+        std::optional<::asio::executor_work_guard<handler_executor>> work;  // across the state's end
+        if (op.work_) work.emplace(ex);
         const std::error_code ec = op.ec_;
         const std::size_t bytes = op.bytes_;
         fabric_service* const service = op.counted_ ? op.target_.service : nullptr;
@@ -282,33 +295,34 @@ private:
             }
         } guard{service};
         if (mode == completion_mode::destroy) return;
-        const handler_executor ex = work.get_executor();
-        bound_completion<Handler> f{std::move(handler), ec, bytes};
-        if (mode == completion_mode::dispatch) ::asio::dispatch(ex, std::move(f));
-        else ::asio::post(ex, std::move(f));
+        // The one-argument forms submit to the handler's executor without wrapping it again.
+        bound_completion<Handler, handler_executor> f{std::move(handler), ex, ec, bytes};
+        if (mode == completion_mode::dispatch) ::asio::dispatch(std::move(f));
+        else ::asio::post(std::move(f));
     }
 
     Handler handler_;
-    ::asio::executor_work_guard<handler_executor> work_;
+    handler_executor ex_;
+    std::optional<::asio::executor_work_guard<handler_executor>> work_;
     buffer_list<allocator_type> buffers_;
 };
 
 }  // namespace loom::asio::detail
 
 // The handler's allocator and executor stay associated when its result is bound to it.
-template <class Handler, class Allocator>
-struct asio::associated_allocator<loom::asio::detail::bound_completion<Handler>, Allocator> {
+template <class Handler, class Executor, class Allocator>
+struct asio::associated_allocator<loom::asio::detail::bound_completion<Handler, Executor>, Allocator> {
     using type = ::asio::associated_allocator_t<Handler, Allocator>;
-    static auto get(const loom::asio::detail::bound_completion<Handler>& b, const Allocator& a = Allocator()) noexcept
-        -> type {
+    static auto get(const loom::asio::detail::bound_completion<Handler, Executor>& b,
+                    const Allocator& a = Allocator()) noexcept -> type {
         return ::asio::get_associated_allocator(b.handler, a);
     }
 };
-template <class Handler, class Executor>
-struct asio::associated_executor<loom::asio::detail::bound_completion<Handler>, Executor> {
-    using type = ::asio::associated_executor_t<Handler, Executor>;
-    static auto get(const loom::asio::detail::bound_completion<Handler>& b, const Executor& e = Executor()) noexcept
-        -> type {
-        return ::asio::get_associated_executor(b.handler, e);
+template <class Handler, class Executor, class Executor1>
+struct asio::associated_executor<loom::asio::detail::bound_completion<Handler, Executor>, Executor1> {
+    using type = Executor;
+    static auto get(const loom::asio::detail::bound_completion<Handler, Executor>& b,
+                    const Executor1& = Executor1()) noexcept -> type {
+        return b.executor;
     }
 };

@@ -51,7 +51,7 @@ private:
 };
 
 inline fabric_service::fabric_service(::asio::io_context& ioc)
-    : ::asio::io_context::service(ioc), ioc_(ioc), timer_(ioc) {}
+    : ::asio::io_context::service(ioc), ioc_(ioc) {}
 
 inline auto fabric_service::find(const completion_queue& cq) const -> std::shared_ptr<queue_entry> {
     for (const auto& e : queues_)
@@ -116,7 +116,7 @@ inline void fabric_service::start() {
 inline void fabric_service::stop() {
     const std::lock_guard lock(mutex_);
     started_ = false;
-    timer_.cancel();
+    if (timer_) timer_->cancel();
     for (const auto& e : queues_) {
         std::error_code ignored;
         if (e->wait_armed) e->descriptor->cancel(ignored);
@@ -134,7 +134,7 @@ inline auto fabric_service::poll_once() -> std::size_t {
     std::size_t n = 0;
     const std::size_t count = queues_.size();  // queues registered meanwhile join the next poll
     for (std::size_t i = 0; i < count; ++i) {
-        const auto e = queues_[i];
+        queue_entry* const e = queues_[i].get();  // stays while a pass runs (reclaim waits)
         if (!e->active()) continue;
         n += read_queue(*e);
         e->needs_read = false;  // schedule() prepares its wait again
@@ -203,12 +203,14 @@ inline void fabric_service::schedule() {
     if (!timer_needed || pass_scheduled_) return;
     if (interval == std::chrono::microseconds::zero() && idle_passes_ >= idle_reads) interval = idle_interval;
     pass_scheduled_ = true;
-    if (interval == std::chrono::microseconds::zero()) {
+    spinning_ = interval == std::chrono::microseconds::zero();
+    if (spinning_) {
         ::asio::post(ioc_, [this] { timer_pass(); });
         return;
     }
-    timer_.expires_after(interval);
-    timer_.async_wait([this](const std::error_code& ec) {
+    if (!timer_) timer_.emplace(ioc_);  // only now: a timer brings the reactor into every run
+    timer_->expires_after(interval);
+    timer_->async_wait([this](const std::error_code& ec) {
         if (!ec) return timer_pass();
         const std::lock_guard lock(mutex_);
         pass_scheduled_ = false;
@@ -220,10 +222,14 @@ inline void fabric_service::timer_pass() {
     pass_scheduled_ = false;
     const pass_scope pass(*this);
     std::size_t progress = 0;
-    if (started_) {
+    // A zero-interval pass reads again, a bounded number of times, until something completes:
+    // each pass posted costs the io_context a turn of its reactor (a system call).
+    const unsigned max_reads = spinning_ && idle_passes_ < idle_reads ? spin_reads : 1u;
+    for (unsigned reads = 0;
+         started_ && progress == 0 && ready_.load(std::memory_order_relaxed) == nullptr && reads < max_reads; ++reads) {
         const std::size_t count = queues_.size();
         for (std::size_t i = 0; i < count; ++i) {
-            const auto e = queues_[i];
+            queue_entry* const e = queues_[i].get();  // stays while a pass runs (reclaim waits)
             if (!e->active() || (e->by_descriptor() && !e->needs_read)) continue;
             progress += read_queue(*e);
             e->needs_read = false;
@@ -303,7 +309,7 @@ inline void fabric_service::shutdown() {
     const std::lock_guard lock(mutex_);
     shut_down_ = true;
     started_ = false;
-    timer_.cancel();
+    timer_.reset();  // before the timer's own service (created after this one) is destroyed
     // Handlers of completed operations are destroyed without being called (Asio's shutdown).
     for (auto* op = ready_.exchange(nullptr, std::memory_order_acquire); op != nullptr;) {
         auto* next = op->next_ready;
@@ -320,14 +326,12 @@ namespace detail {
 
 inline void service_operation_started(fabric_service& s) noexcept {
     if (s.outstanding_.fetch_add(1, std::memory_order_acq_rel) != 0) return;
-    // From idle: arm polling (on this thread when it runs a pass, else through the io_context).
+    // From idle: arm polling (a pass on this thread does at its end).
     if (s.polling_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return;
+    const std::lock_guard lock(s.mutex_);
     try {
-        ::asio::post(s.ioc_, [&s] {
-            const std::lock_guard lock(s.mutex_);
-            s.schedule();
-        });
-    } catch (...) {
+        s.schedule();
+    } catch (...) {  // posting failed: the next service call or operation schedules again
     }
 }
 
