@@ -25,6 +25,25 @@ struct closure {
     }
 };
 
+/// A receiver of an algorithm's child that passes every completion on to the algorithm's own
+/// receiver (`op->r`, of type R); algorithms derive from it and replace the channel they
+/// transform.
+template <class Op, class R>
+struct forwarding_receiver {
+    using receiver_concept = receiver_t;
+    Op* op;
+    template <class... Vs>
+    void set_value(Vs&&... vs) && noexcept {
+        execution::set_value(std::move(op->r), static_cast<Vs&&>(vs)...);
+    }
+    template <class E>
+    void set_error(E&& e) && noexcept {
+        execution::set_error(std::move(op->r), static_cast<E&&>(e));
+    }
+    void set_stopped() && noexcept { execution::set_stopped(std::move(op->r)); }
+    auto get_env() const noexcept -> env_of_t<R> { return execution::get_env(op->r); }
+};
+
 // ---------------------------------------------------------------- just
 template <class... Vs>
 struct just_sender {
@@ -66,21 +85,17 @@ struct transform_sender {
 
     template <class R>
     struct operation {
-        struct inner {
-            using receiver_concept = receiver_t;
-            operation* op;
+        struct inner : forwarding_receiver<operation, R> {
             template <class... Vs>
             void set_value(Vs&&... vs) && noexcept {
-                if constexpr (OnValue) op->call(static_cast<Vs&&>(vs)...);
-                else execution::set_value(std::move(op->r), static_cast<Vs&&>(vs)...);
+                if constexpr (OnValue) this->op->call(static_cast<Vs&&>(vs)...);
+                else execution::set_value(std::move(this->op->r), static_cast<Vs&&>(vs)...);
             }
             template <class E>
             void set_error(E&& e) && noexcept {
-                if constexpr (OnValue) execution::set_error(std::move(op->r), static_cast<E&&>(e));
-                else op->call(static_cast<E&&>(e));
+                if constexpr (OnValue) execution::set_error(std::move(this->op->r), static_cast<E&&>(e));
+                else this->op->call(static_cast<E&&>(e));
             }
-            void set_stopped() && noexcept { execution::set_stopped(std::move(op->r)); }
-            auto get_env() const noexcept { return execution::get_env(op->r); }
         };
         template <class... As>
         void call(As&&... as) noexcept {
@@ -96,7 +111,7 @@ struct transform_sender {
             }
         }
         operation(Child&& c, F&& g, R&& rr)
-            : f(std::move(g)), r(std::move(rr)), child_op(execution::connect(std::move(c), inner{this})) {}
+            : f(std::move(g)), r(std::move(rr)), child_op(execution::connect(std::move(c), inner{{this}})) {}
         operation(const operation&) = delete;
         auto operator=(const operation&) -> operation& = delete;
         ~operation() = default;
@@ -167,33 +182,12 @@ struct let_value_sender {
 
     template <class R>
     struct operation {
-        struct forward {
-            using receiver_concept = receiver_t;
-            operation* op;
+        using forward = forwarding_receiver<operation, R>;
+        struct first : forwarding_receiver<operation, R> {
             template <class... Vs>
             void set_value(Vs&&... vs) && noexcept {
-                execution::set_value(std::move(op->r), static_cast<Vs&&>(vs)...);
+                this->op->next(static_cast<Vs&&>(vs)...);
             }
-            template <class E>
-            void set_error(E&& e) && noexcept {
-                execution::set_error(std::move(op->r), static_cast<E&&>(e));
-            }
-            void set_stopped() && noexcept { execution::set_stopped(std::move(op->r)); }
-            auto get_env() const noexcept { return execution::get_env(op->r); }
-        };
-        struct first {
-            using receiver_concept = receiver_t;
-            operation* op;
-            template <class... Vs>
-            void set_value(Vs&&... vs) && noexcept {
-                op->next(static_cast<Vs&&>(vs)...);
-            }
-            template <class E>
-            void set_error(E&& e) && noexcept {
-                execution::set_error(std::move(op->r), static_cast<E&&>(e));
-            }
-            void set_stopped() && noexcept { execution::set_stopped(std::move(op->r)); }
-            auto get_env() const noexcept { return execution::get_env(op->r); }
         };
         template <class... Vs>
         void next(Vs&&... vs) noexcept {
@@ -208,7 +202,7 @@ struct let_value_sender {
             }
         }
         operation(Child&& c, F&& g, R&& rr)
-            : f(std::move(g)), r(std::move(rr)), first_op(execution::connect(std::move(c), first{this})) {}
+            : f(std::move(g)), r(std::move(rr)), first_op(execution::connect(std::move(c), first{{this}})) {}
         operation(const operation&) = delete;
         auto operator=(const operation&) -> operation& = delete;
         ~operation() = default;

@@ -1,0 +1,160 @@
+// What an asynchronous front end adds to a fabric operation: one iteration posts a tagged
+// receive and a tagged send of 8 bytes to the endpoint itself (shm loopback) and reads the
+// queue until both completed —
+//   core   : endpoint::tagged_recv / tagged_send, completion_queue::read_tagged
+//   sender : loom::async(ep) senders started into reused storage, execution::poll_completions
+//   asio   : loom::asio::endpoint::async_tagged_receive / async_tagged_send with a handler,
+//            io_context::run_one with the fabric_service polling (zero interval)
+// Time per iteration here; instructions per iteration with callgrind, one benchmark at a time:
+//   valgrind --tool=callgrind --toggle-collect='*bm_asio*' loom-front-end-bench
+//       --benchmark_filter=bm_asio --iterations=20000
+#include <benchmark/benchmark.h>
+
+#include <loom/asio.hpp>
+#include <loom/execution.hpp>
+#include <loom/loom.hpp>
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace {
+
+/// A loopback shm endpoint whose own address is its peer.
+struct loop {
+    loom::fabric_info info;
+    loom::fabric fabric;
+    loom::domain domain;
+    loom::completion_queue cq;
+    loom::address_vector av;
+    loom::endpoint ep;
+    std::optional<loom::peer_addr> self;
+    std::array<std::byte, 64> out{}, in{};
+    loom::memory_region out_mr, in_mr;
+
+    auto open() -> bool {
+        auto i = loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
+                                     .ep_type = loom::endpoint_types::rdm, .provider = "shm"});
+        if (!i) return false;
+        info = *i;
+        fabric = loom::fabric::create(info).value();
+        domain = loom::domain::create(fabric, info).value();
+        cq = loom::completion_queue::create(domain, {.size = 64}).value();
+        av = loom::address_vector::create(domain).value();
+        ep = loom::endpoint::create(domain, info).value();
+        if (!ep.bind_cq(cq, loom::cq_bind::transmit | loom::cq_bind::recv) || !ep.bind_av(av) || !ep.enable())
+            return false;
+        self.emplace(av.insert(ep.name().value()).value());
+        out_mr = loom::memory_region::register_memory(domain, std::span{out}, loom::mr_access_flags::send).value();
+        in_mr = loom::memory_region::register_memory(domain, std::span{in}, loom::mr_access_flags::recv).value();
+        return true;
+    }
+};
+
+void bm_core(benchmark::State& state) {
+    loop l;
+    if (!l.open()) return state.SkipWithError("no shm");
+    loom::request_context send_ctx, recv_ctx;
+    std::array<loom::tagged_completion, 16> entries;
+    int done = 0;
+    auto read = [&] {
+        auto n = l.cq.read_tagged(entries);
+        if (!n) return false;
+        done += static_cast<int>(*n);
+        return true;
+    };
+    for (auto _ : state) {
+        done = 0;
+        while (!l.ep.tagged_recv(std::span{l.in}.first(8), 1, 0, loom::fabric_addrs::unspecified, l.in_mr.descriptor(),
+                                 &recv_ctx))
+            if (!read()) return state.SkipWithError("read failed");
+        while (!l.ep.tagged_send(std::span{l.out}.first(8), 1, *l.self, l.out_mr.descriptor(), &send_ctx))  // again
+            if (!read()) return state.SkipWithError("read failed");
+        while (done < 2)
+            if (!read()) return state.SkipWithError("read failed");
+    }
+}
+
+struct count_receiver {
+    using receiver_concept = loom::execution::receiver_t;
+    int* done;
+    void set_value(auto&&...) && noexcept { ++*done; }
+    void set_error(std::error_code) && noexcept { *done = -1000; }
+    void set_stopped() && noexcept { *done = -1000; }
+};
+
+void bm_sender(benchmark::State& state) {
+    loop l;
+    if (!l.open()) return state.SkipWithError("no shm");
+    namespace ex = loom::execution;
+    auto messages = loom::async(l.ep);
+    using recv_op = ex::connect_result_t<loom::message_senders::receive_sender, count_receiver>;
+    using send_op = ex::connect_result_t<loom::message_senders::send_sender, count_receiver>;
+    std::optional<recv_op> r;
+    std::optional<send_op> s;
+    for (auto _ : state) {
+        int done = 0;
+        auto& ro = r.emplace(ex::detail::emplace_from{[&] {
+            return ex::connect(messages.tagged_recv_from(std::span{l.in}.first(8), l.in_mr.descriptor(),
+                                                         loom::fabric_addrs::unspecified, 1, 0, &l.cq),
+                               count_receiver{&done});
+        }});
+        ex::start(ro);
+        auto& so = s.emplace(ex::detail::emplace_from{[&] {
+            return ex::connect(messages.tagged_send_to(std::span{l.out}.first(8), l.out_mr.descriptor(), *l.self, 1, &l.cq),
+                               count_receiver{&done});
+        }});
+        ex::start(so);
+        while (done >= 0 && done < 2) (void)ex::poll_completions(l.cq);
+        if (done < 0) return state.SkipWithError("operation failed");
+    }
+}
+
+void bm_asio(benchmark::State& state) {
+    loop l;
+    if (!l.open()) return state.SkipWithError("no shm");
+    ::asio::io_context ioc;
+    loom::asio::endpoint ep(ioc, std::move(l.ep), l.cq, l.cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    (void)service.register_cq(l.cq);
+    service.start();
+    const loom::asio::mutable_registered_buffer in{::asio::buffer(l.in.data(), 8), &l.in_mr};
+    const loom::asio::const_registered_buffer out{::asio::buffer(l.out.data(), 8), &l.out_mr};
+    for (auto _ : state) {
+        int done = 0;
+        auto count = [&done](std::error_code ec, std::size_t) { done += ec ? -1000 : 1; };
+        ep.async_tagged_receive(in, 1, count);
+        ep.async_tagged_send_to(out, *l.self, 1, count);
+        while (done >= 0 && done < 2) {
+            if (ioc.stopped()) ioc.restart();
+            ioc.run_one();
+        }
+        if (done < 0) return state.SkipWithError("operation failed");
+    }
+    service.stop();
+}
+
+}  // namespace
+
+/// --iterations=N: every benchmark runs exactly N iterations once (for callgrind: instructions
+/// per iteration = the function's inclusive count / N).
+auto main(int argc, char** argv) -> int {
+    std::int64_t iterations = 0;
+    int kept = 1;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a.starts_with("--iterations=")) iterations = std::stoll(std::string(a.substr(13)));
+        else argv[kept++] = argv[i];
+    }
+    argc = kept;
+    for (auto [name, fn] : {std::pair{"bm_core", &bm_core}, std::pair{"bm_sender", &bm_sender}, std::pair{"bm_asio", &bm_asio}}) {
+        auto* b = benchmark::RegisterBenchmark(name, fn);
+        if (iterations > 0) b->Iterations(iterations);
+    }
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
