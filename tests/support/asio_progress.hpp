@@ -4,6 +4,7 @@
 #include <asio/io_context.hpp>
 
 #include <chrono>
+#include <string>
 
 namespace loom_test {
 
@@ -19,6 +20,22 @@ auto run_until(::asio::io_context& ioc, Done done, std::chrono::milliseconds tim
         ioc.run_for(std::chrono::milliseconds(5));
     }
     return true;
+}
+
+/// A provider and whether its queue asks for a wait object (descriptor polling where offered):
+/// the parameter of the Asio tests over real providers.
+struct asio_case {
+    std::string provider;
+    bool wait_obj;
+};
+
+/// gtest's name for a case: provider_timer or provider_wait_fd, in [A-Za-z0-9_].
+template <class Info>
+auto asio_case_name(const Info& info) -> std::string {
+    std::string s = info.param.provider + (info.param.wait_obj ? "_wait_fd" : "_timer");
+    for (auto& c : s)
+        if (c == ';' || c == '-') c = '_';
+    return s;
 }
 
 }  // namespace loom_test

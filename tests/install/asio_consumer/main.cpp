@@ -1,5 +1,7 @@
 // Sends a tagged message to itself through the installed Asio front end (shm loopback), the
 // receive awaited in a coroutine.
+#include "../shm_chain.hpp"
+
 #include <loom/asio.hpp>
 
 #include <asio/co_spawn.hpp>
@@ -10,16 +12,11 @@
 #include <cstdio>
 
 int main() {
-    using namespace loom;
-    auto info = query_fabric({.capabilities = capability::msg | capability::tagged,
-                              .ep_type = endpoint_types::rdm, .provider = "shm"});
-    if (!info) return 1;
-    auto fab = fabric::create(*info).value();
-    auto dom = domain::create(fab, *info).value();
-    auto cq = completion_queue::create(dom, {.size = 16}).value();
-    auto av = address_vector::create(dom).value();
+    auto chain = open_shm_chain();
+    if (!chain) return 1;
+    auto& [info, fab, dom, cq, av] = *chain;
     ::asio::io_context ioc;
-    auto ep = loom::asio::make_endpoint(ioc, dom, *info, cq, av).value();
+    auto ep = loom::asio::make_endpoint(ioc, dom, info, cq, av).value();
     ep.set_default_peer(av.insert(ep.native().name().value()).value());
     auto& service = loom::asio::fabric_service::use(ioc);
     if (!service.register_cq(cq)) return 1;

@@ -1,6 +1,7 @@
 // Sends a tagged message to itself through the installed sender front end (shm loopback).
+#include "../shm_chain.hpp"
+
 #include <loom/execution.hpp>
-#include <loom/loom.hpp>
 
 #include <array>
 #include <cstdio>
@@ -19,14 +20,10 @@ struct receiver {
 
 int main() {
     using namespace loom;
-    auto info = query_fabric({.capabilities = capability::msg | capability::tagged,
-                              .ep_type = endpoint_types::rdm, .provider = "shm"});
-    if (!info) return 1;
-    auto fab = fabric::create(*info).value();
-    auto dom = domain::create(fab, *info).value();
-    auto cq = completion_queue::create(dom, {.size = 16}).value();
-    auto av = address_vector::create(dom).value();
-    auto ep = endpoint::create(dom, *info).value();
+    auto chain = open_shm_chain();
+    if (!chain) return 1;
+    auto& [info, fab, dom, cq, av] = *chain;
+    auto ep = endpoint::create(dom, info).value();
     ep.bind_cq(cq, cq_bind::transmit | cq_bind::recv).value();
     ep.bind_av(av).value();
     ep.enable().value();

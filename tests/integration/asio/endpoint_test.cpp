@@ -32,17 +32,6 @@ namespace {
 
 constexpr auto caps = loom::capability::msg | loom::capability::tagged | loom::capability::rma;
 
-struct asio_case {
-    std::string provider;
-    bool wait_obj;  ///< the queue asks for a wait object (descriptor polling where offered)
-};
-
-auto case_name(const ::testing::TestParamInfo<asio_case>& info) -> std::string {
-    std::string s = info.param.provider + (info.param.wait_obj ? "_wait_fd" : "_timer");
-    for (auto& c : s)
-        if (c == ';' || c == '-') c = '_';
-    return s;
-}
 
 /// What a handler saw.
 struct outcome {
@@ -459,6 +448,6 @@ INSTANTIATE_TEST_SUITE_P(providers, asio_endpoint,
                          ::testing::Values(asio_case{"tcp", false}, asio_case{"shm", false},
                                            asio_case{"tcp;ofi_rxm", false}, asio_case{"tcp", true},
                                            asio_case{"shm", true}, asio_case{"tcp;ofi_rxm", true}),
-                         case_name);
+                         asio_case_name<::testing::TestParamInfo<asio_case>>);
 
 }  // namespace

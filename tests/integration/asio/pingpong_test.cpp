@@ -1,6 +1,7 @@
 // A coroutine ping-pong between two processes, each side an Asio endpoint driven by its
 // io_context's fabric service: on tcp, shm and tcp;ofi_rxm, with timer polling and with the
 // queue's wait descriptor where the provider offers one. Every echo is compared byte for byte.
+#include "asio_progress.hpp"
 #include "harness.hpp"
 
 #include <loom/asio.hpp>
@@ -28,22 +29,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct pingpong_case {
-    std::string provider;
-    bool wait_obj;
-};
-
-auto case_name(const ::testing::TestParamInfo<pingpong_case>& info) -> std::string {
-    std::string s = info.param.provider + (info.param.wait_obj ? "_wait_fd" : "_timer");
-    for (auto& c : s)
-        if (c == ';' || c == '-') c = '_';
-    return s;
-}
 
 /// The echo peer process and the socket its address came over.
 class echo_peer {
 public:
-    echo_peer(const pingpong_case& c) {
+    explicit echo_peer(const asio_case& c) {
         int sv[2];
         if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return;
         const std::string fd_arg = std::to_string(sv[1]);
@@ -88,7 +78,7 @@ private:
     bool reaped_{false};
 };
 
-class asio_pingpong : public ::testing::TestWithParam<pingpong_case> {};
+class asio_pingpong : public ::testing::TestWithParam<asio_case> {};
 
 TEST_P(asio_pingpong, a_coroutine_ping_pong_echoes_every_byte) {
     const auto& c = GetParam();
@@ -137,9 +127,9 @@ TEST_P(asio_pingpong, a_coroutine_ping_pong_echoes_every_byte) {
 }
 
 INSTANTIATE_TEST_SUITE_P(providers, asio_pingpong,
-                         ::testing::Values(pingpong_case{"tcp", false}, pingpong_case{"shm", false},
-                                           pingpong_case{"tcp;ofi_rxm", false}, pingpong_case{"tcp", true},
-                                           pingpong_case{"tcp;ofi_rxm", true}),
-                         case_name);
+                         ::testing::Values(asio_case{"tcp", false}, asio_case{"shm", false},
+                                           asio_case{"tcp;ofi_rxm", false}, asio_case{"tcp", true},
+                                           asio_case{"tcp;ofi_rxm", true}),
+                         asio_case_name<::testing::TestParamInfo<asio_case>>);
 
 }  // namespace

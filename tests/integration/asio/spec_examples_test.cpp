@@ -26,6 +26,17 @@ void talk_to_itself(loom::asio::endpoint& ep, loom::address_vector& av) {
     ep.set_default_peer(self);
 }
 
+/// The elided setup of the later examples: an Asio endpoint on loopback tcp that sends to
+/// itself, its queue read by the started service.
+auto loop_endpoint(::asio::io_context& ioc, core_test::loop_stack& s) -> loom::asio::endpoint {
+    auto ep = loom::asio::make_endpoint(ioc, s.domain, s.info, s.cq, s.av).value();
+    talk_to_itself(ep, s.av);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    EXPECT_TRUE(service.register_cq(s.cq));
+    service.start();
+    return ep;
+}
+
 std::size_t g_received = 0;
 
 ::asio::awaitable<void> communicate(loom::asio::endpoint& ep) {
@@ -102,11 +113,8 @@ TEST(AsioSpecExamples, coroutine_support) {
     ASSERT_NO_FATAL_FAILURE(core_test::must_open_loop("tcp", core_test::loop_options{}, s));
     ::asio::io_context ioc;
     // ... setup endpoint as above ...
-    auto ep = loom::asio::make_endpoint(ioc, s.domain, s.info, s.cq, s.av).value();
-    talk_to_itself(ep, s.av);
+    auto ep = loop_endpoint(ioc, s);
     auto& service = loom::asio::fabric_service::use(ioc);
-    service.register_cq(s.cq);
-    service.start();
     std::array<std::byte, 300> hello{};
     ep.async_send(::asio::buffer(hello), ::asio::detached);  // what communicate() receives
 
@@ -121,11 +129,8 @@ TEST(AsioSpecExamples, registered_buffers) {
     ASSERT_NO_FATAL_FAILURE(core_test::must_open_loop("tcp", core_test::loop_options{}, s));
     auto& domain = s.domain;
     ::asio::io_context ioc;
-    auto ep = loom::asio::make_endpoint(ioc, s.domain, s.info, s.cq, s.av).value();
-    talk_to_itself(ep, s.av);
+    auto ep = loop_endpoint(ioc, s);
     auto& service = loom::asio::fabric_service::use(ioc);
-    service.register_cq(s.cq);
-    service.start();
     std::array<std::byte, 100> message{};
     message.fill(std::byte{0x3c});
     ep.async_send(::asio::buffer(message), ::asio::detached);
