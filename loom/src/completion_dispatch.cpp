@@ -35,7 +35,7 @@ auto completion_queue::dispatch_ready() -> dispatch_result {
     if (reg == nullptr) return failed_read(make_error_code(errc::bad_state));  // no operation can wait on it
     dispatch_result out;
     completion_event ev;  // one event, refilled per entry: reading allocates nothing
-    while (reg->take_held(ev))  // what an earlier reader read and could not deliver
+    while (reg->held_count() != 0 && reg->take_held(ev))  // what an earlier reader read and could not deliver
         if (!route(*this, ev, out)) return out;
     if (fast_.refusing()) {  // other formats, source addresses, not open: typed events
         std::array<completion_event, 16> batch;
@@ -66,7 +66,7 @@ auto completion_queue::dispatch_ready() -> dispatch_result {
             return out;
         }
     }
-    reg->retry_deferred();
+    if (reg->deferred_count() != 0) reg->retry_deferred();
     return out;
 }
 

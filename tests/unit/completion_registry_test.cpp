@@ -58,6 +58,36 @@ TEST(CompletionRegistry, delivers_many_operations_in_any_order_exactly_once) {
     }
 }
 
+TEST(CompletionRegistry, random_churn_of_neighbouring_contexts_matches_a_reference_set) {
+    // Neighbouring states (one array) give neighbouring keys: long probe runs, growth and
+    // removals from the middle of runs, each checked against a plain set.
+    constexpr std::size_t n = 300;
+    const std::unique_ptr<op[]> ops(new op[n]);
+    loom::completion_registry reg;
+    std::vector<bool> in(n, false);
+    std::size_t count = 0;
+    std::mt19937 rng{11};
+    for (int step = 0; step < 20000; ++step) {
+        const std::size_t i = rng() % n;
+        if (!in[i]) {
+            ASSERT_TRUE(reg.add(ops[i]));
+            ++count;
+        } else if (rng() % 2 == 0) {
+            ASSERT_TRUE(reg.dispatch(event_for(ops[i])));
+            --count;
+        } else {
+            ASSERT_TRUE(reg.remove(ops[i]));
+            --count;
+        }
+        in[i] = !in[i];
+        ASSERT_EQ(reg.size(), count);
+        if (step % 97 != 0) continue;
+        for (std::size_t k = 0; k < n; ++k) {
+            ASSERT_EQ(reg.owns(ops[k].context()), in[k]) << "state " << k << " at step " << step;
+        }
+    }
+}
+
 TEST(CompletionRegistry, foreign_and_missing_contexts_are_left_with_the_caller) {
     loom::completion_registry reg;
     op a;

@@ -51,20 +51,20 @@ protected:
 private:
     friend class completion_registry;
     ::fi_context2 native_{};
-    registered_completion* left_{nullptr};
-    registered_completion* right_{nullptr};
+    registered_completion* next_{nullptr};  // the deferred list, or a list being handed out
     deliver_fn deliver_;
     retry_fn retry_;
     const void* owner_;
-    bool linked_{false};    // in the tree
+    bool linked_{false};    // in the table
     bool deferred_{false};  // in the deferred list (left_ is the next one)
     bool passive_{false};
 };
 
 /// The operations registered on one completion queue, keyed by context address. A completion
 /// is matched by comparing its context pointer with registered addresses: a foreign context is
-/// never dereferenced. An intrusive splay tree under the queue's lock: registration, lookup and
-/// removal take amortized logarithmic time and allocate nothing.
+/// never dereferenced. An open-addressing table of pointers under a spin lock: registration,
+/// lookup and removal take expected constant time; the table is allocated with the registry and
+/// doubles only when more than half of it is in use (never per operation).
 class completion_registry {
 public:
     completion_registry();
@@ -73,7 +73,7 @@ public:
     ~completion_registry() = default;
 
     /// Registers `op` before its submission; false when it (or another state with the same
-    /// context) is already registered.
+    /// context) is already registered, or when the table had to grow and could not.
     auto add(registered_completion& op) noexcept -> bool;
     /// Unregisters `op` (a submission that failed, an operation given up); false when it was
     /// not registered, e.g. because its completion has already been taken.
@@ -107,7 +107,9 @@ public:
     /// polls the queue calls it after reading (loom::execution::poll_completions, the Asio
     /// service).
     auto retry_deferred() noexcept -> std::size_t;
-    [[nodiscard]] auto deferred_count() const noexcept -> std::size_t;
+    [[nodiscard]] auto deferred_count() const noexcept -> std::size_t {
+        return deferred_count_.load(std::memory_order_acquire);
+    }
 
     /// Events a reader took from the queue but may not deliver (those read in one batch after an
     /// event it hands back unhandled; those a blocking call reads for others): kept here, in
@@ -126,23 +128,25 @@ public:
     auto dispatch_held_passive() noexcept -> std::size_t;
     /// The oldest held event into `out` (reusing its storage); false when none is held.
     auto take_held(completion_event& out) noexcept -> bool;
-    [[nodiscard]] auto held_count() const noexcept -> std::size_t;
+    [[nodiscard]] auto held_count() const noexcept -> std::size_t { return held_count_.load(std::memory_order_acquire); }
     /// True when an operation is registered with `context` (compared, not dereferenced).
     [[nodiscard]] auto owns(const void* context) const noexcept -> bool;
     [[nodiscard]] auto size() const noexcept -> std::size_t;
 
 private:
-    /// Top-down splay of the tree rooted at root_ around `key`; the new root is the closest node.
-    void splay(std::uintptr_t key) noexcept;
-    [[nodiscard]] auto take(std::uintptr_t key) noexcept -> registered_completion*;
+    static constexpr std::size_t initial_slots = 64;
+    /// The slot holding `key`, or the empty slot where the probe for it ends.
+    [[nodiscard]] auto find_slot(std::uintptr_t key) const noexcept -> std::size_t;
+    /// Empties slot `i` and moves later members of its probe sequence back (no tombstones).
+    void erase_slot(std::size_t i) noexcept;
+    [[nodiscard]] auto take(std::uintptr_t key, bool passive_only) noexcept -> registered_completion*;
+    [[nodiscard]] auto grow_table() noexcept -> bool;
     [[nodiscard]] auto dispatch_if(const completion_event& ev, bool passive_only) noexcept -> bool;
-    /// Day-Stout-Warren: the tree as a chain of right children, in key order (still a valid
-    /// splay tree), so that it can be walked without a stack.
-    void flatten() noexcept;
     [[nodiscard]] auto take_deferred_owned(const void* owner) noexcept -> registered_completion*;
     [[nodiscard]] auto grow_hold(std::size_t need) noexcept -> bool;
     mutable detail::spin_lock m_;
-    registered_completion* root_{nullptr};
+    std::vector<registered_completion*> slots_;  // null: empty; a power of two, at most half used
+    unsigned shift_{0};                          // 64 - log2(slots_.size())
     std::size_t size_{0};
     registered_completion* deferred_head_{nullptr};
     registered_completion* deferred_tail_{nullptr};

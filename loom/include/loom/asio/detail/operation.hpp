@@ -4,6 +4,7 @@
 #pragma once
 
 #include <loom/asio/detail/buffer_list.hpp>
+#include <loom/asio/detail/state_allocator.hpp>
 #include <loom/asio/detail/endpoint_state.hpp>
 #include <loom/completion_queue.hpp>
 #include <loom/detail/async_submission.hpp>
@@ -16,7 +17,6 @@
 #include <asio/error.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
-#include <asio/recycling_allocator.hpp>
 
 #include <memory>
 #include <optional>
@@ -129,7 +129,7 @@ protected:
     /// queue's next reader resubmits it).
     void submit() noexcept {
         completion_registry& reg = *target_.cq->registry();
-        (void)reg.add(*this);  // before submission: the completion may come at once
+        if (!reg.add(*this)) return completed(make_error_code(errc::no_memory), 0);  // before submission: the completion may come at once
         const void_result r = submit_operation(*target_.ep, kind_, params_, iov_, desc_, context());
         if (r) return;
         (void)reg.remove(*this);  // refused: no completion will come
@@ -194,7 +194,7 @@ struct bound_completion {
 template <class Handler, class IoExecutor>
 class operation final : public operation_base {
 public:
-    using allocator_type = ::asio::associated_allocator_t<Handler, ::asio::recycling_allocator<void>>;
+    using allocator_type = ::asio::associated_allocator_t<Handler, state_allocator<void>>;
     using handler_executor = ::asio::associated_executor_t<Handler, IoExecutor>;
 
     /// Allocates (through the handler's allocator), checks, submits; the handler runs later,
@@ -203,7 +203,7 @@ public:
     static void start(Handler&& handler, const IoExecutor& io_ex, const op_target& target, op_kind kind,
                       const op_params& params, const Seq& buffers) {
         using rebound = typename std::allocator_traits<allocator_type>::template rebind_alloc<operation>;
-        rebound alloc(::asio::get_associated_allocator(handler, ::asio::recycling_allocator<void>()));
+        rebound alloc(::asio::get_associated_allocator(handler, state_allocator<void>()));
         operation* op = std::allocator_traits<rebound>::allocate(alloc, 1);
         try {
             ::new (static_cast<void*>(op)) operation(std::move(handler), io_ex, target, kind, params);
@@ -260,7 +260,7 @@ private:
         : operation_base(&do_finish, target, kind, params),
           handler_(std::move(h)),
           ex_(::asio::get_associated_executor(handler_, io_ex)),
-          buffers_(::asio::get_associated_allocator(handler_, ::asio::recycling_allocator<void>())) {
+          buffers_(::asio::get_associated_allocator(handler_, state_allocator<void>())) {
         // Another executor is kept running while the operation is outstanding; the endpoint's
         // own io_context is, by the service's polling.
         if (tracks_work(ex_, io_ex)) work_.emplace(ex_);
@@ -284,7 +284,7 @@ private:
         endpoint_state* const owner = op.owns_ref_ ? op.target_.owner : nullptr;
         ::asio::get_associated_cancellation_slot(handler).clear();
         using rebound = typename std::allocator_traits<allocator_type>::template rebind_alloc<operation>;
-        rebound alloc(::asio::get_associated_allocator(handler, ::asio::recycling_allocator<void>()));
+        rebound alloc(::asio::get_associated_allocator(handler, state_allocator<void>()));
         op.~operation();
         std::allocator_traits<rebound>::deallocate(alloc, &op, 1);
         if (owner != nullptr) owner->release();
