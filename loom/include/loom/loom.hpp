@@ -12,10 +12,12 @@
 #include <loom/error.hpp>
 #include <loom/fabric.hpp>
 #include <loom/fabric_info.hpp>
+#include <loom/fabric_query.hpp>
 #include <loom/flags.hpp>
 #include <loom/memory_region.hpp>
 #include <loom/mr_cache.hpp>
 #include <loom/provider_facts.hpp>
+#include <loom/provider_traits.hpp>
 #include <loom/msg.hpp>
 #include <loom/scalable_endpoint.hpp>
 #include <loom/shared_rx_context.hpp>

@@ -15,6 +15,7 @@
 #include <loom/domain.hpp>
 #include <loom/error.hpp>
 #include <loom/flags.hpp>
+#include <loom/provider_traits.hpp>
 #include <loom/memory_region.hpp>
 #include <memory>
 #include <mutex>
@@ -28,13 +29,6 @@ namespace loom {
 
 class endpoint;
 
-// ---------------------------------------------------------------- provider tags
-// Defined here because no provider tags exist yet; make_mr_cache<Tag> accepts any tag type and
-// currently ignores it (every provider shares one cache implementation).
-namespace provider {
-/// The tag for "any provider": behaviour follows the negotiated domain attributes only.
-struct generic_tag {};
-}  // namespace provider
 
 // ---------------------------------------------------------------- keys, limits, statistics
 
