@@ -65,13 +65,18 @@ TEST(RemoteMemory, SubregionOverflow) {
     const remote_memory small{0x1000, 1, 16};
     EXPECT_EQ(error_of(small.subregion(8, size_max - 4)), errc::invalid_argument);  // 8 + len wraps to 4
 
-    // The remote address range itself would wrap around 2^64.
+    // The remote address range itself would wrap around 2^64: its start, or its exclusive end
+    // (a range ending at the last byte of the address space has no representable end).
     const remote_memory top{u64_max - 10, 1, 100};
     EXPECT_EQ(error_of(top.subregion(20, 1)), errc::invalid_argument);  // start wraps
     EXPECT_EQ(error_of(top.subregion(5, 10)), errc::invalid_argument);  // last byte wraps
-    const auto last = top.subregion(5, 6);                              // last byte is 2^64 - 1
+    EXPECT_EQ(error_of(top.subregion(5, 6)), errc::invalid_argument);   // last byte 2^64 - 1, end 2^64
+    const auto last = top.subregion(5, 5);                              // end is 2^64 - 1
     ASSERT_TRUE(last.has_value());
-    EXPECT_EQ(*last, (remote_memory{u64_max - 5, 1, 6}));
+    EXPECT_EQ(*last, (remote_memory{u64_max - 5, 1, 5}));
+    const auto empty_end = top.subregion(10, 0);  // an empty range at 2^64 - 1: representable
+    ASSERT_TRUE(empty_end.has_value());
+    EXPECT_EQ(error_of(top.subregion(11, 0)), errc::invalid_argument);  // at 2^64: not
 }
 
 TEST(RemoteMemory, OffsetBy) {

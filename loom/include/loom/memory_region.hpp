@@ -190,11 +190,11 @@ struct remote_memory {
     /// Exports a local registration (virtual address when the domain uses FI_MR_VIRT_ADDR,
     /// otherwise its offset).
     [[nodiscard]] static auto from_mr(const memory_region& mr) noexcept -> result<remote_memory>;
-    /// [offset, offset+len) of this region; invalid_argument outside it or on overflow. Inline:
-    /// initiators call it per operation.
+    /// [offset, offset+len) of this region; invalid_argument outside it or when its start or
+    /// its exclusive end address is not representable. Inline: initiators call it per operation.
     [[nodiscard]] auto subregion(std::size_t offset, std::size_t len) const noexcept -> result<remote_memory> {
         const std::uint64_t start = addr + offset;
-        if (offset > length || len > length - offset || start < addr || (len != 0 && start + (len - 1) < start))
+        if (offset > length || len > length - offset || start < addr || len > UINT64_MAX - start)
             [[unlikely]]
             return make_unexpected(errc::invalid_argument);
         return remote_memory{start, key, len};
