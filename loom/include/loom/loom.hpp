@@ -6,6 +6,7 @@
 #include <loom/atomic.hpp>
 #include <loom/completion_queue.hpp>
 #include <loom/context.hpp>
+#include <loom/contract_endpoint.hpp>
 #include <loom/counter.hpp>
 #include <loom/domain.hpp>
 #include <loom/endpoint.hpp>
