@@ -3,73 +3,93 @@
 #include "loom/completion_queue.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <mutex>
 #include <utility>
 
 namespace loom {
 
-completion_registry::completion_registry()
-    : slots_(initial_slots, nullptr), shift_(64 - std::countr_zero(initial_slots)), held_(hold_capacity) {}
+completion_registry::completion_registry() : held_(hold_capacity) {}
 
-namespace {
-/// Fibonacci hashing of a context address (its low bits are alignment, always zero).
-[[nodiscard]] auto slot_of(std::uintptr_t key, unsigned shift) noexcept -> std::size_t {
-    return static_cast<std::size_t>(((key >> 4) * 0x9E3779B97F4A7C15ULL) >> shift);
-}
-}  // namespace
-
-auto completion_registry::find_slot(std::uintptr_t key) const noexcept -> std::size_t {
-    const std::size_t mask = slots_.size() - 1;
-    for (std::size_t i = slot_of(key, shift_);; i = (i + 1) & mask)
-        if (slots_[i] == nullptr || slots_[i]->context_address() == key) return i;
-}
-
-void completion_registry::erase_slot(std::size_t i) noexcept {
-    // Backward-shift deletion (Knuth 6.4, algorithm R): a later member whose home is not
-    // cyclically within (i, j] moves into the hole, so every probe still finds its key.
-    const std::size_t mask = slots_.size() - 1;
-    slots_[i] = nullptr;
-    for (std::size_t j = (i + 1) & mask; slots_[j] != nullptr; j = (j + 1) & mask) {
-        const std::size_t home = slot_of(slots_[j]->context_address(), shift_);
-        if (((j - home) & mask) < ((j - i) & mask)) continue;  // home lies between the hole and j
-        slots_[i] = slots_[j];
-        slots_[j] = nullptr;
-        i = j;
+void completion_registry::splay(std::uintptr_t key) noexcept {
+    if (root_ == nullptr) return;
+    registered_completion header{nullptr};
+    registered_completion* left_max = &header;   // right spine of the left tree
+    registered_completion* right_min = &header;  // left spine of the right tree
+    registered_completion* t = root_;
+    for (;;) {
+        if (key < t->context_address()) {
+            if (t->left_ == nullptr) break;
+            if (key < t->left_->context_address()) {  // zig-zig: rotate right
+                registered_completion* y = t->left_;
+                t->left_ = y->right_;
+                y->right_ = t;
+                t = y;
+                if (t->left_ == nullptr) break;
+            }
+            right_min->left_ = t;  // link right
+            right_min = t;
+            t = t->left_;
+        } else if (key > t->context_address()) {
+            if (t->right_ == nullptr) break;
+            if (key > t->right_->context_address()) {  // zig-zig: rotate left
+                registered_completion* y = t->right_;
+                t->right_ = y->left_;
+                y->left_ = t;
+                t = y;
+                if (t->right_ == nullptr) break;
+            }
+            left_max->right_ = t;  // link left
+            left_max = t;
+            t = t->right_;
+        } else {
+            break;
+        }
     }
-}
-
-auto completion_registry::grow_table() noexcept -> bool {
-    // Called under the lock when the table would be more than half full.
-    try {
-        std::vector<registered_completion*> bigger(slots_.size() * 2, nullptr);
-        slots_.swap(bigger);
-        --shift_;
-        for (registered_completion* op : bigger)
-            if (op != nullptr) slots_[find_slot(op->context_address())] = op;
-        return true;
-    } catch (...) {
-        return false;
-    }
+    left_max->right_ = t->left_;  // assemble
+    right_min->left_ = t->right_;
+    t->left_ = header.right_;
+    t->right_ = header.left_;
+    root_ = t;
 }
 
 auto completion_registry::add(registered_completion& op) noexcept -> bool {
     const std::lock_guard lock(m_);
     if (op.linked_ || op.deferred_) return false;
-    if ((size_ + 1) * 2 > slots_.size() && !grow_table()) return false;
-    const std::size_t i = find_slot(op.context_address());
-    if (slots_[i] != nullptr) return false;
-    slots_[i] = &op;
+    const std::uintptr_t key = op.context_address();
+    op.left_ = op.right_ = nullptr;
+    if (root_ != nullptr) {
+        splay(key);
+        if (root_->context_address() == key) return false;
+        if (key < root_->context_address()) {
+            op.left_ = root_->left_;
+            op.right_ = root_;
+            root_->left_ = nullptr;
+        } else {
+            op.right_ = root_->right_;
+            op.left_ = root_;
+            root_->right_ = nullptr;
+        }
+    }
+    root_ = &op;
     op.linked_ = true;
     ++size_;
     return true;
 }
 
-auto completion_registry::take(std::uintptr_t key, bool passive_only) noexcept -> registered_completion* {
-    const std::size_t i = find_slot(key);
-    registered_completion* found = slots_[i];
-    if (found == nullptr || (passive_only && !found->passive_)) return nullptr;
-    erase_slot(i);
+auto completion_registry::take(std::uintptr_t key) noexcept -> registered_completion* {
+    if (root_ == nullptr) return nullptr;
+    splay(key);
+    registered_completion* found = root_;
+    if (found->context_address() != key) return nullptr;
+    if (found->left_ == nullptr) {
+        root_ = found->right_;
+    } else {
+        registered_completion* right = found->right_;
+        root_ = found->left_;
+        splay(key);  // the left subtree's largest key rises to its root, which has no right child
+        root_->right_ = right;
+    }
+    found->left_ = found->right_ = nullptr;
     found->linked_ = false;
     --size_;
     return found;
@@ -78,17 +98,20 @@ auto completion_registry::take(std::uintptr_t key, bool passive_only) noexcept -
 auto completion_registry::remove(registered_completion& op) noexcept -> bool {
     const std::lock_guard lock(m_);
     if (!op.linked_) return false;
-    const std::size_t i = find_slot(op.context_address());
-    if (slots_[i] != &op) return false;
-    (void)take(op.context_address(), false);
-    return true;
+    return take(op.context_address()) == &op;
 }
 
 auto completion_registry::dispatch_if(const completion_event& ev, bool passive_only) noexcept -> bool {
     registered_completion* op = nullptr;
     {
         const std::lock_guard lock(m_);
-        op = take(reinterpret_cast<std::uintptr_t>(ev.context), passive_only);
+        const auto key = reinterpret_cast<std::uintptr_t>(ev.context);
+        if (passive_only) {
+            if (root_ == nullptr) return false;
+            splay(key);
+            if (root_->context_address() != key || !root_->passive_) return false;
+        }
+        op = take(key);
     }
     if (op == nullptr) return false;
     op->deliver_(*op, ev);
@@ -101,17 +124,36 @@ auto completion_registry::dispatch_passive(const completion_event& ev) noexcept 
     return dispatch_if(ev, true);
 }
 
+void completion_registry::flatten() noexcept {
+    registered_completion head{nullptr};
+    head.right_ = root_;
+    registered_completion* tail = &head;
+    for (registered_completion* rest = tail->right_; rest != nullptr;) {
+        if (rest->left_ == nullptr) {
+            tail = rest;
+            rest = rest->right_;
+        } else {  // rotate right around rest
+            registered_completion* l = rest->left_;
+            rest->left_ = l->right_;
+            l->right_ = rest;
+            rest = l;
+            tail->right_ = l;
+        }
+    }
+    root_ = head.right_;
+}
+
 auto completion_registry::take_deferred_owned(const void* owner) noexcept -> registered_completion* {
-    registered_completion* taken = nullptr;  // chained through next_, in list order reversed
+    registered_completion* taken = nullptr;  // chained through left_, in list order reversed
     registered_completion* prev = nullptr;
     for (registered_completion* t = deferred_head_; t != nullptr;) {
-        registered_completion* next = t->next_;
+        registered_completion* next = t->left_;
         if (t->owner_ == owner) {
-            (prev != nullptr ? prev->next_ : deferred_head_) = next;
+            (prev != nullptr ? prev->left_ : deferred_head_) = next;
             if (deferred_tail_ == t) deferred_tail_ = prev;
             t->deferred_ = false;
             --deferred_count_;
-            t->next_ = taken;
+            t->left_ = taken;
             taken = t;
         } else {
             prev = t;
@@ -122,25 +164,35 @@ auto completion_registry::take_deferred_owned(const void* owner) noexcept -> reg
 }
 
 auto completion_registry::remove_owned(const void* owner, owned_fn fn, void* arg) noexcept -> std::size_t {
-    registered_completion* linked = nullptr;  // chained through next_
+    registered_completion* linked = nullptr;  // chained through left_
     registered_completion* deferred = nullptr;
     {
         const std::lock_guard lock(m_);
-        for (registered_completion* op : slots_) {
-            if (op == nullptr || op->owner_ != owner) continue;
-            op->next_ = linked;
-            linked = op;
+        flatten();
+        registered_completion head{nullptr};
+        head.right_ = root_;
+        for (registered_completion* prev = &head; prev->right_ != nullptr;) {
+            registered_completion* t = prev->right_;
+            if (t->owner_ != owner) {
+                prev = t;
+                continue;
+            }
+            prev->right_ = t->right_;
+            t->right_ = nullptr;
+            t->linked_ = false;
+            --size_;
+            t->left_ = linked;
+            linked = t;
         }
-        for (registered_completion* op = linked; op != nullptr; op = op->next_)
-            (void)take(op->context_address(), false);
+        root_ = head.right_;
         deferred = take_deferred_owned(owner);
     }
     std::size_t n = 0;
     for (auto [list, was_deferred] : {std::pair{linked, false}, std::pair{deferred, true}}) {
         while (list != nullptr) {
             registered_completion* op = list;
-            list = op->next_;
-            op->next_ = nullptr;
+            list = op->left_;
+            op->left_ = nullptr;
             fn(*op, was_deferred, arg);
             ++n;
         }
@@ -153,17 +205,18 @@ auto completion_registry::visit_owned(const void* owner, owned_fn fn, void* arg)
     registered_completion* deferred = nullptr;
     {
         const std::lock_guard lock(m_);
-        for (registered_completion* op : slots_) {
-            if (op == nullptr || op->owner_ != owner) continue;
-            fn(*op, false, arg);
+        flatten();
+        for (registered_completion* t = root_; t != nullptr; t = t->right_) {
+            if (t->owner_ != owner) continue;
+            fn(*t, false, arg);
             ++n;
         }
         deferred = take_deferred_owned(owner);
     }
     while (deferred != nullptr) {
         registered_completion* op = deferred;
-        deferred = op->next_;
-        op->next_ = nullptr;
+        deferred = op->left_;
+        op->left_ = nullptr;
         fn(*op, true, arg);
         ++n;
     }
@@ -173,8 +226,8 @@ auto completion_registry::visit_owned(const void* owner, owned_fn fn, void* arg)
 auto completion_registry::defer(registered_completion& op) noexcept -> bool {
     const std::lock_guard lock(m_);
     if (op.linked_ || op.deferred_ || op.retry_ == nullptr) return false;
-    op.next_ = nullptr;
-    if (deferred_tail_ != nullptr) deferred_tail_->next_ = &op;
+    op.left_ = op.right_ = nullptr;
+    if (deferred_tail_ != nullptr) deferred_tail_->left_ = &op;
     else deferred_head_ = &op;
     deferred_tail_ = &op;
     op.deferred_ = true;
@@ -186,11 +239,11 @@ auto completion_registry::withdraw_deferred(registered_completion& op) noexcept 
     const std::lock_guard lock(m_);
     if (!op.deferred_) return false;
     registered_completion* prev = nullptr;
-    for (registered_completion* t = deferred_head_; t != nullptr; prev = t, t = t->next_) {
+    for (registered_completion* t = deferred_head_; t != nullptr; prev = t, t = t->left_) {
         if (t != &op) continue;
-        (prev != nullptr ? prev->next_ : deferred_head_) = t->next_;
+        (prev != nullptr ? prev->left_ : deferred_head_) = t->left_;
         if (deferred_tail_ == t) deferred_tail_ = prev;
-        t->next_ = nullptr;
+        t->left_ = nullptr;
         t->deferred_ = false;
         --deferred_count_;
         return true;
@@ -206,9 +259,9 @@ auto completion_registry::retry_deferred() noexcept -> std::size_t {
             const std::lock_guard lock(m_);
             op = deferred_head_;
             if (op == nullptr) break;
-            deferred_head_ = op->next_;
+            deferred_head_ = op->left_;
             if (deferred_head_ == nullptr) deferred_tail_ = nullptr;
-            op->next_ = nullptr;
+            op->left_ = nullptr;
             op->deferred_ = false;
             --deferred_count_;
         }
@@ -266,16 +319,17 @@ auto completion_registry::dispatch_held_passive() noexcept -> std::size_t {
             std::size_t i = 0;
             for (; i < held_count_; ++i) {
                 const auto key = reinterpret_cast<std::uintptr_t>(held_[(held_first_ + i) % cap].context);
-                const registered_completion* op_at = slots_[find_slot(key)];
-                if (op_at != nullptr && op_at->passive_) break;
+                if (root_ == nullptr) break;
+                splay(key);
+                if (root_->context_address() == key && root_->passive_) break;
             }
-            if (i == held_count_) return n;
+            if (root_ == nullptr || i == held_count_) return n;
             using std::swap;
             swap(ev, held_[(held_first_ + i) % cap]);
             for (std::size_t k = i; k + 1 < held_count_; ++k)  // close the gap, order kept
                 swap(held_[(held_first_ + k) % cap], held_[(held_first_ + k + 1) % cap]);
             --held_count_;
-            op = take(reinterpret_cast<std::uintptr_t>(ev.context), true);
+            op = take(reinterpret_cast<std::uintptr_t>(ev.context));
         }
         op->deliver_(*op, ev);
         ++n;
@@ -296,7 +350,13 @@ auto completion_registry::take_held(completion_event& out) noexcept -> bool {
 
 auto completion_registry::owns(const void* context) const noexcept -> bool {
     const std::lock_guard lock(m_);
-    return slots_[find_slot(reinterpret_cast<std::uintptr_t>(context))] != nullptr;
+    // A lookup without restructuring: owns() is for diagnostics and tests, not the hot path.
+    const auto key = reinterpret_cast<std::uintptr_t>(context);
+    for (const registered_completion* t = root_; t != nullptr;) {
+        if (key == t->context_address()) return true;
+        t = key < t->context_address() ? t->left_ : t->right_;
+    }
+    return false;
 }
 
 auto completion_registry::size() const noexcept -> std::size_t {

@@ -51,20 +51,20 @@ protected:
 private:
     friend class completion_registry;
     ::fi_context2 native_{};
-    registered_completion* next_{nullptr};  // the deferred list, or a list being handed out
+    registered_completion* left_{nullptr};
+    registered_completion* right_{nullptr};
     deliver_fn deliver_;
     retry_fn retry_;
     const void* owner_;
-    bool linked_{false};    // in the table
+    bool linked_{false};    // in the tree
     bool deferred_{false};  // in the deferred list (left_ is the next one)
     bool passive_{false};
 };
 
 /// The operations registered on one completion queue, keyed by context address. A completion
 /// is matched by comparing its context pointer with registered addresses: a foreign context is
-/// never dereferenced. An open-addressing table of pointers under a spin lock: registration,
-/// lookup and removal take expected constant time; the table is allocated with the registry and
-/// doubles only when more than half of it is in use (never per operation).
+/// never dereferenced. An intrusive splay tree under the queue's lock: registration, lookup and
+/// removal take amortized logarithmic time and allocate nothing.
 class completion_registry {
 public:
     completion_registry();
@@ -73,7 +73,7 @@ public:
     ~completion_registry() = default;
 
     /// Registers `op` before its submission; false when it (or another state with the same
-    /// context) is already registered, or when the table had to grow and could not.
+    /// context) is already registered.
     auto add(registered_completion& op) noexcept -> bool;
     /// Unregisters `op` (a submission that failed, an operation given up); false when it was
     /// not registered, e.g. because its completion has already been taken.
@@ -134,19 +134,17 @@ public:
     [[nodiscard]] auto size() const noexcept -> std::size_t;
 
 private:
-    static constexpr std::size_t initial_slots = 64;
-    /// The slot holding `key`, or the empty slot where the probe for it ends.
-    [[nodiscard]] auto find_slot(std::uintptr_t key) const noexcept -> std::size_t;
-    /// Empties slot `i` and moves later members of its probe sequence back (no tombstones).
-    void erase_slot(std::size_t i) noexcept;
-    [[nodiscard]] auto take(std::uintptr_t key, bool passive_only) noexcept -> registered_completion*;
-    [[nodiscard]] auto grow_table() noexcept -> bool;
+    /// Top-down splay of the tree rooted at root_ around `key`; the new root is the closest node.
+    void splay(std::uintptr_t key) noexcept;
+    [[nodiscard]] auto take(std::uintptr_t key) noexcept -> registered_completion*;
     [[nodiscard]] auto dispatch_if(const completion_event& ev, bool passive_only) noexcept -> bool;
+    /// Day-Stout-Warren: the tree as a chain of right children, in key order (still a valid
+    /// splay tree), so that it can be walked without a stack.
+    void flatten() noexcept;
     [[nodiscard]] auto take_deferred_owned(const void* owner) noexcept -> registered_completion*;
     [[nodiscard]] auto grow_hold(std::size_t need) noexcept -> bool;
     mutable detail::spin_lock m_;
-    std::vector<registered_completion*> slots_;  // null: empty; a power of two, at most half used
-    unsigned shift_{0};                          // 64 - log2(slots_.size())
+    registered_completion* root_{nullptr};
     std::size_t size_{0};
     registered_completion* deferred_head_{nullptr};
     registered_completion* deferred_tail_{nullptr};

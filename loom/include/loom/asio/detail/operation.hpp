@@ -129,7 +129,7 @@ protected:
     /// queue's next reader resubmits it).
     void submit() noexcept {
         completion_registry& reg = *target_.cq->registry();
-        if (!reg.add(*this)) return completed(make_error_code(errc::no_memory), 0);  // before submission: the completion may come at once
+        (void)reg.add(*this);  // before submission: the completion may come at once
         const void_result r = submit_operation(*target_.ep, kind_, params_, iov_, desc_, context());
         if (r) return;
         (void)reg.remove(*this);  // refused: no completion will come
