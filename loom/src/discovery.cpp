@@ -126,6 +126,11 @@ auto provider_range::first() const -> std::optional<fabric_info> {
     return *begin();
 }
 
+auto fabric_info::adopt_native(::fi_info* owned) -> fabric_info {
+    if (owned == nullptr) return {};
+    return fabric_info{make_shared_list(owned, nullptr), owned};
+}
+
 auto fabric_info::copy_native(const ::fi_info* native, std::pmr::memory_resource* mr)
     -> result<fabric_info> {
     if (native == nullptr) return make_unexpected(errc::invalid_argument);

@@ -233,6 +233,7 @@ auto endpoint::adopt_native(::fid_ep* ep, const ::fi_info& fi, domain& dom) -> e
     out.h_ = detail::unique_fid<::fid_ep>{ep};
     out.h_.set_parent(dom.child_tracker());
     out.domain_ = dom.native();
+    out.fabric_ = dom.fabric_native();
     out.caps_ = capability{fi.caps};
     out.type_ = fi.ep_attr ? static_cast<endpoint_types>(fi.ep_attr->type) : endpoint_types::unspecified;
     out.format_ = static_cast<address_format>(fi.addr_format);

@@ -29,6 +29,7 @@ class address_vector;
 class counter;
 class memory_region;
 class shared_rx_context;
+class event_queue;
 
 /// Negotiated IOV bounds: transmit, receive and remote (RMA) entries per operation.
 struct iov_limits {
@@ -304,6 +305,22 @@ public:
     /// refused with busy meanwhile. bad_state after enable() or when already bound.
     auto bind_srx(shared_rx_context& srx) noexcept -> void_result;
     auto enable() noexcept -> void_result;
+
+    // ------------------------------------------------------------ MSG connection setup
+    // (connection.cpp). The queue reports connected and shutdown events for this endpoint.
+    /// Before enable(); MSG endpoints only; the queue must belong to the endpoint's fabric.
+    auto bind_eq(event_queue& eq) noexcept -> void_result;
+    /// Asks the listener at `peer` for a connection, sending `data` (at most the provider's
+    /// FI_OPT_CM_DATA_SIZE); a connected or an error event follows. After enable().
+    auto connect(const address& peer, std::span<const std::byte> data = {}) -> void_result;
+    auto connect_raw(std::span<const std::byte> native_address, std::span<const std::byte> data = {}) noexcept
+        -> void_result;
+    /// Accepts the request this endpoint was created from (endpoint::create with a connreq
+    /// event's info), sending `data`; a connected event follows. After enable().
+    auto accept(std::span<const std::byte> data = {}) noexcept -> void_result;
+    /// Ends the connection; the peer gets a shutdown event.
+    auto shutdown() noexcept -> void_result;
+
     /// This endpoint's own address, to hand to peers.
     [[nodiscard]] auto name() const -> result<address>;
     /// Cancels an operation posted with this context (its completion reports canceled).
@@ -536,12 +553,14 @@ public:
 
 private:
     detail::child_link srx_link_;    // declared first: destroyed after the native endpoint closes
+    detail::child_link eq_link_;     // likewise
     detail::child_link owner_link_;  // likewise
     detail::unique_fid<::fid_ep> h_;
     detail::op_gates gates_{};
     [[nodiscard]] auto tx_msg() const noexcept -> ::fid_ep* { return gates_.send(capability::msg); }
     [[nodiscard]] auto tx_tagged() const noexcept -> ::fid_ep* { return gates_.send(capability::tagged); }
     ::fid_domain* domain_{nullptr};
+    ::fid_fabric* fabric_{nullptr};
     capability caps_{};
     endpoint_types type_{endpoint_types::unspecified};
     address_format format_{address_format::unspecified};

@@ -117,6 +117,10 @@ public:
                                           std::pmr::memory_resource* mr = nullptr)
         -> result<fabric_info>;
 
+    /// Takes ownership of an entry libfabric allocated (a connection request's info): freed
+    /// with fi_freeinfo when the last copy goes. Null gives an invalid fabric_info.
+    [[nodiscard]] static auto adopt_native(::fi_info* owned) -> fabric_info;
+
     [[nodiscard]] auto native() const noexcept -> const ::fi_info* { return entry_; }
     [[nodiscard]] auto valid() const noexcept -> bool { return entry_ != nullptr; }
 

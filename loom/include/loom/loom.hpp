@@ -11,6 +11,7 @@
 #include <loom/domain.hpp>
 #include <loom/endpoint.hpp>
 #include <loom/error.hpp>
+#include <loom/event_queue.hpp>
 #include <loom/fabric.hpp>
 #include <loom/fabric_info.hpp>
 #include <loom/fabric_query.hpp>
@@ -20,6 +21,7 @@
 #include <loom/provider_facts.hpp>
 #include <loom/provider_traits.hpp>
 #include <loom/msg.hpp>
+#include <loom/passive_endpoint.hpp>
 #include <loom/scalable_endpoint.hpp>
 #include <loom/shared_rx_context.hpp>
 #include <loom/rma.hpp>

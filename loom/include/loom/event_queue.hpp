@@ -1,0 +1,82 @@
+// loom/event_queue.hpp — the event queue (fi_eq) and the connection-management events it
+// reports for MSG endpoints.
+#pragma once
+
+#include <loom/completion_queue.hpp>
+#include <loom/detail/fid.hpp>
+#include <loom/fabric.hpp>
+#include <loom/fabric_info.hpp>
+
+#include <rdma/fi_eq.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loom {
+
+enum class cm_event_kind : int {
+    connreq,    ///< a peer asks to connect: accept (endpoint::create from `info`) or reject
+    connected,  ///< the connection of `fid` is established
+    shutdown,   ///< the peer of `fid` shut the connection down
+    error,      ///< an error entry: `error`, `provider_errno`, `error_text`; `data` holds the
+                ///< provider's error data (a rejection's connection data)
+    other,      ///< another event (`native_event`): memory registration, AV, multicast join
+};
+
+/// One event read from an event queue.
+struct cm_event {
+    cm_event_kind kind{cm_event_kind::other};
+    std::uint32_t native_event{0};  ///< FI_CONNREQ, FI_CONNECTED, ... (0 for error entries)
+    ::fid_t fid{nullptr};           ///< the endpoint or passive endpoint it concerns
+    void* context{nullptr};         ///< that object's context (error entries: the operation's)
+    fabric_info info;               ///< connreq: the request (owns libfabric's fi_info)
+    std::vector<std::byte> data;    ///< connection data the peer sent (or error data)
+    std::error_code error{};
+    int provider_errno{0};
+    std::string error_text{};
+
+    [[nodiscard]] auto has_error() const noexcept -> bool { return static_cast<bool>(error); }
+};
+
+struct eq_attr {
+    std::size_t size{0};                          ///< 0: the provider's default
+    wait_object wait{wait_object::unspecified};  ///< none: wait() is not available
+};
+
+class event_queue {
+public:
+    /// Room for the connection data of one event (FI_OPT_CM_DATA_SIZE is at most 256 with the
+    /// providers loom knows); larger data are reported as message_too_long by read().
+    static constexpr std::size_t max_event_data = 1024;
+
+    event_queue() = default;
+    [[nodiscard]] static auto create(fabric& fab, const eq_attr& attr = {}, std::pmr::memory_resource* mr = nullptr)
+        -> result<event_queue>;
+
+    /// The next event, or nullopt when none is ready. Error entries come back as events of
+    /// kind error; the result's error is a failure to read.
+    [[nodiscard]] auto read() -> result<std::optional<cm_event>>;
+    /// Waits up to `timeout` for the next event (nullopt when none came); needs a wait object.
+    [[nodiscard]] auto wait(std::chrono::milliseconds timeout) -> result<std::optional<cm_event>>;
+
+    [[nodiscard]] auto native() const noexcept -> ::fid_eq* { return h_.get(); }
+    [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    [[nodiscard]] auto fabric_native() const noexcept -> ::fid_fabric* { return fabric_; }
+    /// Busy while endpoints bound to it are open.
+    auto close() noexcept -> void_result { return h_.close(); }
+    [[nodiscard]] auto child_tracker() const noexcept -> const detail::child_count& { return h_.children(); }
+
+private:
+    [[nodiscard]] auto read_error() -> result<std::optional<cm_event>>;
+    [[nodiscard]] auto decode(std::uint32_t event, std::size_t bytes) -> result<std::optional<cm_event>>;
+    detail::unique_fid<::fid_eq> h_;
+    ::fid_fabric* fabric_{nullptr};
+    bool waitable_{false};
+    std::vector<std::byte> buf_;  // one fi_eq_cm_entry and its data
+};
+
+}  // namespace loom
