@@ -52,17 +52,14 @@ auto open_rail(const nic& n, const config& cfg) -> result<std::unique_ptr<rail>>
     r->self = std::move(*self);
     mr_cache_limits limits{};
     if (cfg.mr_cache_entries != 0) limits.max_entries = cfg.mr_cache_entries;
-    auto cache = r->dom.get_memory_region_mode().has(mr_mode_flags::endpoint) ? make_mr_cache(r->dom, r->ep, limits)
-                                                                              : make_mr_cache(r->dom, limits);
-    if (!cache) return std::unexpected(cache.error());
-    r->cache = std::make_unique<mr_cache>(std::move(*cache));
+    const bool per_endpoint = r->dom.get_memory_region_mode().has(mr_mode_flags::endpoint);
+    r->cache = std::make_unique<mr_cache>(per_endpoint ? make_mr_cache(r->dom, r->ep, limits) : make_mr_cache(r->dom, limits));
+    if (auto s = r->cache->status(); !s) return std::unexpected(s.error());
     // Device memory is not retained: a freed and reallocated device buffer must not hit a stale
     // registration, and hosts that register device memory keep their own caches above us.
     const mr_cache_limits none{.max_entries = 0, .max_registered_bytes = 0};
-    auto dev = r->dom.get_memory_region_mode().has(mr_mode_flags::endpoint) ? make_mr_cache(r->dom, r->ep, none)
-                                                                            : make_mr_cache(r->dom, none);
-    if (!dev) return std::unexpected(dev.error());
-    r->dev_cache = std::make_unique<mr_cache>(std::move(*dev));
+    r->dev_cache = std::make_unique<mr_cache>(per_endpoint ? make_mr_cache(r->dom, r->ep, none) : make_mr_cache(r->dom, none));
+    if (auto s = r->dev_cache->status(); !s) return std::unexpected(s.error());
     r->virt_addr = r->dom.get_memory_region_mode().has(mr_mode_flags::virt_addr);
     const std::size_t max_msg = r->ep.max_msg_size() != 0 ? r->ep.max_msg_size() : (std::size_t{1} << 30);
     r->max_write = std::min<std::size_t>(max_msg, std::size_t{1} << 30);

@@ -74,9 +74,8 @@ TEST_P(core_mr_hmem, dmabuf_registration_carries_a_loopback_send) {
 TEST_P(core_mr_hmem, cache_keeps_dmabuf_and_device_spaces_apart) {
     loop_stack s;
     ASSERT_NO_FATAL_FAILURE(must_open_loop(GetParam(), {}, s));
-    auto made = loom::make_mr_cache(s.domain, s.ep);
-    ASSERT_TRUE(made) << outcome(made.error());
-    auto& cache = *made;
+    auto cache = loom::make_mr_cache(s.domain, s.ep);
+    ASSERT_TRUE(cache.status()) << outcome(cache.status());
     mapped_fd buf(4);
     ASSERT_TRUE(buf.ok());
 
@@ -147,18 +146,18 @@ TEST_P(core_mr_hmem, bad_device_registrations_are_refused_before_the_provider) {
     EXPECT_EQ(bad({.fd = 0, .offset = ~std::uint64_t{0} - page, .length = page, .base_addr = mem.data()}),
               make_error_code(errc::invalid_argument));
     // The cache applies the same rules.
-    auto made = loom::make_mr_cache(s.domain, s.ep);
-    ASSERT_TRUE(made);
+    auto cache = loom::make_mr_cache(s.domain, s.ep);
+    ASSERT_TRUE(cache.status());
     if (!hmem_domain) {
-        EXPECT_EQ(code(made->lookup_device(std::span{mem}, loom::hmem_iface::cuda, 0, rw)),
+        EXPECT_EQ(code(cache.lookup_device(std::span{mem}, loom::hmem_iface::cuda, 0, rw)),
                   make_error_code(errc::not_supported));
     }
-    EXPECT_EQ(code(made->lookup_device(std::span<std::byte>{}, loom::hmem_iface::system, 0, rw)),
+    EXPECT_EQ(code(cache.lookup_device(std::span<std::byte>{}, loom::hmem_iface::system, 0, rw)),
               make_error_code(errc::invalid_argument));
-    EXPECT_EQ(code(made->lookup_dmabuf({.fd = -1, .length = page}, loom::hmem_iface::system, 0, rw)),
+    EXPECT_EQ(code(cache.lookup_dmabuf({.fd = -1, .length = page}, loom::hmem_iface::system, 0, rw)),
               make_error_code(errc::invalid_argument));
-    EXPECT_EQ(made->stats().registrations, 0U) << "nothing registered by refused lookups";
-    EXPECT_EQ(made->stats().entries, 0U);
+    EXPECT_EQ(cache.stats().registrations, 0U) << "nothing registered by refused lookups";
+    EXPECT_EQ(cache.stats().entries, 0U);
 }
 
 /// shm opened with FI_HMEM: device interfaces pass the checks and reach the provider, which

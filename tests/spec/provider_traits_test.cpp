@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 
 // ---- the spec's example, unchanged
@@ -100,4 +101,35 @@ TEST(SpecProviderTraits, tcp_traits_match_what_tcp_returns_here) {
 
 TEST(SpecProviderTraits, shm_traits_match_what_shm_returns_here) {
     expect_discovery_matches<provider::shm_tag>("shm");
+}
+
+// make_mr_cache takes provider tags: where the provider binds registrations to endpoints, the
+// form without one does not compile.
+template <class Tag>
+concept cache_without_endpoint = requires(loom::domain& d) { loom::make_mr_cache<Tag>(d); };
+static_assert(cache_without_endpoint<provider::verbs_tag> && cache_without_endpoint<provider::generic_tag>);
+static_assert(!cache_without_endpoint<provider::slingshot_tag>);
+static_assert(!cache_without_endpoint<int>, "not a provider tag");
+static_assert(std::is_same_v<decltype(loom::make_mr_cache<provider::verbs_tag>(std::declval<loom::domain&>(),
+                                                                                 std::declval<loom::endpoint&>())),
+                             loom::mr_cache>);
+
+TEST(SpecProviderTraits, the_mr_cache_example_registers_through_a_tagged_cache) {
+    // The spec's example, on shm (tcp's domains have no endpoint-bound registrations either).
+    auto info = base_entry("shm");
+    ASSERT_TRUE(info);
+    auto fab = fabric::create(*info);
+    ASSERT_TRUE(fab);
+    auto domain = loom::domain::create(*fab, *info);
+    ASSERT_TRUE(domain);
+    auto ep = endpoint::create(*domain, *info);
+    ASSERT_TRUE(ep);
+    std::array<std::byte, 256> buffer{};
+    auto cache = make_mr_cache<provider::verbs_tag>(*domain, *ep);
+    auto registered = cache.lookup(std::span{buffer}, mr_access_flags::send).value();
+    EXPECT_NE(registered.region().native(), nullptr);
+    auto bounded = make_mr_cache<provider::verbs_tag>(
+        *domain, mr_cache_limits{.max_entries = 256, .max_registered_bytes = 64 * 1024 * 1024});
+    EXPECT_EQ(bounded.limits().max_entries, 256u);
+    EXPECT_TRUE(bounded.status());
 }

@@ -1001,8 +1001,8 @@ TEST(MrCacheBinding, EndpointRules) {
 TEST(MrCacheBinding, ClosedDomainOrEndpointIsRejected) {
     loom::domain dom;
     loom::endpoint ep;
-    EXPECT_EQ(loom::make_mr_cache(dom).error(), loom::make_error_code(loom::errc::invalid_argument));
-    EXPECT_EQ(loom::make_mr_cache<loom::provider::generic_tag>(dom, ep).error(),
+    EXPECT_EQ(loom::make_mr_cache(dom).status().error(), loom::make_error_code(loom::errc::invalid_argument));
+    EXPECT_EQ(loom::make_mr_cache<loom::provider::generic_tag>(dom, ep).status().error(),
               loom::make_error_code(loom::errc::invalid_argument));
     loom::mr_cache c(dom, mr_cache_limits{.max_entries = 4});
     EXPECT_FALSE(c.status());

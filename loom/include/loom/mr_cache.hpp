@@ -603,19 +603,18 @@ public:
         : basic_mr_cache(domain_registrar{dom, ep}, limits) {}
 };
 
-/// Creates a cache after checking the endpoint rules (invalid_argument). `ProviderTag` is
-/// accepted for the provider-specific spelling and does not change behaviour.
-template <class ProviderTag = provider::generic_tag>
-[[nodiscard]] auto make_mr_cache(domain& dom, mr_cache_limits limits = {}) -> result<mr_cache> {
-    mr_cache c(dom, limits);
-    if (auto s = c.status(); !s) return std::unexpected(s.error());
-    return c;
+/// The spec's spelling of the constructors: a cache whose misconfiguration (a missing or
+/// foreign endpoint) status() and every lookup report as invalid_argument. A provider whose
+/// default registrations bind to endpoints (mr_mode_flags::endpoint in its traits) has no
+/// overload without an endpoint; the domain's negotiated mode is still checked at run time.
+template <provider_tag ProviderTag = provider::generic_tag>
+    requires(!get_mr_mode<ProviderTag>().has(mr_mode_flags::endpoint))
+[[nodiscard]] auto make_mr_cache(domain& dom, mr_cache_limits limits = {}) -> mr_cache {
+    return mr_cache(dom, limits);
 }
-template <class ProviderTag = provider::generic_tag>
-[[nodiscard]] auto make_mr_cache(domain& dom, endpoint& ep, mr_cache_limits limits = {}) -> result<mr_cache> {
-    mr_cache c(dom, ep, limits);
-    if (auto s = c.status(); !s) return std::unexpected(s.error());
-    return c;
+template <provider_tag ProviderTag = provider::generic_tag>
+[[nodiscard]] auto make_mr_cache(domain& dom, endpoint& ep, mr_cache_limits limits = {}) -> mr_cache {
+    return mr_cache(dom, ep, limits);
 }
 
 }  // namespace loom
