@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 
@@ -59,12 +60,6 @@ auto decode_ib(std::span<const std::byte> bytes) -> result<address> {
     return address{a};
 }
 
-template <class T>
-auto bytes_of(const T& v) -> std::vector<std::byte> {
-    std::vector<std::byte> out(sizeof(T));
-    std::memcpy(out.data(), &v, sizeof(T));
-    return out;
-}
 
 }  // namespace
 
@@ -178,11 +173,18 @@ auto native_format(const address& a) noexcept -> address_format {
     return std::visit(visitor{}, a);
 }
 
-auto to_raw(const address& a) -> std::vector<std::byte> {
+auto detail::encode_socket_address(const address& a, std::span<std::byte, max_socket_address> out) noexcept
+    -> std::size_t {
+    const auto write = [&](const auto& native) {
+        static_assert(sizeof(native) <= max_socket_address);
+        std::memcpy(out.data(), &native, sizeof(native));
+        return sizeof(native);
+    };
     struct visitor {
-        auto operator()(const ipv4_address& v) const { return bytes_of(v.native()); }
-        auto operator()(const ipv6_address& v) const { return bytes_of(v.native()); }
-        auto operator()(const ib_socket_address& v) const {
+        decltype(write)& put;
+        auto operator()(const ipv4_address& v) const -> std::size_t { return put(v.native()); }
+        auto operator()(const ipv6_address& v) const -> std::size_t { return put(v.native()); }
+        auto operator()(const ib_socket_address& v) const -> std::size_t {
             native_sockaddr_ib n{};
             n.family = address_family_ib;
             n.pkey = htobe16(v.pkey);
@@ -191,13 +193,18 @@ auto to_raw(const address& a) -> std::vector<std::byte> {
             n.sid = htobe64(v.service_id);
             n.sid_mask = htobe64(v.service_id_mask);
             n.scope_id = v.scope_id;
-            return bytes_of(n);
+            return put(n);
         }
-        auto operator()(const opaque_address& v) const {
-            return std::vector<std::byte>(v.bytes().begin(), v.bytes().end());
-        }
+        auto operator()(const opaque_address&) const -> std::size_t { return 0; }
     };
-    return std::visit(visitor{}, a);
+    return std::visit(visitor{write}, a);
+}
+
+auto to_raw(const address& a) -> std::vector<std::byte> {
+    if (const auto* opaque = std::get_if<opaque_address>(&a)) return {opaque->bytes().begin(), opaque->bytes().end()};
+    std::array<std::byte, detail::max_socket_address> buf{};
+    const std::size_t n = detail::encode_socket_address(a, buf);
+    return {buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n)};
 }
 
 auto to_string(const address& a) -> std::string {

@@ -74,7 +74,7 @@ constinit ::fid_cq detail::refused_cq{
     .ops = &refusing_cq_ops,
 };
 
-auto completion_queue::create(domain& dom, const cq_attr& attr, std::pmr::memory_resource*)
+auto completion_queue::create(domain& dom, const cq_attr& attr, std::pmr::memory_resource* mr)
     -> result<completion_queue> {
     if (!dom.valid()) return make_unexpected(errc::invalid_argument);
     const auto f = static_cast<int>(attr.format);
@@ -93,7 +93,12 @@ auto completion_queue::create(domain& dom, const cq_attr& attr, std::pmr::memory
     out.domain_ = dom.native();
     out.fabric_ = dom.fabric_native();
     if (attr.wait_obj) out.wait_kind_ = query_wait_object(cq);  // once: fi_trywait needs it on every arm
-    out.registry_ = std::make_unique<completion_registry>();
+    try {
+        out.registry_ = detail::make_in<completion_registry>(mr, mr);
+    } catch (...) {
+        return make_unexpected(errc::no_memory);
+    }
+    out.mr_ = detail::resource_or_default(mr);
     if (attr.format == cq_format::tagged && !attr.want_source) out.fast_ = detail::cq_read_gate{cq};
     return out;
 }

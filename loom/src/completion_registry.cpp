@@ -8,7 +8,8 @@
 
 namespace loom {
 
-completion_registry::completion_registry() : held_(hold_capacity) {}
+completion_registry::completion_registry(std::pmr::memory_resource* mr)
+    : held_(hold_capacity, std::pmr::polymorphic_allocator<completion_event>(mr ? mr : std::pmr::get_default_resource())) {}
 
 void completion_registry::splay(std::uintptr_t key) noexcept {
     if (root_ == nullptr) return;
@@ -274,7 +275,7 @@ auto completion_registry::retry_deferred() noexcept -> std::size_t {
 auto completion_registry::grow_hold(std::size_t need) noexcept -> bool {
     // Called under the lock, when the ring has less than `need` free slots.
     try {
-        std::vector<completion_event> bigger(std::max(held_.size() * 2, held_count_ + need));
+        std::pmr::vector<completion_event> bigger(std::max(held_.size() * 2, held_count_ + need), held_.get_allocator());
         for (std::size_t i = 0; i < held_count_; ++i)
             bigger[i] = std::move(held_[(held_first_ + i) % held_.size()]);
         held_.swap(bigger);

@@ -26,7 +26,11 @@ auto event_queue::create(fabric& fab, const eq_attr& attr, std::pmr::memory_reso
     out.h_.track_children(mr);
     out.fabric_ = fab.native();
     out.waitable_ = attr.wait != wait_object::none;
-    out.buf_.resize(sizeof(::fi_eq_cm_entry) + max_event_data);
+    try {
+        out.buf_ = detail::make_in<event_buffer>(mr);
+    } catch (...) {
+        return make_unexpected(errc::no_memory);
+    }
     return out;
 }
 
@@ -42,7 +46,7 @@ auto event_queue::decode(std::uint32_t event, std::size_t bytes) -> result<std::
     if (ev.kind == cm_event_kind::other) {  // fi_eq_entry: fid, context, data
         if (bytes >= sizeof(::fi_eq_entry)) {
             ::fi_eq_entry e{};
-            std::memcpy(&e, buf_.data(), sizeof(e));
+            std::memcpy(&e, buf_->data(), sizeof(e));
             ev.fid = e.fid;
             ev.context = e.context;
         }
@@ -50,11 +54,11 @@ auto event_queue::decode(std::uint32_t event, std::size_t bytes) -> result<std::
     }
     if (bytes < sizeof(::fi_eq_cm_entry)) return make_unexpected(errc::other);
     ::fi_eq_cm_entry e{};
-    std::memcpy(&e, buf_.data(), sizeof(e));
+    std::memcpy(&e, buf_->data(), sizeof(e));
     ev.fid = e.fid;
     ev.context = e.fid != nullptr ? e.fid->context : nullptr;
     if (e.info != nullptr) ev.info = fabric_info::adopt_native(e.info);
-    const auto* data = buf_.data() + sizeof(::fi_eq_cm_entry);
+    const auto* data = buf_->data() + sizeof(::fi_eq_cm_entry);
     ev.data.assign(data, data + (bytes - sizeof(::fi_eq_cm_entry)));
     return ev;
 }
@@ -81,7 +85,7 @@ auto event_queue::read_error() -> result<std::optional<cm_event>> {
 auto event_queue::read() -> result<std::optional<cm_event>> {
     if (!h_) return make_unexpected(errc::bad_state);
     std::uint32_t event = 0;
-    const ssize_t rc = ::fi_eq_read(h_.get(), &event, buf_.data(), buf_.size(), 0);
+    const ssize_t rc = ::fi_eq_read(h_.get(), &event, buf_->data(), buf_->size(), 0);
     if (rc == -FI_EAGAIN) return std::optional<cm_event>{};
     if (rc == -FI_EAVAIL) return read_error();
     if (rc == -FI_ETOOSMALL) return make_unexpected(errc::message_too_long);
@@ -95,7 +99,7 @@ auto event_queue::wait(std::chrono::milliseconds timeout) -> result<std::optiona
     if (timeout.count() < 0) return make_unexpected(errc::invalid_argument);
     std::uint32_t event = 0;
     const int ms = timeout.count() > INT32_MAX ? INT32_MAX : static_cast<int>(timeout.count());
-    const ssize_t rc = ::fi_eq_sread(h_.get(), &event, buf_.data(), buf_.size(), ms, 0);
+    const ssize_t rc = ::fi_eq_sread(h_.get(), &event, buf_->data(), buf_->size(), ms, 0);
     if (rc == -FI_EAGAIN || rc == -FI_ETIMEDOUT) return std::optional<cm_event>{};
     if (rc == -FI_EAVAIL) return read_error();
     if (rc == -FI_ETOOSMALL) return make_unexpected(errc::message_too_long);

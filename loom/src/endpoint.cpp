@@ -7,8 +7,10 @@
 #include "loom/provider_facts.hpp"
 #include "loom/shared_rx_context.hpp"
 #include "loom/trigger.hpp"
+#include "loom/detail/resource_alloc.hpp"
 #include "refusal.hpp"
 
+#include <array>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -208,7 +210,7 @@ void detail::op_gates::open(::fid_ep* ep, capability caps, std::size_t max_msg_s
     atomic_ = gate(capability::atomic, tx_direct && !broken_fetch_atomics);
 }
 
-auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_resource*) -> result<endpoint> {
+auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_resource* mr) -> result<endpoint> {
     if (!dom.valid() || !info.valid()) return make_unexpected(errc::invalid_argument);
     const ::fi_info* fi = info.native();
     if (fi->ep_attr == nullptr || fi->tx_attr == nullptr || fi->rx_attr == nullptr)
@@ -217,7 +219,9 @@ auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_res
     ::fid_ep* ep = nullptr;
     if (const int rc = ::fi_endpoint(dom.native(), const_cast<::fi_info*>(fi), &ep, nullptr); rc != 0)
         return native_unexpected(rc);
-    return adopt_native(ep, *fi, dom);
+    auto out = adopt_native(ep, *fi, dom);
+    out.mr_ = detail::resource_or_default(mr);
+    return out;
 }
 
 auto endpoint::adopt_native(::fid_ep* ep, const ::fi_info& fi, domain& dom, detail::child_link owner,
@@ -234,6 +238,7 @@ auto endpoint::adopt_native(::fid_ep* ep, const ::fi_info& fi, domain& dom) -> e
     out.h_.set_parent(dom.child_tracker());
     out.domain_ = dom.native();
     out.fabric_ = dom.fabric_native();
+    out.mr_ = dom.memory_resource() != nullptr ? dom.memory_resource() : std::pmr::get_default_resource();
     out.caps_ = capability{fi.caps};
     out.type_ = fi.ep_attr ? static_cast<endpoint_types>(fi.ep_attr->type) : endpoint_types::unspecified;
     out.format_ = static_cast<address_format>(fi.addr_format);
@@ -323,7 +328,14 @@ auto endpoint::name() const -> result<address> {
 }
 
 auto detail::native_name(::fid_t fid, address_format format) -> result<address> {
-    std::vector<std::byte> buf(128);
+    // Socket and most provider addresses fit on the stack; a longer one is asked again into
+    // a buffer of the size the provider reports.
+    std::array<std::byte, 256> small{};
+    std::size_t small_len = small.size();
+    const int first = ::fi_getname(fid, small.data(), &small_len);
+    if (first == 0) return address_from_raw(format, std::span{small}.first(small_len));
+    if (first != -FI_ETOOSMALL) return native_unexpected(first);
+    std::vector<std::byte> buf(small_len);
     for (int attempt = 0; attempt < 2; ++attempt) {
         std::size_t len = buf.size();
         const int rc = ::fi_getname(fid, buf.data(), &len);

@@ -4,6 +4,7 @@
 #include "loom/domain.hpp"
 #include "loom/endpoint.hpp"
 #include "loom/fabric.hpp"
+#include "loom/detail/resource_alloc.hpp"
 #include "loom/memory_region.hpp"
 #include "loom/provider_facts.hpp"
 
@@ -60,7 +61,7 @@ auto format_compatible(address_format dom, address_format a) noexcept -> bool {
 }
 }  // namespace
 
-auto address_vector::create(domain& dom, const address_vector_attr& attr, std::pmr::memory_resource*)
+auto address_vector::create(domain& dom, const address_vector_attr& attr, std::pmr::memory_resource* mr)
     -> result<address_vector> {
     if (!dom.valid()) return make_unexpected(errc::invalid_argument);
     if (auto ok = validate(attr.type); !ok) return std::unexpected(ok.error());
@@ -73,6 +74,11 @@ auto address_vector::create(domain& dom, const address_vector_attr& attr, std::p
     if (const int rc = ::fi_av_open(dom.native(), &native, &av, nullptr); rc != 0) return native_unexpected(rc);
     address_vector out;
     out.h_ = detail::unique_fid<::fid_av>{av};
+    try {
+        out.inserted_ = detail::make_in<std::pmr::unordered_set<::fi_addr_t>>(mr, detail::resource_or_default(mr));
+    } catch (...) {
+        return make_unexpected(errc::no_memory);
+    }
     out.h_.set_parent(dom.child_tracker());
     out.attr_ = attr;
     out.format_ = dom.addr_format();
@@ -82,8 +88,9 @@ auto address_vector::create(domain& dom, const address_vector_attr& attr, std::p
 
 auto address_vector::insert(const address& peer) -> result<peer_addr> {
     if (!format_compatible(format_, native_format(peer))) return make_unexpected(errc::invalid_argument);
-    const auto raw = to_raw(peer);
-    return insert_raw(raw);
+    if (const auto* opaque = std::get_if<opaque_address>(&peer)) return insert_raw(opaque->bytes());
+    std::array<std::byte, detail::max_socket_address> raw{};  // encoded in place: no allocation
+    return insert_raw(std::span{raw}.first(detail::encode_socket_address(peer, raw)));
 }
 
 auto address_vector::insert_raw(std::span<const std::byte> native_address) -> result<peer_addr> {
@@ -99,7 +106,7 @@ auto address_vector::insert_raw(std::span<const std::byte> native_address) -> re
     if (rc < 0) return native_unexpected(rc);
     if (rc != 1 || handle == FI_ADDR_NOTAVAIL) return make_unexpected(errc::address_not_available);
     try {
-        inserted_.insert(handle);
+        inserted_->insert(handle);
     } catch (...) {
         (void)::fi_av_remove(h_.get(), &handle, 1, 0);  // keep the vector and the record in step
         return make_unexpected(errc::no_memory);
@@ -109,7 +116,7 @@ auto address_vector::insert_raw(std::span<const std::byte> native_address) -> re
 
 auto address_vector::lookup(fabric_addr handle) const -> result<address> {
     if (!h_) return make_unexpected(errc::bad_state);
-    std::vector<std::byte> buf(128);
+    std::pmr::vector<std::byte> buf(128, memory_resource());
     for (int attempt = 0; attempt < 2; ++attempt) {
         std::size_t len = buf.size();
         const int rc = ::fi_av_lookup(h_.get(), handle.get(), buf.data(), &len);
@@ -127,7 +134,7 @@ auto address_vector::remove(fabric_addr handle) -> void_result {
     if (!h_) return make_unexpected(errc::bad_state);
     ::fi_addr_t a = handle.get();
     auto r = check_native(::fi_av_remove(h_.get(), &a, 1, 0));
-    if (r) inserted_.erase(a);
+    if (r && inserted_) inserted_->erase(a);
     return r;
 }
 
@@ -158,7 +165,7 @@ auto address_vector::receive_context_address(fabric_addr base, int index) const 
 }
 
 // ---------------------------------------------------------------- counter
-auto counter::create(domain& dom, const counter_attr& attr, std::pmr::memory_resource*) -> result<counter> {
+auto counter::create(domain& dom, const counter_attr& attr, std::pmr::memory_resource* mr) -> result<counter> {
     if (!dom.valid()) return make_unexpected(errc::invalid_argument);
     ::fi_cntr_attr native{};
     native.events = FI_CNTR_EVENTS_COMP;
@@ -167,6 +174,7 @@ auto counter::create(domain& dom, const counter_attr& attr, std::pmr::memory_res
     if (const int rc = ::fi_cntr_open(dom.native(), &native, &c, nullptr); rc != 0) return native_unexpected(rc);
     counter out;
     out.h_ = detail::unique_fid<::fid_cntr>{c};
+    out.mr_ = detail::resource_or_default(mr);
     out.h_.set_parent(dom.child_tracker());
     out.attr_ = attr;
     out.domain_ = dom.native();
@@ -276,7 +284,7 @@ void set_device(::fi_mr_attr& attr, const memory_registration& request) noexcept
 }  // namespace
 
 auto memory_region::register_dmabuf(domain& dom, const dmabuf_region& buffer, const memory_registration& request,
-                                    std::pmr::memory_resource*) -> result<memory_region> {
+                                    std::pmr::memory_resource* mr) -> result<memory_region> {
     if (auto ok = registration_check(dom, request); !ok) return std::unexpected(ok.error());
     if (buffer.fd < 0 || buffer.length == 0 || buffer.offset + buffer.length < buffer.offset)
         return make_unexpected(errc::invalid_argument);
@@ -291,29 +299,30 @@ auto memory_region::register_dmabuf(domain& dom, const dmabuf_region& buffer, co
         // accesses then miss. These providers only ever use the mapping of a DMA-BUF, so
         // registering the mapped range is the same registration without the defect.
         return register_memory(dom, {static_cast<std::byte*>(buffer.base_addr) + buffer.offset, buffer.length},
-                               request);
+                               request, mr);
     }
     ::fi_mr_dmabuf dmabuf{buffer.fd, buffer.offset, buffer.length, buffer.base_addr};
     ::fi_mr_attr attr{};
     attr.dmabuf = &dmabuf;
     return register_native(dom, attr, FI_MR_DMABUF,
                            base != 0 ? static_cast<std::byte*>(buffer.base_addr) + buffer.offset : nullptr,
-                           buffer.length, request);
+                           buffer.length, request, mr);
 }
 
 auto memory_region::register_memory(domain& dom, std::span<std::byte> buffer,
-                                    const memory_registration& request, std::pmr::memory_resource*)
+                                    const memory_registration& request, std::pmr::memory_resource* mr)
     -> result<memory_region> {
     if (auto ok = registration_check(dom, request); !ok) return std::unexpected(ok.error());
     if (buffer.data() == nullptr && !buffer.empty()) return make_unexpected(errc::invalid_argument);
     ::iovec iov{buffer.data(), buffer.size()};
     ::fi_mr_attr attr{};
     attr.mr_iov = &iov;
-    return register_native(dom, attr, 0, buffer.data(), buffer.size(), request);
+    return register_native(dom, attr, 0, buffer.data(), buffer.size(), request, mr);
 }
 
 auto memory_region::register_native(domain& dom, ::fi_mr_attr& attr, std::uint64_t flags, std::byte* base,
-                                    std::size_t length, const memory_registration& request)
+                                    std::size_t length, const memory_registration& request,
+                                    std::pmr::memory_resource* mr)
     -> result<memory_region> {
     const auto mode = dom.get_memory_region_mode();
     attr.iov_count = 1;
@@ -336,6 +345,7 @@ auto memory_region::register_native(domain& dom, ::fi_mr_attr& attr, std::uint64
     out.access_ = request.access;
     out.mode_ = mode;
     out.domain_ = dom.native();
+    out.mr_ = detail::resource_or_default(mr);
     out.rma_events_ = request.rma_events;
     // Created disabled: rma_event mode for registrations asking for events, endpoint mode
     // for every registration (fi_mr_bind to the endpoint, then fi_mr_enable).

@@ -1,6 +1,7 @@
 // In-process discovery checks against the real provider list: unknown providers, exact
 // provider-name filtering, copy_native, hint validation and allocator-aware creation.
 #include "core_support.hpp"
+#include "counting_resource.hpp"
 
 #include <gtest/gtest.h>
 
@@ -156,21 +157,7 @@ TEST(core_discovery, out_of_range_hints_are_invalid) {
     EXPECT_EQ(outcome(loom::query_fabric({.ep_type = loom::endpoint_types::rdm, .provider = "tcp"})), "ok");
 }
 
-/// Counts what loom allocates through the resource it is given.
-class counting_resource : public std::pmr::memory_resource {
-public:
-    explicit counting_resource(std::pmr::memory_resource* upstream) : up_(upstream) {}
-    std::size_t allocations{0};
-
-private:
-    auto do_allocate(std::size_t n, std::size_t a) -> void* override {
-        ++allocations;
-        return up_->allocate(n, a);
-    }
-    void do_deallocate(void* p, std::size_t n, std::size_t a) override { up_->deallocate(p, n, a); }
-    auto do_is_equal(const std::pmr::memory_resource& o) const noexcept -> bool override { return this == &o; }
-    std::pmr::memory_resource* up_;
-};
+using loom::test::counting_resource;
 
 // The spec's allocator example (everything but deferred work), as written.
 TEST(core_discovery, allocator_example_from_the_spec) {
@@ -210,7 +197,7 @@ TEST_P(core_allocator, objects_created_with_an_arena_work) {
     auto info = loom::query_fabric({.capabilities = base_caps, .ep_type = loom::endpoint_types::rdm,
                                     .provider = GetParam()}, &counted);
     ASSERT_TRUE(info) << outcome(info.error());
-    EXPECT_GT(counted.allocations, 0u) << "query_fabric did not use the resource";
+    EXPECT_GT(counted.allocations, 0) << "query_fabric did not use the resource";
     auto fab = loom::fabric::create(*info, &counted);
     ASSERT_TRUE(fab) << outcome(fab.error());
     EXPECT_EQ(fab->memory_resource(), &counted);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core_support.hpp"
+#include "counting_resource.hpp"
 
 using namespace core_test;
 using namespace std::chrono_literals;
@@ -69,26 +70,7 @@ private:
     static inline control_spy* active_ = nullptr;
 };
 
-/// A memory resource that counts what it hands out (to see where descriptors live).
-class counting_resource : public std::pmr::memory_resource {
-public:
-    long allocations{0};
-    long live_bytes{0};
-
-private:
-    auto do_allocate(std::size_t bytes, std::size_t align) -> void* override {
-        ++allocations;
-        live_bytes += static_cast<long>(bytes);
-        return std::pmr::new_delete_resource()->allocate(bytes, align);
-    }
-    void do_deallocate(void* p, std::size_t bytes, std::size_t align) override {
-        live_bytes -= static_cast<long>(bytes);
-        std::pmr::new_delete_resource()->deallocate(p, bytes, align);
-    }
-    [[nodiscard]] auto do_is_equal(const std::pmr::memory_resource& o) const noexcept -> bool override {
-        return this == &o;
-    }
-};
+using loom::test::counting_resource;
 
 /// Two enabled RDM endpoints in one sockets domain sharing an AV; each knows the other.
 struct pair_stack {

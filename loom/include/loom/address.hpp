@@ -96,6 +96,15 @@ using address = std::variant<ipv4_address, ipv6_address, ib_socket_address, opaq
 /// Encodes an address into its native bytes (the inverse of address_from_raw).
 [[nodiscard]] auto to_raw(const address& a) -> std::vector<std::byte>;
 
+namespace detail {
+/// Room for the native socket addresses (sockaddr_in, sockaddr_in6, sockaddr_ib).
+inline constexpr std::size_t max_socket_address = 64;
+/// Writes a socket address's native bytes into `out` without allocating and returns their
+/// length; 0 for an opaque address (its bytes() are already native).
+[[nodiscard]] auto encode_socket_address(const address& a, std::span<std::byte, max_socket_address> out) noexcept
+    -> std::size_t;
+}  // namespace detail
+
 /// Human-readable form ("127.0.0.1:4242", "fi_shm://1234", ...).
 [[nodiscard]] auto to_string(const address& a) -> std::string;
 

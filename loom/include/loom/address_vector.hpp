@@ -4,11 +4,13 @@
 #include <loom/address.hpp>
 #include <loom/context.hpp>
 #include <loom/detail/fid.hpp>
+#include <loom/detail/resource_alloc.hpp>
 #include <loom/domain.hpp>
 
 #include <rdma/fi_domain.h>
 
 #include <span>
+#include <memory_resource>
 #include <unordered_set>
 #include <vector>
 
@@ -51,7 +53,13 @@ public:
     [[nodiscard]] static auto encode_receive_context(fabric_addr base, int index, int rx_ctx_bits) noexcept
         -> result<fabric_addr>;
     /// True when `handle` came from this wrapper's insert/insert_raw and was not removed.
-    [[nodiscard]] auto contains(fabric_addr handle) const -> bool { return inserted_.contains(handle.get()); }
+    [[nodiscard]] auto contains(fabric_addr handle) const -> bool {
+        return inserted_ && inserted_->contains(handle.get());
+    }
+    /// Where the vector's own state (its record of inserted handles) lives.
+    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* {
+        return inserted_ ? inserted_->get_allocator().resource() : nullptr;
+    }
 
     [[nodiscard]] auto native() const noexcept -> ::fid_av* { return h_.get(); }
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
@@ -64,8 +72,9 @@ private:
     address_format format_{address_format::unspecified};
     ::fid_domain* domain_{nullptr};
     /// Handles returned by insert/insert_raw and not removed (receive_context_address bases).
-    /// Like the inserts themselves, not synchronized. std::allocator keeps moves nothrow.
-    std::unordered_set<::fi_addr_t> inserted_{};
+    /// Like the inserts themselves, not synchronized. Held by pointer, allocated with its
+    /// nodes from the factory's resource, so that moves keep both.
+    detail::resource_ptr<std::pmr::unordered_set<::fi_addr_t>> inserted_;
 };
 
 }  // namespace loom

@@ -6,6 +6,7 @@
 #include <loom/context.hpp>
 #include <loom/detail/fid.hpp>
 #include <loom/detail/hot.hpp>
+#include <loom/detail/resource_alloc.hpp>
 #include <loom/domain.hpp>
 
 #include <rdma/fi_eq.h>
@@ -175,6 +176,8 @@ public:
     /// The operations awaiting a completion from this queue (null on a queue never created).
     /// It keeps its address when the queue is moved.
     [[nodiscard]] auto registry() const noexcept -> completion_registry* { return registry_.get(); }
+    /// Where the queue's own state (its completion registry) lives.
+    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
 
     /// The kind of wait object the provider gave the queue (fi_control FI_GETWAITOBJ, asked once
     /// at creation): wait_object::none for a queue created without one; the provider's error
@@ -222,7 +225,8 @@ private:
     ::fid_domain* domain_{nullptr};
     ::fid_fabric* fabric_{nullptr};
     result<wait_object> wait_kind_{wait_object::none};
-    std::unique_ptr<completion_registry> registry_;
+    detail::resource_ptr<completion_registry> registry_;
+    std::pmr::memory_resource* mr_{nullptr};
 };
 
 }  // namespace loom

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory_resource>
 #include <vector>
 
 namespace loom {
@@ -67,7 +68,8 @@ private:
 /// removal take amortized logarithmic time and allocate nothing.
 class completion_registry {
 public:
-    completion_registry();
+    /// `mr`: where the held-event ring lives (null: the default resource).
+    explicit completion_registry(std::pmr::memory_resource* mr = nullptr);
     completion_registry(const completion_registry&) = delete;
     auto operator=(const completion_registry&) -> completion_registry& = delete;
     ~completion_registry() = default;
@@ -150,7 +152,7 @@ private:
     registered_completion* deferred_tail_{nullptr};
     // Read without the lock by the polls that find nothing deferred or held (the common case).
     std::atomic<std::size_t> deferred_count_{0};
-    std::vector<completion_event> held_;  // a ring: held_count_ events from held_first_
+    std::pmr::vector<completion_event> held_;  // a ring: held_count_ events from held_first_
     std::size_t held_first_{0};
     std::atomic<std::size_t> held_count_{0};
 };

@@ -22,6 +22,9 @@ public:
     [[nodiscard]] static auto create(domain& dom, const counter_attr& attr = {},
                                      std::pmr::memory_resource* mr = nullptr) -> result<counter>;
 
+    /// The resource the factory was given (a counter allocates no state of its own).
+    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
+
     /// Successful completions counted so far.
     [[nodiscard]] auto read() const noexcept -> std::uint64_t;
     /// Failed completions counted so far.
@@ -51,6 +54,7 @@ private:
     detail::unique_fid<::fid_cntr> h_;
     counter_attr attr_{};
     ::fid_domain* domain_{nullptr};
+    std::pmr::memory_resource* mr_{nullptr};
     std::uint64_t max_error_{~std::uint64_t{0}};
 };
 

@@ -345,6 +345,8 @@ public:
     /// True once bind_srx() succeeded (until close).
     [[nodiscard]] auto bound_to_srx() const noexcept -> bool { return static_cast<bool>(srx_link_); }
     [[nodiscard]] auto addr_format() const noexcept -> address_format { return format_; }
+    /// The resource the factory was given (the endpoint allocates no state of its own).
+    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
     [[nodiscard]] auto belongs_to(const domain& dom) const noexcept -> bool {
         return domain_ != nullptr && domain_ == dom.native();
     }
@@ -561,6 +563,7 @@ private:
     [[nodiscard]] auto tx_tagged() const noexcept -> ::fid_ep* { return gates_.send(capability::tagged); }
     ::fid_domain* domain_{nullptr};
     ::fid_fabric* fabric_{nullptr};
+    std::pmr::memory_resource* mr_{nullptr};
     capability caps_{};
     endpoint_types type_{endpoint_types::unspecified};
     address_format format_{address_format::unspecified};

@@ -4,11 +4,13 @@
 
 #include <loom/completion_queue.hpp>
 #include <loom/detail/fid.hpp>
+#include <loom/detail/resource_alloc.hpp>
 #include <loom/fabric.hpp>
 #include <loom/fabric_info.hpp>
 
 #include <rdma/fi_eq.h>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -76,7 +78,8 @@ private:
     detail::unique_fid<::fid_eq> h_;
     ::fid_fabric* fabric_{nullptr};
     bool waitable_{false};
-    std::vector<std::byte> buf_;  // one fi_eq_cm_entry and its data
+    using event_buffer = std::array<std::byte, sizeof(::fi_eq_cm_entry) + max_event_data>;
+    detail::resource_ptr<event_buffer> buf_;  // from the factory's resource: one entry and its data
 };
 
 }  // namespace loom

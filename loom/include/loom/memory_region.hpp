@@ -89,6 +89,8 @@ public:
 
     /// The local descriptor to pass with operations (may be null for a valid registration).
     [[nodiscard]] auto descriptor() const noexcept -> void* { return desc_; }
+    /// The resource the factory was given (a registration allocates no state of its own).
+    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
     /// The remote protection key; not_supported for raw-key domains, again when the provider
     /// cannot report it yet, invalid_argument for an empty region.
     [[nodiscard]] auto key() const noexcept -> result<std::uint64_t>;
@@ -166,8 +168,8 @@ private:
     /// Fills the fields every registration shares (access, offset, key, device), registers
     /// `attr` and wraps the result; [base, base+length) is what address()/size() report.
     [[nodiscard]] static auto register_native(domain& dom, ::fi_mr_attr& attr, std::uint64_t flags, std::byte* base,
-                                              std::size_t length, const memory_registration& request)
-        -> result<memory_region>;
+                                              std::size_t length, const memory_registration& request,
+                                              std::pmr::memory_resource* mr) -> result<memory_region>;
     detail::unique_fid<::fid_mr> h_;
     void* desc_{nullptr};
     std::byte* base_{nullptr};
@@ -176,6 +178,7 @@ private:
     mr_access_flags access_{};
     mr_mode_flags mode_{};
     ::fid_domain* domain_{nullptr};
+    std::pmr::memory_resource* mr_{nullptr};
     bool rma_events_{false};
     bool needs_enable_{false};
     bool enabled_{false};
