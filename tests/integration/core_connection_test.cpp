@@ -159,6 +159,25 @@ struct listener {
     }
 };
 
+/// The connecting side: its fabric, event queue and enabled endpoint.
+struct client {
+    loom::result<loom::fabric_info> info = loom::make_unexpected(loom::errc::other);
+    loom::result<loom::fabric> fab = loom::make_unexpected(loom::errc::other);
+    loom::result<loom::event_queue> eq = loom::make_unexpected(loom::errc::other);
+    connection c;
+    /// Opens everything and asks `l` for a connection with the listener's expected data.
+    void connect_to(const std::string& provider, const listener& l) {
+        info = msg_info(provider);
+        ASSERT_TRUE(info);
+        fab = loom::fabric::create(*info);
+        ASSERT_TRUE(fab);
+        eq = loom::event_queue::create(*fab);
+        ASSERT_TRUE(eq);
+        ASSERT_EQ(c.open(*fab, *info, *eq), "");
+        ASSERT_EQ(outcome(c.ep.connect_raw(l.address, bytes("hello, listener"))), "ok");
+    }
+};
+
 class Connection : public ::testing::TestWithParam<std::string> {};
 
 }  // namespace
@@ -166,16 +185,10 @@ class Connection : public ::testing::TestWithParam<std::string> {};
 TEST_P(Connection, connects_exchanges_data_and_shuts_down) {
     listener l;
     ASSERT_TRUE(l.start(GetParam(), false)) << "the listener published no address";
-    auto info = msg_info(GetParam());
-    ASSERT_TRUE(info);
-    auto fab = loom::fabric::create(*info);
-    ASSERT_TRUE(fab);
-    auto eq = loom::event_queue::create(*fab);
-    ASSERT_TRUE(eq);
-    connection c;
-    ASSERT_EQ(c.open(*fab, *info, *eq), "");
-    ASSERT_EQ(outcome(c.ep.connect_raw(l.address, bytes("hello, listener"))), "ok");
-    auto up = next_of(*eq, loom::cm_event_kind::connected, 10s);
+    client cl;
+    ASSERT_NO_FATAL_FAILURE(cl.connect_to(GetParam(), l));
+    auto& c = cl.c;
+    auto up = next_of(*cl.eq, loom::cm_event_kind::connected, 10s);
     ASSERT_TRUE(up) << "no connected event";
     ASSERT_EQ(up->kind, loom::cm_event_kind::connected) << outcome(up->error) << " " << up->error_text;
     EXPECT_EQ(up->fid, &c.ep.native()->fid);
@@ -197,16 +210,10 @@ TEST_P(Connection, connects_exchanges_data_and_shuts_down) {
 TEST_P(Connection, a_rejected_request_reports_refusal_with_the_listeners_data) {
     listener l;
     ASSERT_TRUE(l.start(GetParam(), true));
-    auto info = msg_info(GetParam());
-    ASSERT_TRUE(info);
-    auto fab = loom::fabric::create(*info);
-    ASSERT_TRUE(fab);
-    auto eq = loom::event_queue::create(*fab);
-    ASSERT_TRUE(eq);
-    connection c;
-    ASSERT_EQ(c.open(*fab, *info, *eq), "");
-    ASSERT_EQ(outcome(c.ep.connect_raw(l.address, bytes("hello, listener"))), "ok");
-    auto ev = next_of(*eq, loom::cm_event_kind::error, 10s);
+    client cl;
+    ASSERT_NO_FATAL_FAILURE(cl.connect_to(GetParam(), l));
+    auto& c = cl.c;
+    auto ev = next_of(*cl.eq, loom::cm_event_kind::error, 10s);
     ASSERT_TRUE(ev) << "no event after the rejection";
     ASSERT_EQ(ev->kind, loom::cm_event_kind::error);
     EXPECT_EQ(ev->error, make_error_code(loom::errc::connection_refused)) << ev->error.message();

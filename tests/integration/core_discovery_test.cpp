@@ -159,31 +159,7 @@ TEST(core_discovery, out_of_range_hints_are_invalid) {
 
 using loom::test::counting_resource;
 
-// The spec's allocator example (everything but deferred work), as written.
-TEST(core_discovery, allocator_example_from_the_spec) {
-    using namespace loom;
-    auto buffer = std::make_unique<std::array<std::byte, 1024 * 1024>>();
-    std::pmr::monotonic_buffer_resource arena{buffer->data(), buffer->size()};
-    auto info = query_fabric({}, &arena).value();
-    auto fab = fabric::create(info, &arena).value();
-    auto dom = domain::create(fab, info, &arena).value();
-    auto cq = completion_queue::create(dom, {.size = 256}, &arena).value();
-    auto av = address_vector::create(dom, {}, &arena).value();
-    auto cntr = counter::create(dom, {}, &arena).value();
-    auto ep = endpoint::create(dom, info, &arena).value();
-    std::array<std::byte, 4096> data{};
-    auto mr = memory_region::register_memory(dom, std::span{data},
-                                             mr_access_flags::send | mr_access_flags::recv, &arena)
-                  .value();
-    auto completed = counter::create(dom, {.wait_obj = true}, &arena).value();
-    cntr.add(1).value();
-    EXPECT_EQ(cntr.read(), 1u);
-    EXPECT_EQ(fab.memory_resource(), &arena);
-    EXPECT_EQ(dom.memory_resource(), &arena);
-    EXPECT_TRUE(mr.valid());
-    EXPECT_TRUE(completed.valid());
-    EXPECT_TRUE(ep.valid());
-}
+// The spec's allocator example runs in tests/spec/allocator_test.cpp.
 
 class core_allocator : public ::testing::TestWithParam<std::string> {};
 

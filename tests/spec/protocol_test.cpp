@@ -152,16 +152,23 @@ static_assert(rma_protocol<loop_protocol> && tagged_protocol<loop_protocol> && p
 constexpr auto rma_access = mr_access_flags::send | mr_access_flags::recv | mr_access_flags::read |
                             mr_access_flags::write | mr_access_flags::remote_read | mr_access_flags::remote_write;
 
+/// A tcp loopback endpoint with RMA and `mem` registered for every access.
+template <std::size_t N>
+void open_rma_loop(core_test::loop_stack& s, std::array<std::byte, N>& mem, result<memory_region>& mr) {
+    core_test::loop_options o;
+    o.caps = capability::msg | capability::tagged | capability::rma;
+    ASSERT_NO_FATAL_FAILURE(core_test::must_open_loop("tcp", o, s));
+    mr = memory_region::register_memory(s.domain, std::span{mem}, rma_access);
+    ASSERT_TRUE(mr) << mr.error().message();
+}
+
 }  // namespace
 
 TEST(SpecProtocol, the_example_runs_and_its_refusals_are_clean) {
     core_test::loop_stack s;
-    core_test::loop_options o;
-    o.caps = capability::msg | capability::tagged | capability::rma;
-    ASSERT_NO_FATAL_FAILURE(core_test::must_open_loop("tcp", o, s));
     std::array<std::byte, 64> mem{};
-    auto mr = memory_region::register_memory(s.domain, std::span{mem}, rma_access);
-    ASSERT_TRUE(mr) << mr.error().message();
+    result<memory_region> mr = make_unexpected(errc::other);
+    ASSERT_NO_FATAL_FAILURE(open_rma_loop(s, mem, mr));
     my_rdma_protocol<provider::tcp_tag> proto(s.ep, *mr);
     EXPECT_STREQ(proto.name(), "my_rdma_protocol");
     use_any_protocol(proto);
@@ -175,12 +182,9 @@ TEST(SpecProtocol, the_example_runs_and_its_refusals_are_clean) {
 
 TEST(SpecProtocol, generic_calls_move_bytes_through_any_protocol) {
     core_test::loop_stack s;
-    core_test::loop_options o;
-    o.caps = capability::msg | capability::tagged | capability::rma;
-    ASSERT_NO_FATAL_FAILURE(core_test::must_open_loop("tcp", o, s));
     std::array<std::byte, 256> mem{};
-    auto mr = memory_region::register_memory(s.domain, std::span{mem}, rma_access);
-    ASSERT_TRUE(mr) << mr.error().message();
+    result<memory_region> mr = make_unexpected(errc::other);
+    ASSERT_NO_FATAL_FAILURE(open_rma_loop(s, mem, mr));
     auto remote = remote_memory::from_mr(*mr);
     ASSERT_TRUE(remote);
     request_context rctx, sctx;
