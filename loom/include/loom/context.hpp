@@ -50,6 +50,8 @@ private:
 namespace fabric_addrs {
 /// No particular peer: a connected destination, or a receive from anyone.
 inline constexpr fabric_addr unspecified{FI_ADDR_UNSPEC};
+/// No handle: what a batch insertion reports for an address the provider refused.
+inline constexpr fabric_addr not_available{FI_ADDR_NOTAVAIL};
 }  // namespace fabric_addrs
 
 /// What operations accept as a destination: a peer_addr, or any fabric_addr.
