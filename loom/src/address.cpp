@@ -201,10 +201,9 @@ auto detail::encode_socket_address(const address& a, std::span<std::byte, max_so
 }
 
 auto to_raw(const address& a) -> std::vector<std::byte> {
-    if (const auto* opaque = std::get_if<opaque_address>(&a)) return {opaque->bytes().begin(), opaque->bytes().end()};
-    std::array<std::byte, detail::max_socket_address> buf{};
-    const std::size_t n = detail::encode_socket_address(a, buf);
-    return {buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n)};
+    std::array<std::byte, detail::max_socket_address> scratch{};
+    const auto bytes = detail::native_bytes(a, scratch);
+    return {bytes.begin(), bytes.end()};
 }
 
 auto to_string(const address& a) -> std::string {

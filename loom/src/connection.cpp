@@ -6,6 +6,7 @@
 
 #include <rdma/fi_cm.h>
 
+#include <array>
 #include <cstring>
 
 namespace loom {
@@ -85,8 +86,11 @@ auto event_queue::read_error() -> result<std::optional<cm_event>> {
 auto event_queue::read() -> result<std::optional<cm_event>> {
     if (!h_) return make_unexpected(errc::bad_state);
     std::uint32_t event = 0;
-    const ssize_t rc = ::fi_eq_read(h_.get(), &event, buf_->data(), buf_->size(), 0);
-    if (rc == -FI_EAGAIN) return std::optional<cm_event>{};
+    return finish(event, ::fi_eq_read(h_.get(), &event, buf_->data(), buf_->size(), 0));
+}
+
+auto event_queue::finish(std::uint32_t event, ssize_t rc) -> result<std::optional<cm_event>> {
+    if (rc == -FI_EAGAIN || rc == -FI_ETIMEDOUT) return std::optional<cm_event>{};  // nothing (in time)
     if (rc == -FI_EAVAIL) return read_error();
     if (rc == -FI_ETOOSMALL) return make_unexpected(errc::message_too_long);
     if (rc < 0) return native_unexpected(static_cast<int>(rc));
@@ -99,17 +103,12 @@ auto event_queue::wait(std::chrono::milliseconds timeout) -> result<std::optiona
     if (timeout.count() < 0) return make_unexpected(errc::invalid_argument);
     std::uint32_t event = 0;
     const int ms = timeout.count() > INT32_MAX ? INT32_MAX : static_cast<int>(timeout.count());
-    const ssize_t rc = ::fi_eq_sread(h_.get(), &event, buf_->data(), buf_->size(), ms, 0);
-    if (rc == -FI_EAGAIN || rc == -FI_ETIMEDOUT) return std::optional<cm_event>{};
-    if (rc == -FI_EAVAIL) return read_error();
-    if (rc == -FI_ETOOSMALL) return make_unexpected(errc::message_too_long);
-    if (rc < 0) return native_unexpected(static_cast<int>(rc));
-    return decode(event, static_cast<std::size_t>(rc));
+    return finish(event, ::fi_eq_sread(h_.get(), &event, buf_->data(), buf_->size(), ms, 0));
 }
 
 // ---------------------------------------------------------------- passive_endpoint
 
-auto passive_endpoint::create(fabric& fab, const fabric_info& info, std::pmr::memory_resource*)
+auto passive_endpoint::create(fabric& fab, const fabric_info& info, std::pmr::memory_resource* mr)
     -> result<passive_endpoint> {
     if (!fab.valid() || !info.valid()) return make_unexpected(errc::invalid_argument);
     if (info.ep_type() != endpoint_types::msg) return make_unexpected(errc::invalid_argument);
@@ -121,6 +120,7 @@ auto passive_endpoint::create(fabric& fab, const fabric_info& info, std::pmr::me
     out.h_.set_parent(fab.child_tracker());
     out.format_ = info.addr_format();
     out.fabric_ = fab.native();
+    out.mr_ = detail::resource_or_default(mr);
     return out;
 }
 
@@ -168,8 +168,8 @@ auto endpoint::bind_eq(event_queue& eq) noexcept -> void_result {
 }
 
 auto endpoint::connect(const address& peer, std::span<const std::byte> data) -> void_result {
-    const std::vector<std::byte> raw = to_raw(peer);
-    return connect_raw(raw, data);
+    std::array<std::byte, detail::max_socket_address> scratch{};
+    return connect_raw(detail::native_bytes(peer, scratch), data);
 }
 
 auto endpoint::connect_raw(std::span<const std::byte> native_address, std::span<const std::byte> data) noexcept

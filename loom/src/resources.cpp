@@ -88,9 +88,8 @@ auto address_vector::create(domain& dom, const address_vector_attr& attr, std::p
 
 auto address_vector::insert(const address& peer) -> result<peer_addr> {
     if (!format_compatible(format_, native_format(peer))) return make_unexpected(errc::invalid_argument);
-    if (const auto* opaque = std::get_if<opaque_address>(&peer)) return insert_raw(opaque->bytes());
-    std::array<std::byte, detail::max_socket_address> raw{};  // encoded in place: no allocation
-    return insert_raw(std::span{raw}.first(detail::encode_socket_address(peer, raw)));
+    std::array<std::byte, detail::max_socket_address> scratch{};  // encoded in place: no allocation
+    return insert_raw(detail::native_bytes(peer, scratch));
 }
 
 auto address_vector::insert_raw(std::span<const std::byte> native_address) -> result<peer_addr> {

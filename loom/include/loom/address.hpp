@@ -103,6 +103,13 @@ inline constexpr std::size_t max_socket_address = 64;
 /// length; 0 for an opaque address (its bytes() are already native).
 [[nodiscard]] auto encode_socket_address(const address& a, std::span<std::byte, max_socket_address> out) noexcept
     -> std::size_t;
+/// The native bytes of `a` without allocating: an opaque address's own bytes, or a socket
+/// address encoded into `scratch` (which must outlive the result).
+[[nodiscard]] inline auto native_bytes(const address& a, std::span<std::byte, max_socket_address> scratch) noexcept
+    -> std::span<const std::byte> {
+    if (const auto* opaque = std::get_if<opaque_address>(&a)) return opaque->bytes();
+    return std::span<const std::byte>{scratch}.first(encode_socket_address(a, scratch));
+}
 }  // namespace detail
 
 /// Human-readable form ("127.0.0.1:4242", "fi_shm://1234", ...).

@@ -74,6 +74,8 @@ public:
 
 private:
     [[nodiscard]] auto read_error() -> result<std::optional<cm_event>>;
+    /// What fi_eq_read or fi_eq_sread returned (`rc`), as read() and wait() report it.
+    [[nodiscard]] auto finish(std::uint32_t event, ssize_t rc) -> result<std::optional<cm_event>>;
     [[nodiscard]] auto decode(std::uint32_t event, std::size_t bytes) -> result<std::optional<cm_event>>;
     detail::unique_fid<::fid_eq> h_;
     ::fid_fabric* fabric_{nullptr};

@@ -29,6 +29,8 @@ public:
 
     [[nodiscard]] auto native() const noexcept -> ::fid_pep* { return h_.get(); }
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    /// The resource the factory was given (a listener allocates no state of its own).
+    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
     auto close() noexcept -> void_result { return h_.close(); }
 
 private:
@@ -36,6 +38,7 @@ private:
     detail::unique_fid<::fid_pep> h_;
     address_format format_{address_format::unspecified};
     ::fid_fabric* fabric_{nullptr};
+    std::pmr::memory_resource* mr_{nullptr};
     bool bound_{false};
     bool listening_{false};
 };
