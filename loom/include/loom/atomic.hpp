@@ -276,4 +276,50 @@ LOOM_SUBMIT_INLINE auto cas_to(endpoint& ep, const T& expected, const memory_reg
                               desired_mr, std::span<T>{result, 1}, result_mr, peer, remote, operation::cswap, ctx);
 }
 
+// ---------------------------------------------------------------- connected endpoints
+// The original single-value helpers: no destination (fabric_addrs::unspecified), for connected
+// (MSG) endpoints; an RDM endpoint refuses them with invalid_argument. Arguments are borrowed
+// until completion, as above.
+template <atomic_value T>
+LOOM_SUBMIT_INLINE auto add(endpoint& ep, const T& value, const remote_memory& remote,
+                            context_ptr<void> ctx = {}) noexcept -> void_result {
+    return add_to<T>(ep, value, nullptr, fabric_addrs::unspecified, remote, ctx);
+}
+template <atomic_value T>
+auto add(endpoint&, const T&&, const remote_memory&, context_ptr<void> = {}) -> void_result = delete;
+
+template <atomic_value T>
+LOOM_SUBMIT_INLINE auto fetch_add(endpoint& ep, const T& increment, T* previous, const memory_region& result_mr,
+                                  const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
+    return fetch_add_to<T>(ep, increment, previous, nullptr, &result_mr, fabric_addrs::unspecified, remote, ctx);
+}
+template <atomic_value T>
+auto fetch_add(endpoint&, const T&&, T*, const memory_region&, const remote_memory&, context_ptr<void> = {})
+    -> void_result = delete;
+
+template <atomic_value T>
+LOOM_SUBMIT_INLINE auto cas(endpoint& ep, const T& expected, const T& desired, T* previous,
+                            const memory_region& result_mr, const remote_memory& remote,
+                            context_ptr<void> ctx = {}) noexcept -> void_result {
+    return cas_to<T>(ep, expected, nullptr, desired, nullptr, previous, &result_mr, fabric_addrs::unspecified, remote,
+                     ctx);
+}
+template <atomic_value T>
+auto cas(endpoint&, const T&&, const T&, T*, const memory_region&, const remote_memory&, context_ptr<void> = {})
+    -> void_result = delete;
+template <atomic_value T>
+auto cas(endpoint&, const T&, const T&&, T*, const memory_region&, const remote_memory&, context_ptr<void> = {})
+    -> void_result = delete;
+
+/// Any fetch-family operation on `count` elements (atomic_read takes a null operand).
+template <atomic_value T>
+LOOM_SUBMIT_INLINE auto fetch(endpoint& ep, operation op, const T* operand, T* result, std::size_t count,
+                              const memory_region* operand_mr, const memory_region* result_mr,
+                              const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
+    if (result == nullptr || (operand == nullptr && op != operation::atomic_read))
+        return make_unexpected(errc::invalid_argument);
+    return fetch_to<T>(ep, std::span<const T>{operand, operand == nullptr ? 0 : count}, operand_mr,
+                       std::span<T>{result, count}, result_mr, fabric_addrs::unspecified, remote, op, ctx);
+}
+
 }  // namespace loom::atomic

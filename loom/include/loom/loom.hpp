@@ -18,6 +18,7 @@
 #include <loom/flags.hpp>
 #include <loom/memory_region.hpp>
 #include <loom/mr_cache.hpp>
+#include <loom/provider_atomic.hpp>
 #include <loom/provider_facts.hpp>
 #include <loom/provider_traits.hpp>
 #include <loom/msg.hpp>
