@@ -119,6 +119,16 @@ auto ib_socket_address::to_string() const -> std::string {
     return out;
 }
 
+auto ib_address::to_string() const -> std::string {
+    char buf[INET6_ADDRSTRLEN]{};
+    ::inet_ntop(AF_INET6, gid_.data(), buf, sizeof buf);
+    char tail[48];
+    std::snprintf(tail, sizeof tail, " qpn=0x%06x lid=0x%04x", qpn_, lid_);
+    std::string out("ib[");
+    out.append(buf).append("]").append(tail);
+    return out;
+}
+
 auto opaque_address::to_string() const -> std::string {
     if (format_ == address_format::str) {
         const auto* p = reinterpret_cast<const char*>(bytes_.data());

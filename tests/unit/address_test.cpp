@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstddef>
+#include <type_traits>
 #include <cstring>
 #include <random>
 #include <string>
@@ -394,3 +396,35 @@ TEST(AddressProperty, RandomRoundTrips) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- identifiers and object access
+
+// An ib_address is an identifier, never a socket address: nothing that takes loom::address
+// (connect, AV insertion, to_raw) accepts one.
+static_assert(!std::is_constructible_v<address, loom::ib_address>);
+static_assert(!std::is_convertible_v<loom::ib_address, address>);
+
+TEST(IbAddress, KeepsGidQpnAndLidAndOrders) {
+    constexpr std::array<std::uint8_t, 16> gid{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    constexpr loom::ib_address a{std::span<const std::uint8_t, 16>{gid}, 0x123, 7};
+    static_assert(a.qpn() == 0x123 && a.lid() == 7 && a.gid()[0] == 0xfe && a.gid()[15] == 1);
+    EXPECT_EQ(a.to_string(), "ib[fe80::1] qpn=0x000123 lid=0x0007");
+    const loom::ib_address b{std::span<const std::uint8_t, 16>{gid}, 0x124, 7};
+    EXPECT_LT(a, b);
+    EXPECT_NE(a, b);
+    EXPECT_EQ(a, (loom::ib_address{std::span<const std::uint8_t, 16>{gid}, 0x123, 7}));
+    EXPECT_EQ(loom::ib_address{}.qpn(), 0u);
+}
+
+TEST(GetAddressData, PointsAtTheActiveAlternativesObject) {
+    address v4 = ipv4_address::parse("10.1.2.3", 99).value();
+    EXPECT_EQ(loom::get_address_data(v4), static_cast<const void*>(&std::get<ipv4_address>(v4)));
+    const std::array<std::byte, 3> raw{std::byte{'a'}, std::byte{'b'}, std::byte{0}};
+    address opaque = loom::opaque_address{address_format::str, raw};
+    const void* data = loom::get_address_data(opaque);
+    EXPECT_EQ(data, static_cast<const void*>(&std::get<loom::opaque_address>(opaque)));
+    EXPECT_NE(data, static_cast<const void*>(std::get<loom::opaque_address>(opaque).bytes().data()))
+        << "the object, not its native bytes";
+    address ib = ib_socket_address{};
+    EXPECT_EQ(loom::get_address_data(ib), static_cast<const void*>(&std::get<ib_socket_address>(ib)));
+}

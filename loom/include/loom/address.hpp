@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 
 #include <array>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -84,6 +85,38 @@ private:
 
 /// Any native endpoint address. Exhaustive visitors handle every alternative.
 using address = std::variant<ipv4_address, ipv6_address, ib_socket_address, opaque_address>;
+
+/// The active alternative's C++ object (an ipv4_address, ..., an opaque_address), for code that
+/// dispatches on the object itself. Not the native representation: use to_raw(), or
+/// opaque_address::bytes() for a provider format.
+[[nodiscard]] inline auto get_address_data(const address& a) noexcept -> const void* {
+    return std::visit([](const auto& alt) -> const void* { return &alt; }, a);
+}
+
+/// An InfiniBand endpoint identifier: GID (network byte order), queue pair number, LID. An
+/// identifier, not a socket address: it is no alternative of loom::address, so it cannot be
+/// connected to or inserted into an address vector (use ib_socket_address for FI_SOCKADDR_IB).
+class ib_address {
+public:
+    static constexpr std::size_t gid_size = 16;
+    constexpr ib_address() noexcept = default;
+    constexpr explicit ib_address(std::span<const std::uint8_t, gid_size> gid, std::uint32_t qpn = 0,
+                                  std::uint16_t lid = 0) noexcept
+        : qpn_(qpn), lid_(lid) {
+        for (std::size_t i = 0; i < gid_size; ++i) gid_[i] = gid[i];
+    }
+    [[nodiscard]] constexpr auto gid() const noexcept -> std::span<const std::uint8_t, gid_size> { return gid_; }
+    [[nodiscard]] constexpr auto qpn() const noexcept -> std::uint32_t { return qpn_; }
+    [[nodiscard]] constexpr auto lid() const noexcept -> std::uint16_t { return lid_; }
+    /// "ib[fe80::1] qpn=0x000123 lid=0x0007" (the GID as an IPv6 address).
+    [[nodiscard]] auto to_string() const -> std::string;
+    friend constexpr auto operator<=>(const ib_address&, const ib_address&) noexcept = default;
+
+private:
+    std::array<std::uint8_t, gid_size> gid_{};
+    std::uint32_t qpn_{};
+    std::uint16_t lid_{};
+};
 
 /// Decodes native address bytes of a given format. Malformed input (wrong length, wrong
 /// family, an unterminated string address, an unspecified format) -> invalid_argument.
