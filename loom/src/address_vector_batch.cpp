@@ -2,6 +2,8 @@
 // addresses of any lengths.
 #include "loom/address_vector.hpp"
 
+#include "newer_abi.hpp"
+
 #include <cstring>
 #include <string_view>
 
@@ -11,10 +13,12 @@ namespace {
 /// Inserts `count` addresses read by the provider from `addr`, records the handles it gave and
 /// copies them to `out`.
 auto insert_native(::fid_av* av, const void* addr, std::size_t count, std::span<fabric_addr> out,
-                   std::pmr::unordered_set<::fi_addr_t>& inserted, std::pmr::memory_resource* mr)
-    -> result<std::size_t> {
+                   std::pmr::unordered_set<::fi_addr_t>& inserted, std::pmr::memory_resource* mr,
+                   const av_insert_options& options) -> result<std::size_t> {
+    const auto flags = detail::newer_flag(options.behind_firewall, detail::native_firewall_addr);
+    if (!flags) return std::unexpected(flags.error());
     std::pmr::vector<::fi_addr_t> handles(count, FI_ADDR_NOTAVAIL, mr);
-    const int rc = ::fi_av_insert(av, const_cast<void*>(addr), count, handles.data(), 0, nullptr);
+    const int rc = ::fi_av_insert(av, const_cast<void*>(addr), count, handles.data(), *flags, nullptr);
     if (rc < 0) return native_unexpected(rc);
     for (std::size_t i = 0; i < count; ++i) {
         out[i] = fabric_addr{handles[i]};
@@ -32,7 +36,8 @@ auto insert_native(::fid_av* av, const void* addr, std::size_t count, std::span<
 }  // namespace
 
 auto address_vector::insert_batch(std::span<const std::byte> packed, std::size_t address_size,
-                                  std::span<fabric_addr> out) -> result<std::size_t> {
+                                  std::span<fabric_addr> out, const av_insert_options& options)
+    -> result<std::size_t> {
     if (!h_ || !inserted_) return make_unexpected(errc::bad_state);
     if (address_size == 0 || packed.empty() || packed.size() % address_size != 0 || format_ == address_format::str)
         return make_unexpected(errc::invalid_argument);
@@ -43,10 +48,11 @@ auto address_vector::insert_batch(std::span<const std::byte> packed, std::size_t
             if (auto decoded = address_from_raw(format_, packed.subspan(i * address_size, address_size)); !decoded)
                 return std::unexpected(decoded.error());
     }
-    return insert_native(h_.get(), packed.data(), count, out, *inserted_, memory_resource());
+    return insert_native(h_.get(), packed.data(), count, out, *inserted_, memory_resource(), options);
 }
 
-auto address_vector::insert_strings(std::span<const char* const> addresses, std::span<fabric_addr> out)
+auto address_vector::insert_strings(std::span<const char* const> addresses, std::span<fabric_addr> out,
+                                    const av_insert_options& options)
     -> result<std::size_t> {
     if (!h_ || !inserted_) return make_unexpected(errc::bad_state);
     if (format_ != address_format::str || addresses.empty() || out.size() != addresses.size())
@@ -62,7 +68,7 @@ auto address_vector::insert_strings(std::span<const char* const> addresses, std:
     std::pmr::vector<char> packed(memory_resource());
     packed.reserve(total);
     for (const char* s : addresses) packed.insert(packed.end(), s, s + std::strlen(s) + 1);
-    return insert_native(h_.get(), packed.data(), addresses.size(), out, *inserted_, memory_resource());
+    return insert_native(h_.get(), packed.data(), addresses.size(), out, *inserted_, memory_resource(), options);
 }
 
 }  // namespace loom

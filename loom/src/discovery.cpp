@@ -1,4 +1,5 @@
 #include "loom/fabric_info.hpp"
+#include "newer_abi.hpp"
 
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -35,6 +36,9 @@ auto validate_hints(const fabric_hints& h) -> void_result {
     if (auto r = validate(h.control_progress); !r) return r;
     if (auto r = validate(h.addr_format); !r) return r;
     if (h.provider.find('\0') != std::string_view::npos) return make_unexpected(errc::invalid_argument);
+    if (h.capabilities.any(capability::xpu) && !detail::runtime_at_least(2, 7))
+        return make_unexpected(errc::not_supported);
+    if (auto r = detail::newer_flag(h.rescan, detail::native_rescan); !r) return std::unexpected(r.error());
     return {};
 }
 
@@ -92,7 +96,8 @@ auto query_all(const fabric_hints& h, std::pmr::memory_resource* mr) -> result<p
     const int rc = ::fi_getinfo(h.api_version ? h.api_version : default_api_version(),
                                 node.empty() ? nullptr : node.c_str(),
                                 service.empty() ? nullptr : service.c_str(),
-                                h.node_is_source ? FI_SOURCE : 0, hints, &list);
+                                (h.node_is_source ? FI_SOURCE : 0) | (h.rescan ? detail::native_rescan : 0), hints,
+                                &list);
     ::fi_freeinfo(hints);
     if (rc != 0) return native_unexpected(rc);
     if (!h.provider.empty()) list = filter_provider(list, h.provider);

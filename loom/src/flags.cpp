@@ -74,14 +74,14 @@ auto parse_endpoint_type(std::string_view name) noexcept -> result<endpoint_type
 }
 
 auto to_string(capability v) -> std::string {
-    static constexpr std::array<std::pair<std::uint64_t, const char*>, 32> names{{
+    static constexpr std::array<std::pair<std::uint64_t, const char*>, 33> names{{
         {1ULL << 1, "msg"}, {1ULL << 2, "rma"}, {1ULL << 3, "tagged"}, {1ULL << 4, "atomic"},
         {1ULL << 5, "multicast"}, {1ULL << 6, "collective"}, {1ULL << 8, "read"},
         {1ULL << 9, "write"}, {1ULL << 10, "recv"}, {1ULL << 11, "send"},
         {1ULL << 12, "remote_read"}, {1ULL << 13, "remote_write"}, {1ULL << 16, "multi_recv"},
         {1ULL << 17, "remote_cq_data"}, {1ULL << 20, "trigger"}, {1ULL << 21, "fence"},
         {1ULL << 36, "peer_transfer"}, {1ULL << 41, "av_user_id"}, {1ULL << 43, "peer"},
-        {1ULL << 45, "tagged_directed_recv"}, {1ULL << 46, "tagged_multi_recv"},
+        {1ULL << 44, "xpu"}, {1ULL << 45, "tagged_directed_recv"}, {1ULL << 46, "tagged_multi_recv"},
         {1ULL << 47, "hmem"}, {1ULL << 48, "exact_directed_recv"}, {1ULL << 49, "rma_pmem"},
         {1ULL << 50, "source_err"}, {1ULL << 51, "local_comm"}, {1ULL << 52, "remote_comm"},
         {1ULL << 53, "shared_av"}, {1ULL << 56, "rma_event"}, {1ULL << 57, "source"},
@@ -114,11 +114,11 @@ auto to_string(op_flag v) -> std::string {
 }
 
 auto to_string(mr_mode_flags v) -> std::string {
-    static constexpr std::array<std::pair<std::uint64_t, const char*>, 12> names{{
+    static constexpr std::array<std::pair<std::uint64_t, const char*>, 13> names{{
         {1ULL << 0, "basic"}, {1ULL << 1, "scalable"}, {1ULL << 2, "local"}, {1ULL << 3, "raw"},
         {1ULL << 4, "virt_addr"}, {1ULL << 5, "allocated"}, {1ULL << 6, "prov_key"},
         {1ULL << 7, "mmu_notify"}, {1ULL << 8, "rma_event"}, {1ULL << 9, "endpoint"},
-        {1ULL << 10, "hmem"}, {1ULL << 11, "collective"},
+        {1ULL << 10, "hmem"}, {1ULL << 11, "collective"}, {1ULL << 12, "xpu_desc"},
     }};
     return join_bits(v.get(), names);
 }

@@ -7,6 +7,7 @@
 #include "loom/detail/resource_alloc.hpp"
 #include "loom/memory_region.hpp"
 #include "loom/provider_facts.hpp"
+#include "newer_abi.hpp"
 
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
@@ -86,13 +87,14 @@ auto address_vector::create(domain& dom, const address_vector_attr& attr, std::p
     return out;
 }
 
-auto address_vector::insert(const address& peer) -> result<peer_addr> {
+auto address_vector::insert(const address& peer, const av_insert_options& options) -> result<peer_addr> {
     if (!format_compatible(format_, native_format(peer))) return make_unexpected(errc::invalid_argument);
     std::array<std::byte, detail::max_socket_address> scratch{};  // encoded in place: no allocation
-    return insert_raw(detail::native_bytes(peer, scratch));
+    return insert_raw(detail::native_bytes(peer, scratch), options);
 }
 
-auto address_vector::insert_raw(std::span<const std::byte> native_address) -> result<peer_addr> {
+auto address_vector::insert_raw(std::span<const std::byte> native_address, const av_insert_options& options)
+    -> result<peer_addr> {
     if (!h_) return make_unexpected(errc::bad_state);
     if (native_address.empty()) return make_unexpected(errc::invalid_argument);
     // Validate the bytes as an address of this domain's format before the provider reads them.
@@ -100,8 +102,10 @@ auto address_vector::insert_raw(std::span<const std::byte> native_address) -> re
         if (auto decoded = address_from_raw(format_, native_address); !decoded)
             return std::unexpected(decoded.error());
     }
+    const auto flags = detail::newer_flag(options.behind_firewall, detail::native_firewall_addr);
+    if (!flags) return std::unexpected(flags.error());
     ::fi_addr_t handle = FI_ADDR_NOTAVAIL;
-    const int rc = ::fi_av_insert(h_.get(), native_address.data(), 1, &handle, 0, nullptr);
+    const int rc = ::fi_av_insert(h_.get(), native_address.data(), 1, &handle, *flags, nullptr);
     if (rc < 0) return native_unexpected(rc);
     if (rc != 1 || handle == FI_ADDR_NOTAVAIL) return make_unexpected(errc::address_not_available);
     try {

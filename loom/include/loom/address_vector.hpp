@@ -23,6 +23,14 @@ struct address_vector_attr {
 };
 using av_attr = address_vector_attr;
 
+/// How addresses are inserted.
+struct av_insert_options {
+    /// The peers are behind a firewall: this side may not open connections to them, only use
+    /// ones they open (FI_FIREWALL_ADDR, libfabric 2.2; not_supported with an older libfabric).
+    /// Untested on hardware: no provider here honours it.
+    bool behind_firewall{false};
+};
+
 class address_vector {
 public:
     address_vector() = default;
@@ -31,21 +39,23 @@ public:
 
     /// Inserts one peer; invalid_argument when the address's format does not suit the domain.
     /// The handle is a peer_addr: sends to it skip the destination check.
-    [[nodiscard]] auto insert(const address& peer) -> result<peer_addr>;
+    [[nodiscard]] auto insert(const address& peer, const av_insert_options& options = {}) -> result<peer_addr>;
     /// Inserts native address bytes as they came from the peer's fi_getname.
-    [[nodiscard]] auto insert_raw(std::span<const std::byte> native_address) -> result<peer_addr>;
+    [[nodiscard]] auto insert_raw(std::span<const std::byte> native_address, const av_insert_options& options = {})
+        -> result<peer_addr>;
     /// Inserts native addresses of one length stored back to back (`packed.size()` a multiple of
     /// `address_size`): `out` gets one handle per address, fabric_addrs::not_available where
     /// the provider refused it. Returns how many were inserted. invalid_argument before the
     /// provider is asked: a zero size, a remainder, `out` of another count, an address
     /// malformed for the domain's format, or a string-format vector (insert_strings).
     [[nodiscard]] auto insert_batch(std::span<const std::byte> packed, std::size_t address_size,
-                                    std::span<fabric_addr> out) -> result<std::size_t>;
+                                    std::span<fabric_addr> out, const av_insert_options& options = {})
+        -> result<std::size_t>;
     /// String addresses (address_format::str vectors) of any lengths, e.g. "fi_shm://...".
     /// libfabric 2.1 reads a string batch as consecutive null-terminated strings: loom packs
     /// them so. The same refusals as insert_batch (null or malformed strings).
-    [[nodiscard]] auto insert_strings(std::span<const char* const> addresses, std::span<fabric_addr> out)
-        -> result<std::size_t>;
+    [[nodiscard]] auto insert_strings(std::span<const char* const> addresses, std::span<fabric_addr> out,
+                                      const av_insert_options& options = {}) -> result<std::size_t>;
     /// The address stored under a handle.
     [[nodiscard]] auto lookup(fabric_addr handle) const -> result<address>;
     [[nodiscard]] auto remove(fabric_addr handle) -> void_result;

@@ -49,6 +49,9 @@ struct fabric_hints {
     bool node_is_source{false};
     /// Requested API version; 0: the headers' version.
     std::uint32_t api_version{0};
+    /// Providers look for their interfaces again instead of answering from what they found
+    /// before (FI_RESCAN, libfabric 2.2; not_supported with an older libfabric).
+    bool rescan{false};
 };
 
 struct fabric_attr_view {

@@ -65,7 +65,7 @@ private:
         recv, send, remote_read, remote_write, multi_recv, remote_cq_data, trigger, fence, \
         peer_transfer, av_user_id, peer, tagged_directed_recv, tagged_multi_recv, hmem,    \
         exact_directed_recv, rma_pmem, source_err, local_comm, remote_comm, shared_av,     \
-        rma_event, source, named_rx_ctx, directed_recv;
+        rma_event, source, named_rx_ctx, directed_recv, xpu;
 LOOM_DETAIL_FLAG_FAMILY(capability)
 inline constexpr capability capability::msg{1ULL << 1};
 inline constexpr capability capability::rma{1ULL << 2};
@@ -99,6 +99,8 @@ inline constexpr capability capability::rma_event{1ULL << 56};
 inline constexpr capability capability::source{1ULL << 57};
 inline constexpr capability capability::named_rx_ctx{1ULL << 58};
 inline constexpr capability capability::directed_recv{1ULL << 59};
+/// FI_XPU (libfabric 2.7): device-side operations through XPU contexts (loom/xpu.hpp).
+inline constexpr capability capability::xpu{1ULL << 44};
 
 // ---------------------------------------------------------------- mr_access_flags
 #define LOOM_DETAIL_mr_access_flags_MEMBERS \
@@ -168,7 +170,7 @@ inline constexpr counter_bind counter_bind::remote_write{1ULL << 13};
 // ---------------------------------------------------------------- mr_mode_flags
 #define LOOM_DETAIL_mr_mode_flags_MEMBERS                                                  \
     static const mr_mode_flags unspec, basic, scalable, local, raw, virt_addr, allocated,   \
-        prov_key, mmu_notify, rma_event, endpoint, hmem, collective;
+        prov_key, mmu_notify, rma_event, endpoint, hmem, collective, xpu_desc;
 LOOM_DETAIL_FLAG_FAMILY(mr_mode_flags)
 inline constexpr mr_mode_flags mr_mode_flags::unspec{0};
 inline constexpr mr_mode_flags mr_mode_flags::basic{1ULL << 0};
@@ -183,6 +185,8 @@ inline constexpr mr_mode_flags mr_mode_flags::rma_event{1ULL << 8};
 inline constexpr mr_mode_flags mr_mode_flags::endpoint{1ULL << 9};
 inline constexpr mr_mode_flags mr_mode_flags::hmem{1ULL << 10};
 inline constexpr mr_mode_flags mr_mode_flags::collective{1ULL << 11};
+/// FI_MR_XPU_DESC (libfabric 2.7): the program fetches device-side descriptors for XPU use.
+inline constexpr mr_mode_flags mr_mode_flags::xpu_desc{1ULL << 12};
 
 // ---------------------------------------------------------------- mode_flags (info->mode)
 #define LOOM_DETAIL_mode_flags_MEMBERS \

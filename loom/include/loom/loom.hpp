@@ -28,3 +28,4 @@
 #include <loom/rma.hpp>
 #include <loom/tagged_claim.hpp>
 #include <loom/trigger.hpp>
+#include <loom/xpu.hpp>
