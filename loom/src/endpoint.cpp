@@ -225,10 +225,11 @@ auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_res
 }
 
 auto endpoint::adopt_native(::fid_ep* ep, const ::fi_info& fi, domain& dom, detail::child_link owner,
-                            bool av_bound) -> endpoint {
+                            bool av_bound, std::pmr::memory_resource* mr) -> endpoint {
     auto out = adopt_native(ep, fi, dom);
     out.owner_link_ = std::move(owner);
     out.has_av_ = av_bound;
+    if (mr != nullptr) out.mr_ = mr;
     return out;
 }
 

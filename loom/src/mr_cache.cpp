@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <type_traits>
 #include <cstdint>
 #include <loom/endpoint.hpp>
 #include <loom/mr_cache.hpp>
@@ -174,6 +175,7 @@ constexpr std::uint64_t hit_ref = node::hit_unit + 1;  // one hit and one refere
 // ---------------------------------------------------------------- hint table
 
 using hint_set = mr_cache_hint_set;
+static_assert(std::is_trivially_destructible_v<hint_set>);  // freed without destructor calls
 using hint_table = mr_cache_hint_table;
 constexpr std::size_t min_hint_sets = 16;        // 1 KiB
 constexpr std::size_t max_hint_sets = 1u << 16;  // 4 MiB, 256k ways
@@ -182,11 +184,15 @@ constexpr std::size_t max_hint_sets = 1u << 16;  // 4 MiB, 256k ways
     return tag * mr_cache_core::hint_multiplier;
 }
 
-[[nodiscard]] auto make_hint_table(std::size_t sets) -> std::unique_ptr<hint_table> {
-    auto t = std::make_unique<hint_table>();
+[[nodiscard]] auto make_hint_table(std::size_t sets, std::pmr::memory_resource* mr) -> resource_ptr<hint_table> {
+    auto t = make_in<hint_table>(mr);
+    void* storage = mr->allocate(sets * sizeof(hint_set), alignof(hint_set));
+    auto* set = static_cast<hint_set*>(storage);
+    for (std::size_t i = 0; i < sets; ++i) ::new (&set[i]) hint_set{};  // trivially destructible
+    t->set = set;
+    t->mr = mr;
     t->sets = sets;
     t->shift = 64u - static_cast<unsigned>(std::countr_zero(sets));
-    t->set = std::make_unique<hint_set[]>(sets);
     return t;
 }
 
@@ -217,21 +223,23 @@ void store_hint(const hint_table& t, std::uint64_t tag, node* e, std::uint64_t s
 
 // ---------------------------------------------------------------- construction
 
-mr_cache_core::mr_cache_core(mr_cache_limits limits)
-    : roots_{space_root{memory_space{}, nullptr}},
+mr_cache_core::mr_cache_core(mr_cache_limits limits, std::pmr::memory_resource* mr)
+    : mr_(resource_or_default(mr)),
+      hint_tables_(mr_),
+      roots_({space_root{memory_space{}, nullptr}}, mr_),
       page_mask_(page_size() - 1),
       page_shift_(static_cast<unsigned>(std::countr_zero(page_size()))),
       limits_(limits),
       bounded_(limits.bounded()) {
-    hint_tables_.push_back(make_hint_table(min_hint_sets));
+    hint_tables_.push_back(make_hint_table(min_hint_sets, mr_));
     hints_.store(hint_tables_.back().get(), std::memory_order_release);
 }
 
 void mr_cache_core::grow_hints(std::size_t sets) noexcept {
     // Runs after an insertion that must not be undone: without memory the table stays as is.
-    std::unique_ptr<hint_table> t;
+    resource_ptr<hint_table> t;
     try {
-        t = make_hint_table(sets);
+        t = make_hint_table(sets, mr_);
         hint_tables_.reserve(hint_tables_.size() + 1);
     } catch (const std::bad_alloc&) {
         return;

@@ -10,6 +10,8 @@
 #include "newer_abi.hpp"
 
 #include <rdma/fi_domain.h>
+
+#include <optional>
 #include <rdma/fi_errno.h>
 
 #include <atomic>
@@ -373,10 +375,10 @@ auto rma_address_of(const memory_region& mr) noexcept -> std::uint64_t {
 }
 }  // namespace
 
-auto memory_region::export_raw() const -> result<raw_remote_memory> {
+auto memory_region::export_raw(std::pmr::memory_resource* mr) const -> result<raw_remote_memory> {
     if (!h_ || length_ == 0) return make_unexpected(errc::invalid_argument);
     if (!mode_.any(mr_mode_flags::raw)) return make_unexpected(errc::not_supported);
-    raw_remote_memory out;
+    raw_remote_memory out{.key = std::pmr::vector<std::uint8_t>(detail::resource_or_default(mr))};
     out.addr = rma_address_of(*this);
     out.length = length_;
     out.key.resize(16);
@@ -419,7 +421,8 @@ auto memory_region::enable() noexcept -> void_result {
 }
 
 // ---------------------------------------------------------------- mapped remote memory
-auto mapped_remote_memory::map(domain& dom, raw_remote_memory raw) -> result<mapped_remote_memory> {
+auto mapped_remote_memory::map(domain& dom, const raw_remote_memory& raw, std::pmr::memory_resource* mr)
+    -> result<mapped_remote_memory> {
     if (!dom.valid() || raw.key.empty() || raw.length == 0) return make_unexpected(errc::invalid_argument);
     if (raw.addr + (raw.length - 1) < raw.addr) return make_unexpected(errc::invalid_argument);
     const auto* da = dom.info().valid() ? dom.info().native()->domain_attr : nullptr;
@@ -427,14 +430,23 @@ auto mapped_remote_memory::map(domain& dom, raw_remote_memory raw) -> result<map
         return make_unexpected(errc::invalid_argument);
     if (!dom.get_memory_region_mode().any(mr_mode_flags::raw)) return make_unexpected(errc::not_supported);
     std::uint64_t key = 0;
-    const int rc = ::fi_mr_map_raw(dom.native(), raw.base_addr, raw.key.data(), raw.key.size(), &key, 0);
+    // fi_mr_map_raw only reads the key.
+    const int rc = ::fi_mr_map_raw(dom.native(), raw.base_addr, const_cast<std::uint8_t*>(raw.key.data()), raw.key.size(), &key, 0);
     if (rc != 0) return native_unexpected(rc);
-    mapped_remote_memory out;
-    out.raw_ = std::move(raw);
+    std::optional<mapped_remote_memory> made;
+    try {  // the key's copy in the caller's resource (moving keeps a vector's resource)
+        made.emplace(mapped_remote_memory{raw_remote_memory{
+            raw.base_addr, raw.addr, raw.length,
+            std::pmr::vector<std::uint8_t>(raw.key, detail::resource_or_default(mr))}});
+    } catch (...) {
+        (void)::fi_mr_unmap_key(dom.native(), key);
+        return make_unexpected(errc::no_memory);
+    }
+    mapped_remote_memory& out = *made;
     out.domain_ = dom.native();
     out.key_ = key;
     out.link_ = detail::child_link{dom.child_tracker()};
-    return out;
+    return std::move(out);
 }
 
 mapped_remote_memory::mapped_remote_memory(mapped_remote_memory&& o) noexcept

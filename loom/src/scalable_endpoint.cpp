@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "loom/address_vector.hpp"
+#include "loom/detail/resource_alloc.hpp"
 
 namespace loom {
 
@@ -49,8 +50,13 @@ auto scalable_endpoint::create(domain& dom, const fabric_info& info, const scala
     out.info_ = std::move(*copy);
     out.dom_ = &dom;
     out.domain_ = dom.native();
-    for (std::size_t i = 0; i < tx; ++i) out.tx_slots_.push_back(detail::make_child_count(mr));
-    for (std::size_t i = 0; i < rx; ++i) out.rx_slots_.push_back(detail::make_child_count(mr));
+    out.mr_ = detail::resource_or_default(mr);
+    out.slots_ = detail::make_in<context_slots>(out.mr_, context_slots{std::pmr::vector<detail::child_count>(out.mr_),
+                                                                       std::pmr::vector<detail::child_count>(out.mr_)});
+    out.slots_->tx.reserve(tx);
+    out.slots_->rx.reserve(rx);
+    for (std::size_t i = 0; i < tx; ++i) out.slots_->tx.push_back(detail::make_child_count(out.mr_));
+    for (std::size_t i = 0; i < rx; ++i) out.slots_->rx.push_back(detail::make_child_count(out.mr_));
     out.tx_count_ = tx;
     out.rx_count_ = rx;
     return out;
@@ -58,8 +64,8 @@ auto scalable_endpoint::create(domain& dom, const fabric_info& info, const scala
 
 auto scalable_endpoint::open_contexts() const noexcept -> long {
     long n = 0;
-    for (const auto& c : tx_slots_) n += c->load(std::memory_order_relaxed);
-    for (const auto& c : rx_slots_) n += c->load(std::memory_order_relaxed);
+    for (const auto& c : tx_slots()) n += c->load(std::memory_order_relaxed);
+    for (const auto& c : rx_slots()) n += c->load(std::memory_order_relaxed);
     return n;
 }
 
@@ -78,15 +84,18 @@ auto scalable_endpoint::bind_av(address_vector& av) noexcept -> void_result {
     return r;
 }
 
-auto scalable_endpoint::tx_context(int index, const context_attr& attr) -> result<endpoint> {
-    return make_context(true, index, attr);
+auto scalable_endpoint::tx_context(int index, const context_attr& attr, std::pmr::memory_resource* mr)
+    -> result<endpoint> {
+    return make_context(true, index, attr, mr);
 }
 
-auto scalable_endpoint::rx_context(int index, const context_attr& attr) -> result<endpoint> {
-    return make_context(false, index, attr);
+auto scalable_endpoint::rx_context(int index, const context_attr& attr, std::pmr::memory_resource* mr)
+    -> result<endpoint> {
+    return make_context(false, index, attr, mr);
 }
 
-auto scalable_endpoint::make_context(bool transmit, int index, const context_attr& attr) -> result<endpoint> {
+auto scalable_endpoint::make_context(bool transmit, int index, const context_attr& attr,
+                                     std::pmr::memory_resource* mr) -> result<endpoint> {
     if (!h_) return make_unexpected(errc::bad_state);
     if (dom_ == nullptr || !dom_->valid() || dom_->native() != domain_)
         return make_unexpected(errc::bad_state);
@@ -106,7 +115,7 @@ auto scalable_endpoint::make_context(bool transmit, int index, const context_att
     if (attr.size != 0) (transmit ? tx_attr.size : rx_attr.size) = attr.size;
     if (!attr.caps.empty()) (transmit ? tx_attr.caps : rx_attr.caps) = attr.caps.get();
 
-    const auto& slots = transmit ? tx_slots_ : rx_slots_;
+    const auto slots = transmit ? tx_slots() : rx_slots();
     if (static_cast<std::size_t>(index) >= slots.size()) return make_unexpected(errc::invalid_argument);
     const auto& slot = slots[static_cast<std::size_t>(index)];
     if (slot->load(std::memory_order_relaxed) > 0) return make_unexpected(errc::busy);
@@ -119,15 +128,15 @@ auto scalable_endpoint::make_context(bool transmit, int index, const context_att
     view.tx_attr = transmit ? &tx_attr : nullptr;
     view.rx_attr = transmit ? nullptr : &rx_attr;
     if (!attr.caps.empty()) view.caps = attr.caps.get();
-    return endpoint::adopt_native(ctx, view, *dom_, detail::child_link{slot}, has_av_);
+    return endpoint::adopt_native(ctx, view, *dom_, detail::child_link{slot}, has_av_, mr != nullptr ? mr : mr_);
 }
 
 auto scalable_endpoint::enable_context(endpoint& ctx) noexcept -> void_result {
     if (!h_) return make_unexpected(errc::bad_state);
-    const auto owned = [&](const std::vector<detail::child_count>& slots) {
+    const auto owned = [&](std::span<const detail::child_count> slots) {
         return std::any_of(slots.begin(), slots.end(), [&](const auto& c) { return c.get() == ctx.owner(); });
     };
-    if (!ctx.valid() || ctx.owner() == nullptr || !(owned(tx_slots_) || owned(rx_slots_)))
+    if (!ctx.valid() || ctx.owner() == nullptr || !(owned(tx_slots()) || owned(rx_slots())))
         return make_unexpected(errc::invalid_argument);
     if (ctx.enabled()) return {};
     if (needs_av() && !has_av_) return make_unexpected(errc::no_address_vector);

@@ -10,6 +10,8 @@
 #include "counting_resource.hpp"
 
 #include <array>
+#include <optional>
+#include <vector>
 
 using loom::test::allocations_so_far;
 using loom::test::counting_resource;
@@ -163,4 +165,61 @@ TEST(SpecAllocators, the_spec_example_runs_with_a_monotonic_arena) {
     for (auto* res : {cq.memory_resource(), av.memory_resource(), cntr.memory_resource(), ep.memory_resource(),
                       mr.memory_resource()})
         EXPECT_EQ(res, &arena);
+}
+
+// The factories that took no resource before: the registration cache, scalable-endpoint
+// contexts, and mapped raw keys.
+TEST(SpecAllocators, caches_contexts_and_mappings_take_a_resource_too) {
+    default_watch def;
+    counting_resource r;
+    core_test::loop_stack s;
+    ASSERT_NO_FATAL_FAILURE(core_test::must_open_loop("sockets", {.caps = loom::capability::msg}, s));
+
+    std::optional<loom::mr_cache> cache;
+    auto t = measure(r, def.counted, [&] { cache.emplace(loom::make_mr_cache(s.domain, {}, &r)); });
+    EXPECT_GE(t.given, 3) << "the cache's state, its index roots and its first hint table";
+    EXPECT_EQ(t.by_default, 0);
+    EXPECT_EQ(t.global, 0);
+    EXPECT_EQ(cache->memory_resource(), &r);
+    std::vector<std::byte> buffer(3 * 4096);
+    t = measure(r, def.counted, [&] {
+        auto h = cache->lookup(std::span{buffer}, loom::mr_access_flags::send);
+        ASSERT_TRUE(h) << core_test::outcome(h.error());
+    });
+    EXPECT_GT(t.given, 0) << "the new entry";
+    EXPECT_EQ(t.by_default, 0);
+    EXPECT_EQ(t.global, 0);
+    const long live_with_entries = r.live_bytes;
+    t = measure(r, def.counted, [&] { (void)cache->lookup(std::span{buffer}, loom::mr_access_flags::send); });
+    EXPECT_EQ(t.given, 0) << "a hit allocates nothing";
+    EXPECT_EQ(t.global, 0);
+    cache.reset();
+    EXPECT_LT(r.live_bytes, live_with_entries) << "the cache returned its storage";
+
+    auto info = loom_test::find_info("sockets", loom::capability::msg);
+    ASSERT_TRUE(info);
+    loom::result<loom::scalable_endpoint> sep = loom::make_unexpected(loom::errc::other);
+    t = measure(r, def.counted, [&] {
+        sep = loom::scalable_endpoint::create(s.domain, *info, {.tx_contexts = 2, .rx_contexts = 2}, &r);
+    });
+    ASSERT_TRUE(sep) << core_test::outcome(sep.error());
+    EXPECT_GT(t.given, 0) << "the per-context open counts";
+    EXPECT_EQ(t.by_default, 0);
+    EXPECT_EQ(sep->memory_resource(), &r);
+    counting_resource for_context;
+    auto tx = sep->tx_context(0, {}, &for_context);
+    ASSERT_TRUE(tx) << core_test::outcome(tx.error());
+    EXPECT_EQ(tx->memory_resource(), &for_context);
+    auto rx = sep->rx_context(1);
+    ASSERT_TRUE(rx);
+    EXPECT_EQ(rx->memory_resource(), &r) << "without one, a context records its endpoint's";
+
+    // No provider here maps raw keys: the refusal comes before any allocation.
+    const loom::raw_remote_memory raw{.base_addr = 0x1000, .addr = 0x1000, .length = 64, .key = {1, 2, 3, 4}};
+    t = measure(r, def.counted, [&] {
+        EXPECT_EQ(core_test::outcome(loom::mapped_remote_memory::map(s.domain, raw, &r).error()), "not_supported");
+    });
+    EXPECT_EQ(t.given, 0);
+    EXPECT_EQ(t.by_default, 0);
+    EXPECT_EQ(loom::mapped_remote_memory{}.memory_resource(), std::pmr::get_default_resource());
 }

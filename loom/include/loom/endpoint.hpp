@@ -253,9 +253,10 @@ public:
     [[nodiscard]] static auto adopt_native(::fid_ep* native, const ::fi_info& info, domain& dom) -> endpoint;
     /// The same for a context owned by another loom object (a scalable endpoint's slot):
     /// `owner` counts it as open until it is closed; `av_bound` when the owner's address
-    /// vector serves it (contexts cannot bind one themselves).
+    /// vector serves it (contexts cannot bind one themselves); it records `mr`.
     [[nodiscard]] static auto adopt_native(::fid_ep* native, const ::fi_info& info, domain& dom,
-                                           detail::child_link owner, bool av_bound) -> endpoint;
+                                           detail::child_link owner, bool av_bound,
+                                           std::pmr::memory_resource* mr) -> endpoint;
     /// Known defects of the provider behind this endpoint that loom steers around by refusing
     /// the affected operations (not_supported) instead of letting them hang or corrupt data.
     struct provider_quirks {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <memory_resource>
 #include <vector>
 
 namespace loom {
@@ -124,7 +125,8 @@ public:
     /// (virtual address with FI_MR_VIRT_ADDR, otherwise 0), distinct from the native
     /// `base_addr`. invalid_argument for an empty or closed region; not_supported for
     /// domains with scalar keys (use key() / remote_memory::from_mr there).
-    [[nodiscard]] auto export_raw() const -> result<raw_remote_memory>;
+    /// The key's storage comes from `mr` (null: the default resource).
+    [[nodiscard]] auto export_raw(std::pmr::memory_resource* mr = nullptr) const -> result<raw_remote_memory>;
 
     // ------------------------------------------------------------ RMA events / enablement
     // Order: register (with .rma_events for counter bindings), bind(counter) / bind(endpoint),
@@ -221,7 +223,7 @@ struct raw_remote_memory {
     std::uint64_t base_addr{0};     ///< the native mapping base (fi_mr_raw_attr)
     std::uint64_t addr{0};          ///< the RMA address of the region's first byte
     std::size_t length{0};
-    std::vector<std::uint8_t> key;  ///< the raw protection key
+    std::pmr::vector<std::uint8_t> key;  ///< the raw protection key
     friend auto operator==(const raw_remote_memory&, const raw_remote_memory&) -> bool = default;
 };
 
@@ -238,8 +240,10 @@ public:
     mapped_remote_memory() = default;
     /// invalid_argument for an invalid domain, an empty key, a zero length, an address range
     /// that wraps, or a key longer than the domain's mr_key_size; not_supported for domains
-    /// without mr_mode_flags::raw; otherwise the provider's fi_mr_map_raw result.
-    [[nodiscard]] static auto map(domain& dom, raw_remote_memory raw) -> result<mapped_remote_memory>;
+    /// without mr_mode_flags::raw; otherwise the provider's fi_mr_map_raw result. The
+    /// mapping keeps its copy of the key in storage from `mr` (null: the default resource).
+    [[nodiscard]] static auto map(domain& dom, const raw_remote_memory& raw, std::pmr::memory_resource* mr = nullptr)
+        -> result<mapped_remote_memory>;
 
     mapped_remote_memory(const mapped_remote_memory&) = delete;
     auto operator=(const mapped_remote_memory&) -> mapped_remote_memory& = delete;
@@ -253,11 +257,15 @@ public:
     [[nodiscard]] auto raw() const noexcept -> const raw_remote_memory& { return raw_; }
     [[nodiscard]] auto valid() const noexcept -> bool { return domain_ != nullptr; }
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
+    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* {
+        return raw_.key.get_allocator().resource();
+    }
     /// Unmaps the key; no-op when not mapped. A failure keeps the mapping.
     auto close() noexcept -> void_result;
     void swap(mapped_remote_memory& o) noexcept;
 
 private:
+    explicit mapped_remote_memory(raw_remote_memory&& raw) noexcept : raw_(std::move(raw)) {}
     raw_remote_memory raw_;
     ::fid_domain* domain_{nullptr};
     std::uint64_t key_{0};

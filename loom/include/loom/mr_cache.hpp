@@ -12,12 +12,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <loom/detail/resource_alloc.hpp>
 #include <loom/domain.hpp>
 #include <loom/error.hpp>
 #include <loom/flags.hpp>
 #include <loom/provider_traits.hpp>
 #include <loom/memory_region.hpp>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <shared_mutex>
 #include <span>
@@ -188,13 +190,21 @@ struct alignas(64) mr_cache_hint_set {
 struct mr_cache_hint_table {
     unsigned shift{0};  ///< 64 - log2(sets): the set is the top bits of a multiplicative hash
     std::size_t sets{0};
-    std::unique_ptr<mr_cache_hint_set[]> set;
+    mr_cache_hint_set* set{nullptr};  ///< `sets` sets, allocated from `mr`
+    std::pmr::memory_resource* mr{nullptr};
+    mr_cache_hint_table() = default;
+    mr_cache_hint_table(const mr_cache_hint_table&) = delete;
+    auto operator=(const mr_cache_hint_table&) -> mr_cache_hint_table& = delete;
+    ~mr_cache_hint_table() {
+        if (set != nullptr) mr->deallocate(set, sets * sizeof(mr_cache_hint_set), alignof(mr_cache_hint_set));
+    }
 };
 
 /// The registrar-independent part of a cache: index, LRU, limits, statistics and locking.
 class mr_cache_core {
 public:
-    explicit mr_cache_core(mr_cache_limits limits);
+    /// Allocates its index, hint tables and entries from `mr` (null: the default resource).
+    explicit mr_cache_core(mr_cache_limits limits, std::pmr::memory_resource* mr = nullptr);
     mr_cache_core(const mr_cache_core&) = delete;
     auto operator=(const mr_cache_core&) -> mr_cache_core& = delete;
     virtual ~mr_cache_core();
@@ -252,6 +262,7 @@ public:
     /// O(n); for tests and diagnostics. Empty string when consistent, else the first problem.
     [[nodiscard]] auto check_invariants() const -> std::string;
 
+    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
     [[nodiscard]] static auto page_size() noexcept -> std::size_t;
     /// The hint table's hash: the set of page tag `t` is the top bits of t * hint_multiplier.
     static constexpr std::uint64_t hint_multiplier = 0x9E37'79B9'7F4A'7C15ULL;
@@ -331,11 +342,12 @@ private:
 
     // The hint table in use (read without any lock) and every table it replaced: tables are
     // freed with the cache, as lock-free readers may still be inside an old one.
+    std::pmr::memory_resource* mr_;
     std::atomic<mr_cache_hint_table*> hints_{nullptr};
-    std::vector<std::unique_ptr<mr_cache_hint_table>> hint_tables_;
+    std::pmr::vector<resource_ptr<mr_cache_hint_table>> hint_tables_;
     mutable std::shared_mutex mu_;
     std::mutex lru_mu_;  // bounded caches: idle <-> active transitions (under the shared lock)
-    std::vector<space_root> roots_;
+    std::pmr::vector<space_root> roots_;
     std::uint64_t page_mask_;  // page size - 1
     node* lru_head_{nullptr};  // oldest idle
     node* lru_tail_{nullptr};
@@ -448,8 +460,10 @@ public:
     using registrar_type = R;
     using handle = basic_mr_handle<R>;
 
-    explicit basic_mr_cache(R registrar, mr_cache_limits limits = {})
-        : p_(std::make_unique<impl>(std::move(registrar), limits)) {}
+    /// The cache's own state (index, hint tables, entries) comes from `mr` (null: the default
+    /// resource), which must outlive the cache.
+    explicit basic_mr_cache(R registrar, mr_cache_limits limits = {}, std::pmr::memory_resource* mr = nullptr)
+        : p_(detail::make_in<impl>(mr, std::move(registrar), limits, detail::resource_or_default(mr))) {}
     basic_mr_cache(basic_mr_cache&&) noexcept = default;
     auto operator=(basic_mr_cache&&) noexcept -> basic_mr_cache& = default;
     ~basic_mr_cache() = default;
@@ -511,6 +525,9 @@ public:
     [[nodiscard]] auto indexed_entries() const -> std::size_t { return p_->indexed_entries(); }
     [[nodiscard]] auto check_invariants() const -> std::string { return p_->check_invariants(); }
     [[nodiscard]] auto registrar() const noexcept -> const R& { return p_->reg; }
+    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* {
+        return p_->memory_resource();
+    }
     /// invalid_argument when the registrar is misconfigured (see mr_cache).
     [[nodiscard]] auto status() const -> void_result { return p_->check(); }
 
@@ -518,7 +535,7 @@ private:
     using entry = detail::mr_cache_entry<R>;
     struct impl final : detail::mr_cache_core {
         R reg;
-        impl(R r, mr_cache_limits l) : mr_cache_core(l), reg(std::move(r)) {}
+        impl(R r, mr_cache_limits l, std::pmr::memory_resource* mr) : mr_cache_core(l, mr), reg(std::move(r)) {}
         impl(const impl&) = delete;
         auto operator=(const impl&) -> impl& = delete;
         ~impl() override { shutdown(); }
@@ -527,8 +544,8 @@ private:
     protected:
         auto do_register(const mr_cache_request& req, detail::mr_cache_node* reuse)
             -> result<detail::mr_cache_node*> override {
-            std::unique_ptr<entry> fresh;
-            if (reuse == nullptr) fresh = std::make_unique<entry>();
+            detail::resource_ptr<entry> fresh;
+            if (reuse == nullptr) fresh = detail::make_in<entry>(memory_resource());
             auto r = reg.register_range(req);
             if (!r) return std::unexpected(r.error());
             auto* e = reuse != nullptr ? static_cast<entry*>(reuse) : fresh.release();
@@ -540,7 +557,9 @@ private:
             reg.deregister(e->region);
             e->region = typename R::region_type{};
         }
-        void do_free(detail::mr_cache_node* n) noexcept override { delete static_cast<entry*>(n); }
+        void do_free(detail::mr_cache_node* n) noexcept override {
+            detail::resource_delete<entry>{memory_resource()}(static_cast<entry*>(n));
+        }
         [[nodiscard]] auto do_check() const -> void_result override { return reg.check(); }
     };
 
@@ -549,7 +568,7 @@ private:
         return handle{p_.get(), static_cast<entry*>(*r)};
     }
 
-    std::unique_ptr<impl> p_;
+    detail::resource_ptr<impl> p_;
 };
 
 // ---------------------------------------------------------------- the domain registrar
@@ -597,10 +616,10 @@ using mr_handle = basic_mr_handle<domain_registrar>;
 /// and from every lookup, before any registration.
 class mr_cache : public basic_mr_cache<domain_registrar> {
 public:
-    explicit mr_cache(domain& dom, mr_cache_limits limits = {})
-        : basic_mr_cache(domain_registrar{dom}, limits) {}
-    mr_cache(domain& dom, endpoint& ep, mr_cache_limits limits = {})
-        : basic_mr_cache(domain_registrar{dom, ep}, limits) {}
+    explicit mr_cache(domain& dom, mr_cache_limits limits = {}, std::pmr::memory_resource* mr = nullptr)
+        : basic_mr_cache(domain_registrar{dom}, limits, mr) {}
+    mr_cache(domain& dom, endpoint& ep, mr_cache_limits limits = {}, std::pmr::memory_resource* mr = nullptr)
+        : basic_mr_cache(domain_registrar{dom, ep}, limits, mr) {}
 };
 
 /// The spec's spelling of the constructors: a cache whose misconfiguration (a missing or
@@ -609,12 +628,14 @@ public:
 /// overload without an endpoint; the domain's negotiated mode is still checked at run time.
 template <provider_tag ProviderTag = provider::generic_tag>
     requires(!get_mr_mode<ProviderTag>().has(mr_mode_flags::endpoint))
-[[nodiscard]] auto make_mr_cache(domain& dom, mr_cache_limits limits = {}) -> mr_cache {
-    return mr_cache(dom, limits);
+[[nodiscard]] auto make_mr_cache(domain& dom, mr_cache_limits limits = {}, std::pmr::memory_resource* mr = nullptr)
+    -> mr_cache {
+    return mr_cache(dom, limits, mr);
 }
 template <provider_tag ProviderTag = provider::generic_tag>
-[[nodiscard]] auto make_mr_cache(domain& dom, endpoint& ep, mr_cache_limits limits = {}) -> mr_cache {
-    return mr_cache(dom, ep, limits);
+[[nodiscard]] auto make_mr_cache(domain& dom, endpoint& ep, mr_cache_limits limits = {},
+                                 std::pmr::memory_resource* mr = nullptr) -> mr_cache {
+    return mr_cache(dom, ep, limits, mr);
 }
 
 }  // namespace loom

@@ -12,6 +12,8 @@
 #include <loom/fabric_info.hpp>
 #include <memory>
 #include <memory_resource>
+#include <span>
+#include <loom/detail/resource_alloc.hpp>
 #include <optional>
 #include <vector>
 
@@ -62,10 +64,13 @@ public:
     /// contexts are enabled). Same domain; before enable(); once.
     auto bind_av(address_vector& av) noexcept -> void_result;
     /// Transmit context `index` (0 <= index < tx_context_count() when that count is known).
-    /// busy while a context with that index is open.
-    [[nodiscard]] auto tx_context(int index, const context_attr& attr = {}) -> result<endpoint>;
+    /// busy while a context with that index is open. The context records `mr` (null: this
+    /// endpoint's resource) as its memory_resource().
+    [[nodiscard]] auto tx_context(int index, const context_attr& attr = {}, std::pmr::memory_resource* mr = nullptr)
+        -> result<endpoint>;
     /// Receive context `index`; messages sent to receive_context_address(peer, index) land here.
-    [[nodiscard]] auto rx_context(int index, const context_attr& attr = {}) -> result<endpoint>;
+    [[nodiscard]] auto rx_context(int index, const context_attr& attr = {}, std::pmr::memory_resource* mr = nullptr)
+        -> result<endpoint>;
     /// Enables one of this endpoint's contexts (fi_enable on the context) after its CQ and
     /// counter bindings; marks the loom::endpoint enabled. invalid_argument for an endpoint
     /// that is not an open context of this scalable endpoint; no_address_vector for an RDM or
@@ -90,6 +95,9 @@ public:
     [[nodiscard]] auto native() const noexcept -> ::fid_ep* { return h_.get(); }
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    /// The resource create() was given (the default one when none was): the per-context
+    /// open counts come from it.
+    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
     /// busy (handle kept, fi_close not called) while contexts are open.
     /// busy while any context is open (fi_close is not called then).
     auto close() noexcept -> void_result {
@@ -100,7 +108,8 @@ public:
     }
 
 private:
-    [[nodiscard]] auto make_context(bool transmit, int index, const context_attr& attr) -> result<endpoint>;
+    [[nodiscard]] auto make_context(bool transmit, int index, const context_attr& attr,
+                                    std::pmr::memory_resource* mr) -> result<endpoint>;
     [[nodiscard]] auto needs_av() const noexcept -> bool;
 
     detail::unique_fid<::fid_ep> h_;
@@ -108,8 +117,17 @@ private:
     domain* dom_{nullptr};
     ::fid_domain* domain_{nullptr};
     // One open-count per context index: a context holds a link to its slot until it closes.
-    std::vector<detail::child_count> tx_slots_;
-    std::vector<detail::child_count> rx_slots_;
+    std::pmr::memory_resource* mr_{std::pmr::get_default_resource()};
+    struct context_slots {
+        std::pmr::vector<detail::child_count> tx, rx;
+    };
+    detail::resource_ptr<context_slots> slots_;  // from mr_; held by pointer so moves stay noexcept
+    [[nodiscard]] auto tx_slots() const noexcept -> std::span<const detail::child_count> {
+        return slots_ ? std::span{slots_->tx} : std::span<const detail::child_count>{};
+    }
+    [[nodiscard]] auto rx_slots() const noexcept -> std::span<const detail::child_count> {
+        return slots_ ? std::span{slots_->rx} : std::span<const detail::child_count>{};
+    }
     std::size_t tx_count_{0};
     std::size_t rx_count_{0};
     bool has_av_{false};
