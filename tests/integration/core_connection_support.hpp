@@ -65,4 +65,39 @@ struct connection {
     }
 };
 
+/// Two connected MSG endpoints of one process: a listener accepts the client's request.
+struct connected_pair {
+    loom::result<loom::fabric> fab = loom::make_unexpected(loom::errc::other);
+    loom::result<loom::event_queue> listen_eq = loom::make_unexpected(loom::errc::other);
+    loom::result<loom::event_queue> connect_eq = loom::make_unexpected(loom::errc::other);
+    loom::result<loom::passive_endpoint> pep = loom::make_unexpected(loom::errc::other);
+    connection client, server;
+    /// Connects over `provider` with `caps`; the error names the step that failed.
+    auto open(const std::string& provider, loom::capability caps) -> std::string {
+        auto info = msg_info(provider, caps);
+        if (!info) return "msg_info: " + outcome(info.error());
+        fab = loom::fabric::create(*info);
+        if (!fab) return "fabric: " + outcome(fab.error());
+        listen_eq = loom::event_queue::create(*fab);
+        connect_eq = loom::event_queue::create(*fab);
+        if (!listen_eq || !connect_eq) return "event queues";
+        pep = loom::passive_endpoint::create(*fab, *info);
+        if (!pep) return "passive endpoint: " + outcome(pep.error());
+        if (!pep->bind(*listen_eq) || !pep->listen()) return "listen";
+        auto name = pep->name();
+        if (!name) return "name: " + outcome(name.error());
+        if (auto e = client.open(*fab, *info, *connect_eq); !e.empty()) return "client " + e;
+        if (auto r = client.ep.connect(*name); !r) return "connect: " + outcome(r);
+        auto req = next_of(*listen_eq, loom::cm_event_kind::connreq, 10s);
+        if (!req || req->kind != loom::cm_event_kind::connreq) return "no connection request";
+        if (auto e = server.open(*fab, req->info, *listen_eq); !e.empty()) return "server " + e;
+        if (auto r = server.ep.accept(); !r) return "accept: " + outcome(r);
+        auto up = next_of(*connect_eq, loom::cm_event_kind::connected, 10s);
+        if (!up || up->kind != loom::cm_event_kind::connected) return "client not connected";
+        up = next_of(*listen_eq, loom::cm_event_kind::connected, 10s);
+        if (!up || up->kind != loom::cm_event_kind::connected) return "server not connected";
+        return {};
+    }
+};
+
 }  // namespace core_test

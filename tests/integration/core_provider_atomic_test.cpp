@@ -224,28 +224,10 @@ TEST(ProviderAtomicRefusals, wrong_domain_provider_staging_and_arguments) {
 // The original helpers take no destination: they serve connected endpoints, and an RDM
 // endpoint refuses them.
 TEST(ConnectedAtomics, helpers_without_destination_on_a_connected_pair) {
-    auto info = msg_info("sockets", atomic_caps);
-    ASSERT_TRUE(info) << outcome(info.error());
-    auto fab = loom::fabric::create(*info);
-    ASSERT_TRUE(fab);
-    auto listen_eq = loom::event_queue::create(*fab);
-    auto connect_eq = loom::event_queue::create(*fab);
-    ASSERT_TRUE(listen_eq && connect_eq);
-    auto pep = loom::passive_endpoint::create(*fab, *info);
-    ASSERT_TRUE(pep);
-    ASSERT_TRUE(pep->bind(*listen_eq).has_value() && pep->listen().has_value());
-    auto name = pep->name();
-    ASSERT_TRUE(name);
-
-    connection client, server;
-    ASSERT_EQ(client.open(*fab, *info, *connect_eq), "");
-    ASSERT_EQ(outcome(client.ep.connect(*name)), "ok");
-    auto req = next_of(*listen_eq, loom::cm_event_kind::connreq, 10s);
-    ASSERT_TRUE(req && req->kind == loom::cm_event_kind::connreq);
-    ASSERT_EQ(server.open(*fab, req->info, *listen_eq), "");
-    ASSERT_EQ(outcome(server.ep.accept()), "ok");
-    ASSERT_TRUE(next_of(*connect_eq, loom::cm_event_kind::connected, 10s));
-    ASSERT_TRUE(next_of(*listen_eq, loom::cm_event_kind::connected, 10s));
+    connected_pair pair;
+    ASSERT_EQ(pair.open("sockets", atomic_caps), "");
+    auto& client = pair.client;
+    auto& server = pair.server;
 
     words target, local;
     ASSERT_EQ(target.open(server.dom), "");
