@@ -1,5 +1,6 @@
 #include "loom/completion_queue.hpp"
 #include "refusal.hpp"
+#include "xpu_native.hpp"
 
 #include <rdma/fi_errno.h>
 
@@ -85,7 +86,9 @@ auto completion_queue::create(domain& dom, const cq_attr& attr, std::pmr::memory
     native.format = static_cast<::fi_cq_format>(attr.format);
     native.wait_obj = attr.wait_obj ? FI_WAIT_UNSPEC : FI_WAIT_NONE;
     ::fid_cq* cq = nullptr;
-    if (const int rc = ::fi_cq_open(dom.native(), &native, &cq, nullptr); rc != 0) return native_unexpected(rc);
+    const int rc = attr.xpu != nullptr ? detail::open_xpu_cq(dom, native, *attr.xpu, &cq)
+                                       : ::fi_cq_open(dom.native(), &native, &cq, nullptr);
+    if (rc != 0) return native_unexpected(rc);
     completion_queue out;
     out.h_ = detail::unique_fid<::fid_cq>{cq};
     out.h_.set_parent(dom.child_tracker());

@@ -8,6 +8,7 @@
 #include "loom/memory_region.hpp"
 #include "loom/provider_facts.hpp"
 #include "newer_abi.hpp"
+#include "xpu_native.hpp"
 
 #include <rdma/fi_domain.h>
 
@@ -176,7 +177,9 @@ auto counter::create(domain& dom, const counter_attr& attr, std::pmr::memory_res
     native.events = FI_CNTR_EVENTS_COMP;
     native.wait_obj = attr.wait_obj ? FI_WAIT_UNSPEC : FI_WAIT_NONE;
     ::fid_cntr* c = nullptr;
-    if (const int rc = ::fi_cntr_open(dom.native(), &native, &c, nullptr); rc != 0) return native_unexpected(rc);
+    const int rc = attr.xpu != nullptr ? detail::open_xpu_counter(dom, native, *attr.xpu, &c)
+                                       : ::fi_cntr_open(dom.native(), &native, &c, nullptr);
+    if (rc != 0) return native_unexpected(rc);
     counter out;
     out.h_ = detail::unique_fid<::fid_cntr>{c};
     out.mr_ = detail::resource_or_default(mr);

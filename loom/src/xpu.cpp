@@ -1,5 +1,8 @@
 #include "loom/xpu.hpp"
 
+#include "loom/detail/resource_alloc.hpp"
+#include "xpu_native.hpp"
+
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
@@ -41,6 +44,8 @@ using ep_export_fn = int (*)(::fid_ep*, std::uint64_t, native_fid_xpu*);
 using cq_export_fn = int (*)(::fid_cq*, std::uint64_t, native_fid_xpu*);
 using cntr_export_fn = int (*)(::fid_cntr*, std::uint64_t, native_fid_xpu*);
 
+constexpr std::uint64_t native_xpu_flag = 1ULL << 44;  // FI_XPU (libfabric 2.7)
+
 #if defined(FI_MR_XPU_DESC)  // libfabric >= 2.7 headers
 constexpr std::size_t domain_xpu_offset = offsetof(::fi_ops_domain, xpu_ctx);
 constexpr std::size_t ep_export_offset = offsetof(::fi_ops_ep, export_xpu);
@@ -81,7 +86,52 @@ auto export_with(Fn fn, Native* object) -> result<xpu_handle> {
     return to_handle(out);
 }
 
+/// Writes the context into the member libfabric 2.7 appends to `attr` (an attribute structure
+/// of these headers, `appended_at` its size under older headers). The caller has checked that
+/// the running libfabric is 2.7, whose allocations and readers know the member.
+template <class Attr>
+struct with_xpu_member {
+    Attr base;
+    void* xpu_ctx;
+};
+
+/// 0 when `ctx` may serve objects of `dom`, else the FI_E* code to refuse with.
+auto usable_for(const domain& dom, const xpu_context& ctx) noexcept -> int {
+    if (!dom.valid() || !ctx.valid() || ctx.domain_native() != dom.native()) return -FI_EINVAL;
+    if (!xpu_supported()) return -FI_EOPNOTSUPP;
+    return 0;
+}
+
 }  // namespace
+
+auto detail::open_xpu_cq(domain& dom, const ::fi_cq_attr& attr, const xpu_context& ctx, ::fid_cq** out) -> int {
+    if (const int rc = usable_for(dom, ctx)) return rc;
+#if defined(FI_MR_XPU_DESC)
+    ::fi_cq_attr a = attr;
+    a.flags |= FI_XPU;
+    a.xpu_ctx = reinterpret_cast<::fid_xpu_ctx*>(ctx.native());
+    return ::fi_cq_open(dom.native(), &a, out, nullptr);
+#else
+    with_xpu_member<::fi_cq_attr> a{attr, ctx.native()};
+    a.base.flags |= native_xpu_flag;
+    return ::fi_cq_open(dom.native(), &a.base, out, nullptr);
+#endif
+}
+
+auto detail::open_xpu_counter(domain& dom, const ::fi_cntr_attr& attr, const xpu_context& ctx, ::fid_cntr** out)
+    -> int {
+    if (const int rc = usable_for(dom, ctx)) return rc;
+#if defined(FI_MR_XPU_DESC)
+    ::fi_cntr_attr a = attr;
+    a.flags |= FI_XPU;
+    a.xpu_ctx = reinterpret_cast<::fid_xpu_ctx*>(ctx.native());
+    return ::fi_cntr_open(dom.native(), &a, out, nullptr);
+#else
+    with_xpu_member<::fi_cntr_attr> a{attr, ctx.native()};
+    a.base.flags |= native_xpu_flag;
+    return ::fi_cntr_open(dom.native(), &a.base, out, nullptr);
+#endif
+}
 
 auto xpu_supported() noexcept -> bool { return ::fi_version() >= FI_VERSION(2, 7); }
 
@@ -128,6 +178,28 @@ auto xpu_context::export_counter(const counter& cntr) const -> result<xpu_handle
     if (!cntr.valid() || (h_ && cntr.domain_native() != domain_)) return make_unexpected(errc::invalid_argument);
     if (!h_) return make_unexpected(errc::bad_state);
     return export_with(appended_op<cntr_export_fn>(cntr.native()->ops, cntr_export_offset), cntr.native());
+}
+
+auto xpu_context::create_endpoint(domain& dom, const fabric_info& info, std::pmr::memory_resource* mr) const
+    -> result<endpoint> {
+    if (!info.valid() || info.native()->ep_attr == nullptr || info.native()->tx_attr == nullptr ||
+        info.native()->rx_attr == nullptr)
+        return make_unexpected(errc::invalid_argument);
+    if (!h_) return make_unexpected(errc::bad_state);
+    if (const int rc = usable_for(dom, *this)) return native_unexpected(rc);
+    auto copy = fabric_info::copy_native(info.native(), mr);  // the runtime's own layout
+    if (!copy) return std::unexpected(copy.error());
+    auto* fi = const_cast<::fi_info*>(copy->native());
+#if defined(FI_MR_XPU_DESC)
+    fi->ep_attr->xpu_ctx = reinterpret_cast<::fid_xpu_ctx*>(native());
+#else
+    void* ctx = native();
+    std::memcpy(reinterpret_cast<std::byte*>(fi->ep_attr) + sizeof(::fi_ep_attr), &ctx, sizeof ctx);
+#endif
+    ::fid_ep* ep = nullptr;
+    if (const int rc = ::fi_endpoint2(dom.native(), fi, &ep, native_xpu_flag, nullptr); rc != 0)
+        return native_unexpected(rc);
+    return endpoint::adopt_native(ep, *fi, dom, detail::child_link{}, false, detail::resource_or_default(mr));
 }
 
 auto xpu_context::memory_descriptor(const memory_region& region, std::span<std::byte> out) const

@@ -121,4 +121,12 @@ TEST(XpuContexts, a_context_that_is_not_open_refuses_every_call) {
     EXPECT_EQ(outcome(ctx.export_counter(loom::counter{}).error()), "invalid_argument");
     EXPECT_EQ(outcome(ctx.memory_descriptor(loom::memory_region{}, buf).error()), "invalid_argument");
     EXPECT_EQ(outcome(ctx.memory_descriptor(*mr, {}).error()), "invalid_argument") << "no room for a descriptor";
+
+    // Objects for device-side use need an open context of their domain.
+    const long children = s.domain.open_children();
+    EXPECT_EQ(outcome(loom::completion_queue::create(s.domain, {.size = 8, .xpu = &ctx}).error()), "invalid_argument");
+    EXPECT_EQ(outcome(loom::counter::create(s.domain, {.xpu = &ctx}).error()), "invalid_argument");
+    EXPECT_EQ(outcome(ctx.create_endpoint(s.domain, s.info).error()), "bad_state");
+    EXPECT_EQ(outcome(ctx.create_endpoint(s.domain, loom::fabric_info{}).error()), "invalid_argument");
+    EXPECT_EQ(s.domain.open_children(), children) << "a refusal opened an object";
 }

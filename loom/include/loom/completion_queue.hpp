@@ -36,11 +36,16 @@ struct dispatch_result {
     std::optional<completion_event> unhandled{};  ///< the first event no operation owns
 };
 
+class xpu_context;
+
 struct cq_attr {
     std::size_t size{0};                   ///< 0: provider default
     cq_format format{cq_format::tagged};
     bool wait_obj{false};                  ///< request a wait object (enables blocking wait)
     bool want_source{false};               ///< read source addresses (needs capability::source)
+    /// Device-side use through this XPU context of the same domain (FI_XPU, libfabric 2.7:
+    /// not_supported before; loom/xpu.hpp). Untested on hardware.
+    const xpu_context* xpu{nullptr};
 };
 
 /// A tagged completion exactly as the provider wrote it (the layout of fi_cq_tagged_entry),

@@ -11,9 +11,14 @@
 
 namespace loom {
 
+class xpu_context;
+
 struct counter_attr {
     std::uint64_t threshold{1};  ///< the value wait() waits for
     bool wait_obj{false};        ///< request a wait object for blocking waits
+    /// Device-side use through this XPU context of the same domain (FI_XPU, libfabric 2.7:
+    /// not_supported before; loom/xpu.hpp). Untested on hardware.
+    const xpu_context* xpu{nullptr};
 };
 
 class counter {

@@ -14,10 +14,12 @@
 #include <loom/domain.hpp>
 #include <loom/endpoint.hpp>
 #include <loom/error.hpp>
+#include <loom/fabric_info.hpp>
 #include <loom/memory_region.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory_resource>
 #include <span>
 
 namespace loom {
@@ -72,6 +74,14 @@ public:
     [[nodiscard]] auto export_completion_queue(const completion_queue& cq) const -> result<xpu_handle>;
     [[nodiscard]] auto export_counter(const counter& cntr) const -> result<xpu_handle>;
 
+    /// An endpoint of `info` opened for device-side use through this context (FI_XPU; the
+    /// context in its endpoint attributes). invalid_argument for an incomplete `info` or a
+    /// domain other than this context's; bad_state when this context is closed; not_supported
+    /// before libfabric 2.7. Completion queues and counters take the context in cq_attr::xpu and
+    /// counter_attr::xpu.
+    [[nodiscard]] auto create_endpoint(domain& dom, const fabric_info& info,
+                                       std::pmr::memory_resource* mr = nullptr) const -> result<endpoint>;
+
     /// A registration's device-side descriptor (fi_mr_get_xpu_desc) written into `out`;
     /// returns its length. invalid_argument for a closed region, one of another domain or an
     /// empty `out`; no_space (with nothing written) when `out` is shorter than the descriptor.
@@ -82,6 +92,7 @@ public:
     [[nodiscard]] auto native() const noexcept -> ::fid* { return h_.fid(); }
     [[nodiscard]] auto iface() const noexcept -> hmem_iface { return iface_; }
     [[nodiscard]] auto device() const noexcept -> std::uint64_t { return device_; }
+    [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
     /// Closes the context; a failure keeps it for a retry.
     auto close() noexcept -> void_result { return h_.close(); }
 

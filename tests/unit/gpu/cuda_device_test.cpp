@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <loom/gpu/cuda.hpp>
 #include <loom/gpu/memory.hpp>
+#include <loom/gpu/xpu.hpp>
+#include <loom/loom.hpp>
 #include <regex>
 #include <string>
 #include <vector>
@@ -125,3 +127,31 @@ TEST_F(GpuCudaDevice, ExportsADmabuf) {
 }
 
 }  // namespace
+
+// XPU contexts for the driver's devices: by buffer and by ordinal the arguments are checked
+// against the driver; libfabric before 2.7 then refuses cleanly (untested on hardware).
+TEST_F(GpuCudaDevice, XpuContextsForItsDevices) {
+    auto info = loom::query_fabric({.capabilities = loom::capability::msg, .ep_type = loom::endpoint_types::rdm,
+                                    .provider = "tcp;ofi_rxm"});
+    ASSERT_TRUE(info);
+    auto fab = loom::fabric::create(*info);
+    ASSERT_TRUE(fab);
+    auto dom = loom::domain::create(*fab, *info);
+    ASSERT_TRUE(dom);
+    const auto expected = loom::xpu_supported() ? "" : "not_supported";
+    auto outcome = [](const auto& r) -> std::string { return r ? "" : loom::errc_name(loom::errc{r.error().value()}); };
+    unsigned char* buf = device_buffer(4096);
+    ASSERT_NE(buf, nullptr);
+    if (!loom::xpu_supported()) {
+        EXPECT_EQ(outcome(loom::gpu::xpu_context_for(*dom, buf)), expected);
+        EXPECT_EQ(outcome(loom::gpu::xpu_context_for(*dom, memory_kind::cuda, 0)), expected);
+    }
+    int host = 0;
+    EXPECT_EQ(outcome(loom::gpu::xpu_context_for(*dom, &host)), "invalid_argument") << "host memory";
+    EXPECT_EQ(outcome(loom::gpu::xpu_context_for(*dom, memory_kind::cuda, cuda_->device_count())),
+              "invalid_argument")
+        << "an ordinal past the driver's devices";
+    EXPECT_EQ(outcome(loom::gpu::xpu_context_for(*dom, memory_kind::cuda, -1)), "invalid_argument");
+    EXPECT_EQ(outcome(loom::gpu::xpu_context_for(*dom, memory_kind::level_zero, 0)), "not_supported")
+        << "Level Zero is never loaded";
+}
