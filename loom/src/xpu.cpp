@@ -104,33 +104,31 @@ auto usable_for(const domain& dom, const xpu_context& ctx) noexcept -> int {
 
 }  // namespace
 
-auto detail::open_xpu_cq(domain& dom, const ::fi_cq_attr& attr, const xpu_context& ctx, ::fid_cq** out) -> int {
+namespace {
+/// `open` (fi_cq_open or fi_cntr_open) with `attr` extended by FI_XPU and the context.
+template <class Attr, class Fid, class Open>
+auto open_with_xpu(domain& dom, const Attr& attr, const xpu_context& ctx, Fid** out, Open open) -> int {
     if (const int rc = usable_for(dom, ctx)) return rc;
 #if defined(FI_MR_XPU_DESC)
-    ::fi_cq_attr a = attr;
+    Attr a = attr;
     a.flags |= FI_XPU;
     a.xpu_ctx = reinterpret_cast<::fid_xpu_ctx*>(ctx.native());
-    return ::fi_cq_open(dom.native(), &a, out, nullptr);
+    return open(dom.native(), &a, out, nullptr);
 #else
-    with_xpu_member<::fi_cq_attr> a{attr, ctx.native()};
+    with_xpu_member<Attr> a{attr, ctx.native()};
     a.base.flags |= native_xpu_flag;
-    return ::fi_cq_open(dom.native(), &a.base, out, nullptr);
+    return open(dom.native(), &a.base, out, nullptr);
 #endif
+}
+}  // namespace
+
+auto detail::open_xpu_cq(domain& dom, const ::fi_cq_attr& attr, const xpu_context& ctx, ::fid_cq** out) -> int {
+    return open_with_xpu(dom, attr, ctx, out, [](auto... a) { return ::fi_cq_open(a...); });
 }
 
 auto detail::open_xpu_counter(domain& dom, const ::fi_cntr_attr& attr, const xpu_context& ctx, ::fid_cntr** out)
     -> int {
-    if (const int rc = usable_for(dom, ctx)) return rc;
-#if defined(FI_MR_XPU_DESC)
-    ::fi_cntr_attr a = attr;
-    a.flags |= FI_XPU;
-    a.xpu_ctx = reinterpret_cast<::fid_xpu_ctx*>(ctx.native());
-    return ::fi_cntr_open(dom.native(), &a, out, nullptr);
-#else
-    with_xpu_member<::fi_cntr_attr> a{attr, ctx.native()};
-    a.base.flags |= native_xpu_flag;
-    return ::fi_cntr_open(dom.native(), &a.base, out, nullptr);
-#endif
+    return open_with_xpu(dom, attr, ctx, out, [](auto... a) { return ::fi_cntr_open(a...); });
 }
 
 auto xpu_supported() noexcept -> bool { return ::fi_version() >= FI_VERSION(2, 7); }
