@@ -36,7 +36,8 @@ struct loop {
 
     auto open() -> bool {
         auto i = loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
-                                     .ep_type = loom::endpoint_types::rdm, .provider = "shm"});
+                                     .ep_type = loom::endpoint_types::rdm,
+                                     .provider = "shm"});
         if (!i) return false;
         info = *i;
         fabric = loom::fabric::create(info).value();
@@ -103,8 +104,9 @@ void bm_sender(benchmark::State& state) {
         }});
         ex::start(ro);
         auto& so = s.emplace(ex::detail::emplace_from{[&] {
-            return ex::connect(messages.tagged_send_to(std::span{l.out}.first(8), l.out_mr.descriptor(), *l.self, 1, &l.cq),
-                               count_receiver{&done});
+            return ex::connect(
+                messages.tagged_send_to(std::span{l.out}.first(8), l.out_mr.descriptor(), *l.self, 1, &l.cq),
+                count_receiver{&done});
         }});
         ex::start(so);
         while (done >= 0 && done < 2) (void)ex::poll_completions(l.cq);
@@ -145,11 +147,14 @@ auto main(int argc, char** argv) -> int {
     int kept = 1;
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
-        if (a.starts_with("--iterations=")) iterations = std::stoll(std::string(a.substr(13)));
-        else argv[kept++] = argv[i];
+        if (a.starts_with("--iterations="))
+            iterations = std::stoll(std::string(a.substr(13)));
+        else
+            argv[kept++] = argv[i];
     }
     argc = kept;
-    for (auto [name, fn] : {std::pair{"bm_core", &bm_core}, std::pair{"bm_sender", &bm_sender}, std::pair{"bm_asio", &bm_asio}}) {
+    for (auto [name, fn] :
+         {std::pair{"bm_core", &bm_core}, std::pair{"bm_sender", &bm_sender}, std::pair{"bm_asio", &bm_asio}}) {
         auto* b = benchmark::RegisterBenchmark(name, fn);
         if (iterations > 0) b->Iterations(iterations);
     }

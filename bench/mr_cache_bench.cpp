@@ -46,9 +46,7 @@ struct id_registrar {
     [[nodiscard]] static auto descriptor(const std::uint64_t& r) noexcept -> void* {
         return reinterpret_cast<void*>(static_cast<std::uintptr_t>(r));
     }
-    [[nodiscard]] static auto key(const std::uint64_t& r) noexcept -> loom::result<std::uint64_t> {
-        return r;
-    }
+    [[nodiscard]] static auto key(const std::uint64_t& r) noexcept -> loom::result<std::uint64_t> { return r; }
 };
 
 struct avl_cache {
@@ -199,8 +197,7 @@ void hit(benchmark::State& state) {
     std::vector<std::uint64_t> entries(working_set == 0 ? n : std::min(n, working_set));
     for (auto& e : entries) e = rng() % n;
     std::vector<std::uint64_t> addrs(4096);
-    for (auto& a : addrs)
-        a = region_base + 2 * entries[rng() % entries.size()] * page + (rng() % (page - lookup_size));
+    for (auto& a : addrs) a = region_base + 2 * entries[rng() % entries.size()] * page + (rng() % (page - lookup_size));
     if constexpr (every_entry) {
         addrs.resize(std::bit_ceil(std::max<std::size_t>(n, 4096)));
         for (std::size_t i = 0; i < addrs.size(); ++i)
@@ -216,8 +213,7 @@ void hit(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations());
     if (state.thread_index() == 0) {
         auto& c = *shared_cache<Impl>;
-        state.counters["miss_ratio"] =
-            static_cast<double>(c.misses() - n) / static_cast<double>(c.hits() + 1);
+        state.counters["miss_ratio"] = static_cast<double>(c.misses() - n) / static_cast<double>(c.hits() + 1);
         shared_cache<Impl>.reset();
     }
 }
@@ -228,8 +224,7 @@ void miss(benchmark::State& state) {
     if (state.thread_index() == 0) shared_cache<Impl> = populate<Impl>(n, {.max_entries = n});
     // Each thread cycles through 2N + 64 pages of its own region: a page is always evicted
     // before it comes round again.
-    const std::uint64_t region =
-        region_base + region_stride * (1 + static_cast<std::uint64_t>(state.thread_index()));
+    const std::uint64_t region = region_base + region_stride * (1 + static_cast<std::uint64_t>(state.thread_index()));
     const std::size_t cycle = 2 * n + 64;
     std::size_t k = 0;
     for (auto _ : state) {

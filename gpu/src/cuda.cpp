@@ -23,14 +23,10 @@ namespace loom::gpu {
 
 auto to_string(memory_type t) noexcept -> std::string_view {
     switch (t) {
-        case memory_type::unregistered_host:
-            return "unregistered_host";
-        case memory_type::host:
-            return "host";
-        case memory_type::device:
-            return "device";
-        case memory_type::managed:
-            return "managed";
+        case memory_type::unregistered_host: return "unregistered_host";
+        case memory_type::host: return "host";
+        case memory_type::device: return "device";
+        case memory_type::managed: return "managed";
     }
     return "unknown";
 }
@@ -96,16 +92,11 @@ public:
     [[nodiscard]] auto message(int code) const -> std::string override { return describe(code); }
     [[nodiscard]] auto default_error_condition(int code) const noexcept -> std::error_condition override {
         switch (code) {
-            case 1:
-                return std::errc::invalid_argument;
-            case 2:
-                return std::errc::not_enough_memory;
-            case 100:
-                return std::errc::no_such_device;
-            case 801:
-                return std::errc::not_supported;
-            default:
-                return {code, *this};
+            case 1: return std::errc::invalid_argument;
+            case 2: return std::errc::not_enough_memory;
+            case 100: return std::errc::no_such_device;
+            case 801: return std::errc::not_supported;
+            default: return {code, *this};
         }
     }
 };
@@ -123,9 +114,8 @@ auto cuda_result(const std::error_code& ec) noexcept -> int {
 
 #if defined(LOOM_GPU_HAVE_CUDA_H)
 
-static_assert(CUDA_ERROR_INVALID_VALUE == 1 && CUDA_ERROR_OUT_OF_MEMORY == 2 &&
-              CUDA_ERROR_STUB_LIBRARY == 34 && CUDA_ERROR_NO_DEVICE == 100 &&
-              CUDA_ERROR_INVALID_CONTEXT == 201 && CUDA_ERROR_NOT_SUPPORTED == 801 &&
+static_assert(CUDA_ERROR_INVALID_VALUE == 1 && CUDA_ERROR_OUT_OF_MEMORY == 2 && CUDA_ERROR_STUB_LIBRARY == 34 &&
+              CUDA_ERROR_NO_DEVICE == 100 && CUDA_ERROR_INVALID_CONTEXT == 201 && CUDA_ERROR_NOT_SUPPORTED == 801 &&
               CUDA_ERROR_UNKNOWN == 999);
 
 // Every entry point, spelled as in code. cuda.h maps several names to versioned symbols
@@ -173,9 +163,8 @@ struct entry_points {
 #define LOOM_CUDA_NAME(fn) std::string_view{LOOM_CUDA_STR(fn)},
 constexpr std::string_view entry_point_names[] = {LOOM_CUDA_ENTRY_POINTS(LOOM_CUDA_NAME)};
 #undef LOOM_CUDA_NAME
-static_assert(std::ranges::none_of(entry_point_names, [](std::string_view n) {
-    return n.ends_with("_ptds") || n.ends_with("_ptsz");
-}));
+static_assert(std::ranges::none_of(entry_point_names,
+                                   [](std::string_view n) { return n.ends_with("_ptds") || n.ends_with("_ptsz"); }));
 static_assert(std::string_view{LOOM_CUDA_STR(cuMemGetAddressRange)} == "cuMemGetAddressRange_v2");
 static_assert(std::string_view{LOOM_CUDA_STR(cuMemAlloc)} == "cuMemAlloc_v2");
 static_assert(std::string_view{LOOM_CUDA_STR(cuMemFree)} == "cuMemFree_v2");
@@ -283,12 +272,10 @@ struct cuda_driver::impl {
         CUdeviceptr start = 0;
         std::size_t range = 0;
         CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                       CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                       CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                       CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
                                        CU_POINTER_ATTRIBUTE_RANGE_SIZE};
         void* data[] = {&mem_type, &managed, &ordinal, &start, &range};
-        if (auto rc = ep.cuPointerGetAttributes(static_cast<unsigned int>(std::size(attrs)), attrs, data,
-                                                to_dptr(p));
+        if (auto rc = ep.cuPointerGetAttributes(static_cast<unsigned int>(std::size(attrs)), attrs, data, to_dptr(p));
             rc != CUDA_SUCCESS) {
             return cu_unexpected(rc);
         }
@@ -331,8 +318,7 @@ struct cuda_driver::impl {
         if (!valid_ordinal(info->device)) return make_unexpected(errc::invalid_argument);
         if (info->size != 0) {
             const auto addr = reinterpret_cast<std::uintptr_t>(p);
-            if (addr < info->base || addr - info->base >= info->size ||
-                n > info->size - (addr - info->base)) {
+            if (addr < info->base || addr - info->base >= info->size || n > info->size - (addr - info->base)) {
                 return make_unexpected(errc::invalid_argument);
             }
         }
@@ -366,15 +352,13 @@ struct cuda_loader {
         void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (lib == nullptr) {
             const char* why = ::dlerror();
-            return {nullptr,
-                    "cannot load the CUDA driver " + path + ": " + (why != nullptr ? why : "unknown")};
+            return {nullptr, "cannot load the CUDA driver " + path + ": " + (why != nullptr ? why : "unknown")};
         }
         auto d = std::make_unique<cuda_driver::impl>();
         d->path = path;
         std::string missing;
         auto resolve = [&](auto& fn, std::string_view name) {
-            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-                ::dlsym(lib, std::string(name).c_str()));
+            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, std::string(name).c_str()));
             if (fn == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(name);
         };
 #define LOOM_CUDA_RESOLVE(fn) resolve(d->ep.fn, LOOM_CUDA_STR(fn));
@@ -402,12 +386,11 @@ struct cuda_loader {
         for (int i = 0; i < count; ++i) {
             auto& dev = d->devices[static_cast<std::size_t>(i)];
             if (auto rc = d->ep.cuDeviceGet(&dev.handle, i); rc != CUDA_SUCCESS) {
-                return {nullptr,
-                        "cuDeviceGet(" + std::to_string(i) + ") failed in " + path + ": " + describe(rc)};
+                return {nullptr, "cuDeviceGet(" + std::to_string(i) + ") failed in " + path + ": " + describe(rc)};
             }
             int supported = 0;
-            dev.dmabuf = d->ep.cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
-                                                    dev.handle) == CUDA_SUCCESS &&
+            dev.dmabuf = d->ep.cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev.handle) ==
+                             CUDA_SUCCESS &&
                          supported != 0;
         }
         // Never deleted: the driver lives as long as the process (no unload at exit while other
@@ -442,8 +425,7 @@ auto cuda_driver::pci_bus_id(int ordinal) const -> result<std::string> {
         return cu_unexpected(rc);
     }
     std::string id(buf);
-    std::ranges::transform(id, id.begin(),
-                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::ranges::transform(id, id.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return id;
 }
 
@@ -451,9 +433,7 @@ auto cuda_driver::dmabuf_supported(int ordinal) const noexcept -> bool {
     return impl_->valid_ordinal(ordinal) && impl_->devices[static_cast<std::size_t>(ordinal)].dmabuf;
 }
 
-auto cuda_driver::pointer_info(const void* p) const -> result<gpu::pointer_info> {
-    return impl_->pointer_info(p);
-}
+auto cuda_driver::pointer_info(const void* p) const -> result<gpu::pointer_info> { return impl_->pointer_info(p); }
 
 auto cuda_driver::export_dmabuf(const void* p, std::size_t n) const -> result<dmabuf> {
     if (p == nullptr || n == 0) return make_unexpected(errc::invalid_argument);
@@ -556,9 +536,7 @@ auto cuda_driver::unavailable_reason() -> std::string_view { return cuda_loader:
 auto cuda_driver::library_path() const noexcept -> std::string_view { return {}; }
 auto cuda_driver::driver_version() const noexcept -> int { return 0; }
 auto cuda_driver::device_count() const noexcept -> int { return 0; }
-auto cuda_driver::pci_bus_id(int) const -> result<std::string> {
-    return make_unexpected(errc::not_supported);
-}
+auto cuda_driver::pci_bus_id(int) const -> result<std::string> { return make_unexpected(errc::not_supported); }
 auto cuda_driver::dmabuf_supported(int) const noexcept -> bool { return false; }
 auto cuda_driver::pointer_info(const void*) const -> result<gpu::pointer_info> {
     return make_unexpected(errc::not_supported);
@@ -566,9 +544,7 @@ auto cuda_driver::pointer_info(const void*) const -> result<gpu::pointer_info> {
 auto cuda_driver::export_dmabuf(const void*, std::size_t) const -> result<dmabuf> {
     return make_unexpected(errc::not_supported);
 }
-auto cuda_driver::alloc(std::size_t, int) const -> result<void*> {
-    return make_unexpected(errc::not_supported);
-}
+auto cuda_driver::alloc(std::size_t, int) const -> result<void*> { return make_unexpected(errc::not_supported); }
 auto cuda_driver::free(void*) const -> void_result { return make_unexpected(errc::not_supported); }
 auto cuda_driver::copy_to_device(void*, const void*, std::size_t) const -> void_result {
     return make_unexpected(errc::not_supported);

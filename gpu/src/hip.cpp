@@ -68,8 +68,7 @@ struct hip_loader {
         auto get_pci = reinterpret_cast<hip_device_get_pci_bus_id_fn>(::dlsym(lib, "hipDeviceGetPCIBusId"));
         if (init == nullptr || get_count == nullptr || get_pci == nullptr) {
             ::dlclose(lib);  // nothing of it has run yet
-            return {nullptr,
-                    "the HIP runtime " + path + " lacks hipInit, hipGetDeviceCount or hipDeviceGetPCIBusId"};
+            return {nullptr, "the HIP runtime " + path + " lacks hipInit, hipGetDeviceCount or hipDeviceGetPCIBusId"};
         }
         // From here on the library stays loaded, even on failure.
         if (auto rc = init(0); rc != hip_success) {
@@ -109,8 +108,7 @@ auto hip_runtime::pci_bus_id(int ordinal) const -> result<std::string> {
         return make_unexpected(errc::io_error);
     }
     std::string id(buf);
-    std::ranges::transform(id, id.begin(),
-                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::ranges::transform(id, id.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return id;
 }
 

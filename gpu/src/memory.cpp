@@ -10,14 +10,10 @@ static_assert(fabric_iface(memory_kind::cuda) == FI_HMEM_CUDA);
 
 auto to_string(memory_kind k) noexcept -> std::string_view {
     switch (k) {
-        case memory_kind::host:
-            return "host";
-        case memory_kind::cuda:
-            return "cuda";
-        case memory_kind::rocm:
-            return "rocm";
-        case memory_kind::level_zero:
-            return "level_zero";
+        case memory_kind::host: return "host";
+        case memory_kind::cuda: return "cuda";
+        case memory_kind::rocm: return "rocm";
+        case memory_kind::level_zero: return "level_zero";
     }
     return "unknown";
 }

@@ -68,11 +68,15 @@ struct side {
 
     auto open(const options& o) -> loom::void_result {
         auto all = loom::query_all({.capabilities = loom::capability::msg | loom::capability::tagged,
-                                    .ep_type = loom::endpoint_types::rdm, .provider = o.provider});
+                                    .ep_type = loom::endpoint_types::rdm,
+                                    .provider = o.provider});
         if (!all) return std::unexpected(all.error());
         info = *all->begin();
         for (const auto& i : *all)
-            if (i.domain_name() == "lo" || i.provider_name() == "shm") { info = i; break; }
+            if (i.domain_name() == "lo" || i.provider_name() == "shm") {
+                info = i;
+                break;
+            }
         tagged = o.tagged;
         auto f = loom::fabric::create(info);
         if (!f) return std::unexpected(f.error());
@@ -140,12 +144,15 @@ auto run(bool initiator, int fd, const options& o) -> int {
     auto me = s.ep.name();
     if (!me) return die("name", me.error());
     const auto raw = loom::to_raw(*me);
-    const std::uint32_t hdr[2] = {static_cast<std::uint32_t>(loom::native_format(*me)), static_cast<std::uint32_t>(raw.size())};
+    const std::uint32_t hdr[2] = {static_cast<std::uint32_t>(loom::native_format(*me)),
+                                  static_cast<std::uint32_t>(raw.size())};
     std::uint32_t peer_hdr[2];
-    if (!write_all(fd, hdr, sizeof hdr) || !write_all(fd, raw.data(), raw.size()) || !read_all(fd, peer_hdr, sizeof peer_hdr))
+    if (!write_all(fd, hdr, sizeof hdr) || !write_all(fd, raw.data(), raw.size()) ||
+        !read_all(fd, peer_hdr, sizeof peer_hdr))
         return die("address exchange", std::make_error_code(std::errc::broken_pipe));
     std::vector<std::byte> peer_raw(peer_hdr[1]);
-    if (!read_all(fd, peer_raw.data(), peer_raw.size())) return die("address exchange", std::make_error_code(std::errc::broken_pipe));
+    if (!read_all(fd, peer_raw.data(), peer_raw.size()))
+        return die("address exchange", std::make_error_code(std::errc::broken_pipe));
     auto peer = loom::address_from_raw(static_cast<loom::address_format>(peer_hdr[0]), peer_raw);
     if (!peer) return die("peer address", peer.error());
     auto h = s.av.insert(*peer);
@@ -154,7 +161,8 @@ auto run(bool initiator, int fd, const options& o) -> int {
 
     if (initiator)
         std::printf("# provider %s, %s messages, %d iterations per size\n%12s %10s %14s %14s  %s\n", o.provider.c_str(),
-                    o.tagged ? "tagged" : "untagged", o.iterations, "bytes", "iters", "latency(us)", "bw(MB/s)", "check");
+                    o.tagged ? "tagged" : "untagged", o.iterations, "bytes", "iters", "latency(us)", "bw(MB/s)",
+                    "check");
     for (std::size_t size = 1; size <= o.max_bytes; size *= 4) {
         const int iters = size >= (256u << 10) ? std::max(10, o.iterations / 20) : o.iterations;
         for (std::size_t i = 0; i < size; ++i) s.tx[i] = byte_at(size, i);
@@ -193,10 +201,14 @@ int main(int argc, char** argv) {
     options o;
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
-        if (a == "-p" && i + 1 < argc) o.provider = argv[++i];
-        else if (a == "-t") o.tagged = true;
-        else if (a == "-n" && i + 1 < argc) o.iterations = std::max(1, std::atoi(argv[++i]));
-        else if (a == "-m" && i + 1 < argc) o.max_bytes = std::strtoull(argv[++i], nullptr, 10);
+        if (a == "-p" && i + 1 < argc)
+            o.provider = argv[++i];
+        else if (a == "-t")
+            o.tagged = true;
+        else if (a == "-n" && i + 1 < argc)
+            o.iterations = std::max(1, std::atoi(argv[++i]));
+        else if (a == "-m" && i + 1 < argc)
+            o.max_bytes = std::strtoull(argv[++i], nullptr, 10);
         else {
             std::fprintf(stderr, "usage: loom-pingpong [-p PROVIDER] [-t] [-n ITERATIONS] [-m MAX_BYTES]\n");
             return 2;

@@ -60,7 +60,6 @@ auto decode_ib(std::span<const std::byte> bytes) -> result<address> {
     return address{a};
 }
 
-
 }  // namespace
 
 ipv4_address::ipv4_address() noexcept : sa_{} { sa_.sin_family = AF_INET; }
@@ -112,8 +111,7 @@ auto ib_socket_address::to_string() const -> std::string {
     char buf[INET6_ADDRSTRLEN]{};
     ::inet_ntop(AF_INET6, gid.data(), buf, sizeof buf);
     char tail[64];
-    std::snprintf(tail, sizeof tail, " pkey=0x%04x sid=0x%llx", pkey,
-                  static_cast<unsigned long long>(service_id));
+    std::snprintf(tail, sizeof tail, " pkey=0x%04x sid=0x%llx", pkey, static_cast<unsigned long long>(service_id));
     std::string out("ib[");
     out.append(buf).append("]").append(tail);
     return out;

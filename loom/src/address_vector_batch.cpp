@@ -36,8 +36,7 @@ auto insert_native(::fid_av* av, const void* addr, std::size_t count, std::span<
 }  // namespace
 
 auto address_vector::insert_batch(std::span<const std::byte> packed, std::size_t address_size,
-                                  std::span<fabric_addr> out, const av_insert_options& options)
-    -> result<std::size_t> {
+                                  std::span<fabric_addr> out, const av_insert_options& options) -> result<std::size_t> {
     if (!h_ || !inserted_) return make_unexpected(errc::bad_state);
     if (address_size == 0 || packed.empty() || packed.size() % address_size != 0 || format_ == address_format::str)
         return make_unexpected(errc::invalid_argument);
@@ -52,8 +51,7 @@ auto address_vector::insert_batch(std::span<const std::byte> packed, std::size_t
 }
 
 auto address_vector::insert_strings(std::span<const char* const> addresses, std::span<fabric_addr> out,
-                                    const av_insert_options& options)
-    -> result<std::size_t> {
+                                    const av_insert_options& options) -> result<std::size_t> {
     if (!h_ || !inserted_) return make_unexpected(errc::bad_state);
     if (format_ != address_format::str || addresses.empty() || out.size() != addresses.size())
         return make_unexpected(errc::invalid_argument);

@@ -79,13 +79,13 @@ auto detail::submit(endpoint& ep, const request& r, const op_flag* flags) noexce
                                                 r.remote.key, fdt, fop, r.context));
             case family::fetch:
                 return check_native(::fi_fetch_atomic(ep.native(), src, r.count, src_desc,
-                                                      const_cast<void*>(r.result.data), desc_of(r.result),
-                                                      r.peer.get(), r.remote.addr, r.remote.key, fdt, fop, r.context));
+                                                      const_cast<void*>(r.result.data), desc_of(r.result), r.peer.get(),
+                                                      r.remote.addr, r.remote.key, fdt, fop, r.context));
             case family::compare:
-                return check_native(::fi_compare_atomic(
-                    ep.native(), src, r.count, src_desc, r.compare.data, desc_of(r.compare),
-                    const_cast<void*>(r.result.data), desc_of(r.result), r.peer.get(), r.remote.addr, r.remote.key,
-                    fdt, fop, r.context));
+                return check_native(::fi_compare_atomic(ep.native(), src, r.count, src_desc, r.compare.data,
+                                                        desc_of(r.compare), const_cast<void*>(r.result.data),
+                                                        desc_of(r.result), r.peer.get(), r.remote.addr, r.remote.key,
+                                                        fdt, fop, r.context));
         }
         return make_unexpected(errc::invalid_argument);
     }
@@ -114,8 +114,7 @@ auto detail::submit_inject(endpoint& ep, const request& r) noexcept -> void_resu
         return make_unexpected(errc::invalid_argument);
     const std::size_t bytes = r.count * r.element_size;
     if (const int e = ep.check_inject(capability::atomic, bytes, r.peer)) return std::unexpected(native_error(e));
-    if (r.operand.data == nullptr || !r.remote.holds(bytes))
-        return make_unexpected(errc::invalid_argument);
+    if (r.operand.data == nullptr || !r.remote.holds(bytes)) return make_unexpected(errc::invalid_argument);
     if (ep.quirks().broken_atomic_inject) return make_unexpected(errc::not_supported);
     return check_native(::fi_inject_atomic(ep.native(), r.operand.data, r.count, r.peer.get(), r.remote.addr,
                                            r.remote.key, static_cast<::fi_datatype>(r.dt), static_cast<::fi_op>(r.op)));

@@ -34,7 +34,7 @@ auto completion_queue::dispatch_ready() -> dispatch_result {
     completion_registry* reg = registry_.get();
     if (reg == nullptr) return failed_read(make_error_code(errc::bad_state));  // no operation can wait on it
     dispatch_result out;
-    completion_event ev;  // one event, refilled per entry: reading allocates nothing
+    completion_event ev;                                  // one event, refilled per entry: reading allocates nothing
     while (reg->held_count() != 0 && reg->take_held(ev))  // what an earlier reader read and could not deliver
         if (!route(*this, ev, out)) return out;
     if (fast_.refusing()) {  // other formats, source addresses, not open: typed events

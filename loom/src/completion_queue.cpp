@@ -4,8 +4,8 @@
 
 #include <rdma/fi_errno.h>
 
-#include <array>
 #include <sched.h>
+#include <array>
 
 namespace loom {
 namespace {
@@ -35,9 +35,7 @@ void fill_from_native(completion_event& ev, cq_format fmt, const void* raw) noex
             ev.data = e->data;
             break;
         }
-        case cq_format::tagged:
-            completion_queue::assign(ev, *static_cast<const ::fi_cq_tagged_entry*>(raw));
-            break;
+        case cq_format::tagged: completion_queue::assign(ev, *static_cast<const ::fi_cq_tagged_entry*>(raw)); break;
     }
 }
 
@@ -120,8 +118,7 @@ auto completion_queue::read_error(completion_event& ev) -> bool {
     ev.provider_errno = err.prov_errno;
     ev.error = native_error(err.err != 0 ? err.err : FI_EOTHER);
     char text[256]{};
-    if (const char* s = ::fi_cq_strerror(h_.get(), err.prov_errno, err.err_data, text, sizeof text))
-        ev.error_text = s;
+    if (const char* s = ::fi_cq_strerror(h_.get(), err.prov_errno, err.err_data, text, sizeof text)) ev.error_text = s;
     return true;
 }
 
@@ -143,8 +140,7 @@ auto completion_queue::read_failed(::ssize_t rc, completion_event& first) -> res
 
 auto completion_queue::read_tagged_refused() const noexcept -> result<std::size_t> {
     if (!h_) return make_unexpected(errc::bad_state);
-    if (attr_.format != cq_format::tagged || attr_.want_source)
-        return make_unexpected(errc::invalid_argument);
+    if (attr_.format != cq_format::tagged || attr_.want_source) return make_unexpected(errc::invalid_argument);
     return 0;  // an empty span: nothing to read into
 }
 

@@ -9,7 +9,8 @@
 namespace loom {
 
 completion_registry::completion_registry(std::pmr::memory_resource* mr)
-    : held_(hold_capacity, std::pmr::polymorphic_allocator<completion_event>(mr ? mr : std::pmr::get_default_resource())) {}
+    : held_(hold_capacity,
+            std::pmr::polymorphic_allocator<completion_event>(mr ? mr : std::pmr::get_default_resource())) {}
 
 void completion_registry::splay(std::uintptr_t key) noexcept {
     if (root_ == nullptr) return;
@@ -228,8 +229,10 @@ auto completion_registry::defer(registered_completion& op) noexcept -> bool {
     const std::lock_guard lock(m_);
     if (op.linked_ || op.deferred_ || op.retry_ == nullptr) return false;
     op.left_ = op.right_ = nullptr;
-    if (deferred_tail_ != nullptr) deferred_tail_->left_ = &op;
-    else deferred_head_ = &op;
+    if (deferred_tail_ != nullptr)
+        deferred_tail_->left_ = &op;
+    else
+        deferred_head_ = &op;
     deferred_tail_ = &op;
     op.deferred_ = true;
     ++deferred_count_;
@@ -254,7 +257,8 @@ auto completion_registry::withdraw_deferred(registered_completion& op) noexcept 
 
 auto completion_registry::retry_deferred() noexcept -> std::size_t {
     std::size_t retried = 0;
-    for (std::size_t n = deferred_count_.load(std::memory_order_acquire); n > 0; --n) {  // only those queued before this call
+    for (std::size_t n = deferred_count_.load(std::memory_order_acquire); n > 0;
+         --n) {  // only those queued before this call
         registered_completion* op = nullptr;
         {
             const std::lock_guard lock(m_);
@@ -275,9 +279,9 @@ auto completion_registry::retry_deferred() noexcept -> std::size_t {
 auto completion_registry::grow_hold(std::size_t need) noexcept -> bool {
     // Called under the lock, when the ring has less than `need` free slots.
     try {
-        std::pmr::vector<completion_event> bigger(std::max(held_.size() * 2, held_count_ + need), held_.get_allocator());
-        for (std::size_t i = 0; i < held_count_; ++i)
-            bigger[i] = std::move(held_[(held_first_ + i) % held_.size()]);
+        std::pmr::vector<completion_event> bigger(std::max(held_.size() * 2, held_count_ + need),
+                                                  held_.get_allocator());
+        for (std::size_t i = 0; i < held_count_; ++i) bigger[i] = std::move(held_[(held_first_ + i) % held_.size()]);
         held_.swap(bigger);
         held_first_ = 0;
         return true;

@@ -15,7 +15,8 @@ namespace loom {
 
 auto event_queue::create(fabric& fab, const eq_attr& attr, std::pmr::memory_resource* mr) -> result<event_queue> {
     if (!fab.valid()) return make_unexpected(errc::invalid_argument);
-    if (static_cast<int>(attr.wait) < 0 || attr.wait > wait_object::pollfd) return make_unexpected(errc::invalid_argument);
+    if (static_cast<int>(attr.wait) < 0 || attr.wait > wait_object::pollfd)
+        return make_unexpected(errc::invalid_argument);
     ::fi_eq_attr native{};
     native.size = attr.size;
     native.wait_obj = static_cast<::fi_wait_obj>(attr.wait);

@@ -25,8 +25,12 @@ auto sv(const char* s) noexcept -> std::string_view { return s ? std::string_vie
 auto make_shared_list(::fi_info* list, std::pmr::memory_resource* mr) -> std::shared_ptr<::fi_info> {
     auto* res = mr ? mr : std::pmr::get_default_resource();
     // On allocation failure shared_ptr frees the list through the deleter, then rethrows.
-    return std::shared_ptr<::fi_info>(list, [](::fi_info* p) { if (p) ::fi_freeinfo(p); },
-                                      std::pmr::polymorphic_allocator<std::byte>(res));
+    return std::shared_ptr<::fi_info>(
+        list,
+        [](::fi_info* p) {
+            if (p) ::fi_freeinfo(p);
+        },
+        std::pmr::polymorphic_allocator<std::byte>(res));
 }
 
 auto validate_hints(const fabric_hints& h) -> void_result {
@@ -93,11 +97,10 @@ auto query_all(const fabric_hints& h, std::pmr::memory_resource* mr) -> result<p
 
     const std::string node(h.node), service(h.service);
     ::fi_info* list = nullptr;
-    const int rc = ::fi_getinfo(h.api_version ? h.api_version : default_api_version(),
-                                node.empty() ? nullptr : node.c_str(),
-                                service.empty() ? nullptr : service.c_str(),
-                                (h.node_is_source ? FI_SOURCE : 0) | (h.rescan ? detail::native_rescan : 0), hints,
-                                &list);
+    const int rc =
+        ::fi_getinfo(h.api_version ? h.api_version : default_api_version(), node.empty() ? nullptr : node.c_str(),
+                     service.empty() ? nullptr : service.c_str(),
+                     (h.node_is_source ? FI_SOURCE : 0) | (h.rescan ? detail::native_rescan : 0), hints, &list);
     ::fi_freeinfo(hints);
     if (rc != 0) return native_unexpected(rc);
     if (!h.provider.empty()) list = filter_provider(list, h.provider);
@@ -136,8 +139,7 @@ auto fabric_info::adopt_native(::fi_info* owned) -> fabric_info {
     return fabric_info{make_shared_list(owned, nullptr), owned};
 }
 
-auto fabric_info::copy_native(const ::fi_info* native, std::pmr::memory_resource* mr)
-    -> result<fabric_info> {
+auto fabric_info::copy_native(const ::fi_info* native, std::pmr::memory_resource* mr) -> result<fabric_info> {
     if (native == nullptr) return make_unexpected(errc::invalid_argument);
     ::fi_info* copy = ::fi_dupinfo(native);
     if (copy == nullptr) return make_unexpected(errc::other);
@@ -163,16 +165,14 @@ auto fabric_info::capabilities() const noexcept -> capability {
 }
 auto fabric_info::mode() const noexcept -> mode_flags { return entry_ ? mode_flags{entry_->mode} : mode_flags{}; }
 auto fabric_info::ep_type() const noexcept -> endpoint_types {
-    return entry_ && entry_->ep_attr ? static_cast<endpoint_types>(entry_->ep_attr->type)
-                                     : endpoint_types::unspecified;
+    return entry_ && entry_->ep_attr ? static_cast<endpoint_types>(entry_->ep_attr->type) : endpoint_types::unspecified;
 }
 auto fabric_info::addr_format() const noexcept -> address_format {
     return entry_ ? static_cast<address_format>(entry_->addr_format) : address_format::unspecified;
 }
 auto fabric_info::source_address() const -> std::optional<address> {
     if (!entry_ || !entry_->src_addr || entry_->src_addrlen == 0) return std::nullopt;
-    auto a = address_from_raw(addr_format(),
-                              {static_cast<const std::byte*>(entry_->src_addr), entry_->src_addrlen});
+    auto a = address_from_raw(addr_format(), {static_cast<const std::byte*>(entry_->src_addr), entry_->src_addrlen});
     if (!a) return std::nullopt;
     return std::move(*a);
 }
@@ -214,24 +214,33 @@ auto fabric_info::get_domain_attr() const noexcept -> std::optional<domain_attr_
 auto fabric_info::get_endpoint_attr() const noexcept -> std::optional<endpoint_attr_view> {
     if (!entry_ || !entry_->ep_attr) return std::nullopt;
     const auto* a = entry_->ep_attr;
-    return endpoint_attr_view{static_cast<endpoint_types>(a->type), a->protocol, a->protocol_version,
-                              a->max_msg_size, a->msg_prefix_size, a->max_order_raw_size,
-                              a->max_order_war_size, a->max_order_waw_size, a->mem_tag_format,
-                              a->tx_ctx_cnt, a->rx_ctx_cnt, a->auth_key_size};
+    return endpoint_attr_view{static_cast<endpoint_types>(a->type),
+                              a->protocol,
+                              a->protocol_version,
+                              a->max_msg_size,
+                              a->msg_prefix_size,
+                              a->max_order_raw_size,
+                              a->max_order_war_size,
+                              a->max_order_waw_size,
+                              a->mem_tag_format,
+                              a->tx_ctx_cnt,
+                              a->rx_ctx_cnt,
+                              a->auth_key_size};
 }
 
 auto fabric_info::get_tx_attr() const noexcept -> std::optional<tx_attr_view> {
     if (!entry_ || !entry_->tx_attr) return std::nullopt;
     const auto* a = entry_->tx_attr;
-    return tx_attr_view{capability{a->caps}, mode_flags{a->mode}, op_flag{a->op_flags}, a->msg_order,
-                        a->inject_size, a->size, a->iov_limit, a->rma_iov_limit, a->tclass};
+    return tx_attr_view{capability{a->caps}, mode_flags{a->mode}, op_flag{a->op_flags},
+                        a->msg_order,        a->inject_size,      a->size,
+                        a->iov_limit,        a->rma_iov_limit,    a->tclass};
 }
 
 auto fabric_info::get_rx_attr() const noexcept -> std::optional<rx_attr_view> {
     if (!entry_ || !entry_->rx_attr) return std::nullopt;
     const auto* a = entry_->rx_attr;
-    return rx_attr_view{capability{a->caps}, mode_flags{a->mode}, op_flag{a->op_flags}, a->msg_order,
-                        a->size, a->iov_limit};
+    return rx_attr_view{capability{a->caps}, mode_flags{a->mode}, op_flag{a->op_flags}, a->msg_order, a->size,
+                        a->iov_limit};
 }
 
 auto fabric_info::to_string() const -> std::string {

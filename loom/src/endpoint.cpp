@@ -3,18 +3,18 @@
 #include "loom/address_vector.hpp"
 #include "loom/completion_queue.hpp"
 #include "loom/counter.hpp"
+#include "loom/detail/resource_alloc.hpp"
 #include "loom/memory_region.hpp"
 #include "loom/provider_facts.hpp"
 #include "loom/shared_rx_context.hpp"
 #include "loom/trigger.hpp"
-#include "loom/detail/resource_alloc.hpp"
 #include "refusal.hpp"
 
-#include <array>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_rma.h>
+#include <array>
 
 #include <limits>
 #include <tuple>
@@ -173,8 +173,7 @@ constexpr auto checking_atomic_ops() noexcept -> ::fi_ops_atomic {
 constinit ::fi_ops_msg checking_msg = checking_ops<::fi_ops_msg, &::fi_recv, &::fi_send, &::fi_senddata>();
 constinit ::fi_ops_atomic checking_atomic = checking_atomic_ops();
 constinit ::fi_ops_rma checking_rma = checking_rma_ops();
-constinit ::fi_ops_tagged checking_tagged =
-    checking_ops<::fi_ops_tagged, &::fi_trecv, &::fi_tsend, &::fi_tsenddata>();
+constinit ::fi_ops_tagged checking_tagged = checking_ops<::fi_ops_tagged, &::fi_trecv, &::fi_tsend, &::fi_tsenddata>();
 }  // namespace
 
 constinit ::fid_ep detail::refused_not_enabled = refusing_endpoint<FI_EOPBADSTATE>();
@@ -224,8 +223,8 @@ auto endpoint::create(domain& dom, const fabric_info& info, std::pmr::memory_res
     return out;
 }
 
-auto endpoint::adopt_native(::fid_ep* ep, const ::fi_info& fi, domain& dom, detail::child_link owner,
-                            bool av_bound, std::pmr::memory_resource* mr) -> endpoint {
+auto endpoint::adopt_native(::fid_ep* ep, const ::fi_info& fi, domain& dom, detail::child_link owner, bool av_bound,
+                            std::pmr::memory_resource* mr) -> endpoint {
     auto out = adopt_native(ep, fi, dom);
     out.owner_link_ = std::move(owner);
     out.has_av_ = av_bound;
@@ -295,8 +294,8 @@ auto endpoint::bind_counter(counter& c, counter_bind flags) noexcept -> void_res
     if (!h_ || !c.valid()) return make_unexpected(errc::invalid_argument);
     if (enabled_) return make_unexpected(errc::bad_state);
     if (c.domain_native() != domain_) return make_unexpected(errc::invalid_argument);
-    constexpr auto known = counter_bind::send | counter_bind::recv | counter_bind::read |
-                           counter_bind::write | counter_bind::remote_read | counter_bind::remote_write;
+    constexpr auto known = counter_bind::send | counter_bind::recv | counter_bind::read | counter_bind::write |
+                           counter_bind::remote_read | counter_bind::remote_write;
     if (flags.empty() || !(flags & ~known).empty()) return make_unexpected(errc::invalid_argument);
     return check_native(::fi_ep_bind(h_.get(), &c.native()->fid, flags.get()));
 }
@@ -379,14 +378,13 @@ auto endpoint::tagged_send(std::span<const std::byte> data, const memory_region&
 }
 
 auto endpoint::tagged_recv(std::span<std::byte> buffer, const memory_region& mr, std::uint64_t tag,
-                           std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx) noexcept
-    -> void_result {
+                           std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx) noexcept -> void_result {
     if (!mr.covers(*this, buffer)) return make_unexpected(errc::invalid_argument);
     return tagged_recv(buffer, tag, ignore, src, mr.descriptor(), ctx);
 }
 
-auto endpoint::recv_multi(std::span<std::byte> buffer, void* desc, context_ptr<void> ctx,
-                          fabric_addr src) noexcept -> void_result {
+auto endpoint::recv_multi(std::span<std::byte> buffer, void* desc, context_ptr<void> ctx, fabric_addr src) noexcept
+    -> void_result {
     if (const int e = check_rx(capability::msg, src, ctx)) return fail(e);
     if (!caps_.any(capability::multi_recv)) return make_unexpected(errc::invalid_argument);
     if (!ctx) return make_unexpected(errc::invalid_argument);  // completions must be attributable
@@ -444,15 +442,15 @@ auto set_endpoint_option(endpoint& ep, ep_opt::level level, ep_opt::option name,
     return set_native_endpoint_option(ep, static_cast<int>(level), static_cast<int>(name), value, length);
 }
 
-auto get_native_endpoint_option(const endpoint& ep, int level, int name, void* value,
-                                std::size_t* length) noexcept -> void_result {
+auto get_native_endpoint_option(const endpoint& ep, int level, int name, void* value, std::size_t* length) noexcept
+    -> void_result {
     if (!ep.valid()) return make_unexpected(errc::bad_state);
     if (ep.quirks_.getopt_needs_enable && !ep.enabled()) return make_unexpected(errc::bad_state);
     return check_native(::fi_getopt(&ep.native()->fid, level, name, value, length));
 }
 
-auto set_native_endpoint_option(endpoint& ep, int level, int name, const void* value,
-                                std::size_t length) noexcept -> void_result {
+auto set_native_endpoint_option(endpoint& ep, int level, int name, const void* value, std::size_t length) noexcept
+    -> void_result {
     if (!ep.valid()) return make_unexpected(errc::bad_state);
     return check_native(::fi_setopt(&ep.native()->fid, level, name, value, length));
 }

@@ -10,11 +10,8 @@ namespace {
 class fabric_error_category final : public std::error_category {
 public:
     [[nodiscard]] auto name() const noexcept -> const char* override { return "libfabric"; }
-    [[nodiscard]] auto message(int code) const -> std::string override {
-        return ::fi_strerror(code);
-    }
-    [[nodiscard]] auto default_error_condition(int code) const noexcept
-        -> std::error_condition override {
+    [[nodiscard]] auto message(int code) const -> std::string override { return ::fi_strerror(code); }
+    [[nodiscard]] auto default_error_condition(int code) const noexcept -> std::error_condition override {
         // The POSIX-range codes are errno values: compare equal to std::errc.
         if (code > 0 && code < FI_ERRNO_OFFSET) return {code, std::generic_category()};
         return {code, *this};

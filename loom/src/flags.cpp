@@ -10,8 +10,7 @@ namespace loom {
 namespace {
 
 template <std::size_t N>
-auto join_bits(std::uint64_t bits, const std::array<std::pair<std::uint64_t, const char*>, N>& names)
-    -> std::string {
+auto join_bits(std::uint64_t bits, const std::array<std::pair<std::uint64_t, const char*>, N>& names) -> std::string {
     std::string out;
     for (const auto& [bit, name] : names) {
         if ((bits & bit) == bit && bit != 0) {
@@ -34,8 +33,8 @@ constexpr std::array<const char*, 4> progress_names{"unspecified", "auto", "manu
 constexpr std::array<const char*, 6> thread_names{"unspecified", "safe", "fid", "domain", "completion", "endpoint"};
 constexpr std::array<const char*, 3> av_names{"unspecified", "map", "table"};
 constexpr std::array<const char*, 18> format_names{
-    "unspecified", "sockaddr", "sockaddr_in", "sockaddr_in6", "sockaddr_ib", "psmx", "gni", "bgq",
-    "mlx", "str", "psmx2", "ib_ud", "efa", "psmx3", "opx", "cxi", "ucx", "sockaddr_ip"};
+    "unspecified", "sockaddr", "sockaddr_in", "sockaddr_in6", "sockaddr_ib", "psmx", "gni", "bgq", "mlx",
+    "str",         "psmx2",    "ib_ud",       "efa",          "psmx3",       "opx",  "cxi", "ucx", "sockaddr_ip"};
 
 template <class E, std::size_t N>
 auto name_of(E v, const std::array<const char*, N>& names) -> std::string {
@@ -75,39 +74,83 @@ auto parse_endpoint_type(std::string_view name) noexcept -> result<endpoint_type
 
 auto to_string(capability v) -> std::string {
     static constexpr std::array<std::pair<std::uint64_t, const char*>, 33> names{{
-        {1ULL << 1, "msg"}, {1ULL << 2, "rma"}, {1ULL << 3, "tagged"}, {1ULL << 4, "atomic"},
-        {1ULL << 5, "multicast"}, {1ULL << 6, "collective"}, {1ULL << 8, "read"},
-        {1ULL << 9, "write"}, {1ULL << 10, "recv"}, {1ULL << 11, "send"},
-        {1ULL << 12, "remote_read"}, {1ULL << 13, "remote_write"}, {1ULL << 16, "multi_recv"},
-        {1ULL << 17, "remote_cq_data"}, {1ULL << 20, "trigger"}, {1ULL << 21, "fence"},
-        {1ULL << 36, "peer_transfer"}, {1ULL << 41, "av_user_id"}, {1ULL << 43, "peer"},
-        {1ULL << 44, "xpu"}, {1ULL << 45, "tagged_directed_recv"}, {1ULL << 46, "tagged_multi_recv"},
-        {1ULL << 47, "hmem"}, {1ULL << 48, "exact_directed_recv"}, {1ULL << 49, "rma_pmem"},
-        {1ULL << 50, "source_err"}, {1ULL << 51, "local_comm"}, {1ULL << 52, "remote_comm"},
-        {1ULL << 53, "shared_av"}, {1ULL << 56, "rma_event"}, {1ULL << 57, "source"},
-        {1ULL << 58, "named_rx_ctx"}, {1ULL << 59, "directed_recv"},
+        {1ULL << 1, "msg"},
+        {1ULL << 2, "rma"},
+        {1ULL << 3, "tagged"},
+        {1ULL << 4, "atomic"},
+        {1ULL << 5, "multicast"},
+        {1ULL << 6, "collective"},
+        {1ULL << 8, "read"},
+        {1ULL << 9, "write"},
+        {1ULL << 10, "recv"},
+        {1ULL << 11, "send"},
+        {1ULL << 12, "remote_read"},
+        {1ULL << 13, "remote_write"},
+        {1ULL << 16, "multi_recv"},
+        {1ULL << 17, "remote_cq_data"},
+        {1ULL << 20, "trigger"},
+        {1ULL << 21, "fence"},
+        {1ULL << 36, "peer_transfer"},
+        {1ULL << 41, "av_user_id"},
+        {1ULL << 43, "peer"},
+        {1ULL << 44, "xpu"},
+        {1ULL << 45, "tagged_directed_recv"},
+        {1ULL << 46, "tagged_multi_recv"},
+        {1ULL << 47, "hmem"},
+        {1ULL << 48, "exact_directed_recv"},
+        {1ULL << 49, "rma_pmem"},
+        {1ULL << 50, "source_err"},
+        {1ULL << 51, "local_comm"},
+        {1ULL << 52, "remote_comm"},
+        {1ULL << 53, "shared_av"},
+        {1ULL << 56, "rma_event"},
+        {1ULL << 57, "source"},
+        {1ULL << 58, "named_rx_ctx"},
+        {1ULL << 59, "directed_recv"},
     }};
     return join_bits(v.get(), names);
 }
 
 auto to_string(mr_access_flags v) -> std::string {
     static constexpr std::array<std::pair<std::uint64_t, const char*>, 7> names{{
-        {1ULL << 11, "send"}, {1ULL << 10, "recv"}, {1ULL << 8, "read"}, {1ULL << 9, "write"},
-        {1ULL << 12, "remote_read"}, {1ULL << 13, "remote_write"}, {1ULL << 6, "collective"},
+        {1ULL << 11, "send"},
+        {1ULL << 10, "recv"},
+        {1ULL << 8, "read"},
+        {1ULL << 9, "write"},
+        {1ULL << 12, "remote_read"},
+        {1ULL << 13, "remote_write"},
+        {1ULL << 6, "collective"},
     }};
     return join_bits(v.get(), names);
 }
 
 auto to_string(op_flag v) -> std::string {
     static constexpr std::array<std::pair<std::uint64_t, const char*>, 26> names{{
-        {1ULL << 1, "msg"}, {1ULL << 2, "rma"}, {1ULL << 3, "tagged"}, {1ULL << 4, "atomic"},
-        {1ULL << 8, "read"}, {1ULL << 9, "write"}, {1ULL << 10, "recv"}, {1ULL << 11, "send"},
-        {1ULL << 12, "remote_read"}, {1ULL << 13, "remote_write"}, {1ULL << 16, "multi_recv"},
-        {1ULL << 17, "remote_cq_data"}, {1ULL << 18, "more"}, {1ULL << 19, "peek"},
-        {1ULL << 20, "trigger"}, {1ULL << 21, "fence"}, {1ULL << 24, "completion"},
-        {1ULL << 25, "inject"}, {1ULL << 26, "inject_complete"}, {1ULL << 27, "transmit_complete"},
-        {1ULL << 28, "delivery_complete"}, {1ULL << 30, "commit_complete"},
-        {1ULL << 31, "match_complete"}, {1ULL << 59, "claim"}, {1ULL << 58, "discard"},
+        {1ULL << 1, "msg"},
+        {1ULL << 2, "rma"},
+        {1ULL << 3, "tagged"},
+        {1ULL << 4, "atomic"},
+        {1ULL << 8, "read"},
+        {1ULL << 9, "write"},
+        {1ULL << 10, "recv"},
+        {1ULL << 11, "send"},
+        {1ULL << 12, "remote_read"},
+        {1ULL << 13, "remote_write"},
+        {1ULL << 16, "multi_recv"},
+        {1ULL << 17, "remote_cq_data"},
+        {1ULL << 18, "more"},
+        {1ULL << 19, "peek"},
+        {1ULL << 20, "trigger"},
+        {1ULL << 21, "fence"},
+        {1ULL << 24, "completion"},
+        {1ULL << 25, "inject"},
+        {1ULL << 26, "inject_complete"},
+        {1ULL << 27, "transmit_complete"},
+        {1ULL << 28, "delivery_complete"},
+        {1ULL << 30, "commit_complete"},
+        {1ULL << 31, "match_complete"},
+        {1ULL << 59, "claim"},
+        {1ULL << 58, "discard"},
         {1ULL << 57, "auth_key"},
     }};
     return join_bits(v.get(), names);
@@ -115,18 +158,31 @@ auto to_string(op_flag v) -> std::string {
 
 auto to_string(mr_mode_flags v) -> std::string {
     static constexpr std::array<std::pair<std::uint64_t, const char*>, 13> names{{
-        {1ULL << 0, "basic"}, {1ULL << 1, "scalable"}, {1ULL << 2, "local"}, {1ULL << 3, "raw"},
-        {1ULL << 4, "virt_addr"}, {1ULL << 5, "allocated"}, {1ULL << 6, "prov_key"},
-        {1ULL << 7, "mmu_notify"}, {1ULL << 8, "rma_event"}, {1ULL << 9, "endpoint"},
-        {1ULL << 10, "hmem"}, {1ULL << 11, "collective"}, {1ULL << 12, "xpu_desc"},
+        {1ULL << 0, "basic"},
+        {1ULL << 1, "scalable"},
+        {1ULL << 2, "local"},
+        {1ULL << 3, "raw"},
+        {1ULL << 4, "virt_addr"},
+        {1ULL << 5, "allocated"},
+        {1ULL << 6, "prov_key"},
+        {1ULL << 7, "mmu_notify"},
+        {1ULL << 8, "rma_event"},
+        {1ULL << 9, "endpoint"},
+        {1ULL << 10, "hmem"},
+        {1ULL << 11, "collective"},
+        {1ULL << 12, "xpu_desc"},
     }};
     return join_bits(v.get(), names);
 }
 
 auto to_string(mode_flags v) -> std::string {
     static constexpr std::array<std::pair<std::uint64_t, const char*>, 6> names{{
-        {1ULL << 59, "context"}, {1ULL << 52, "context2"}, {1ULL << 58, "msg_prefix"},
-        {1ULL << 57, "async_iov"}, {1ULL << 56, "rx_cq_data"}, {1ULL << 55, "local_mr"},
+        {1ULL << 59, "context"},
+        {1ULL << 52, "context2"},
+        {1ULL << 58, "msg_prefix"},
+        {1ULL << 57, "async_iov"},
+        {1ULL << 56, "rx_cq_data"},
+        {1ULL << 55, "local_mr"},
     }};
     return join_bits(v.get(), names);
 }

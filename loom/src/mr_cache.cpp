@@ -29,12 +29,12 @@
 
 #include <algorithm>
 #include <bit>
-#include <type_traits>
 #include <cstdint>
 #include <loom/endpoint.hpp>
 #include <loom/mr_cache.hpp>
 #include <new>
 #include <string>
+#include <type_traits>
 
 namespace loom {
 namespace detail {
@@ -138,8 +138,7 @@ void update(node* n) noexcept {
 /// right (later-starting) side. Subtrees whose largest end is below emin, and nodes starting
 /// after smax together with their right subtrees, are never visited. Allocation-free.
 template <class Pred>
-[[nodiscard]] auto find_in(node* root, std::uint64_t smax, std::uint64_t emin, Pred&& pred) noexcept
-    -> node* {
+[[nodiscard]] auto find_in(node* root, std::uint64_t smax, std::uint64_t emin, Pred&& pred) noexcept -> node* {
     node* stack[max_depth];
     int sp = 0;
     node* n = root;
@@ -322,15 +321,15 @@ auto mr_cache_core::lookup_slow(const void* p, std::size_t n, mr_access_flags ac
         for (const auto& w : set_of(*hints_.load(std::memory_order_relaxed), tag).way) {
             node* e = w.node.load(std::memory_order_acquire);
             if (w.tag.load(std::memory_order_relaxed) != tag || e == nullptr) continue;
-            if ((e->refs.load(std::memory_order_relaxed) & node::retired_bit) == 0 && e->host &&
-                e->start <= a && b <= e->end && sufficient(e->access, access)) {
+            if ((e->refs.load(std::memory_order_relaxed) & node::retired_bit) == 0 && e->host && e->start <= a &&
+                b <= e->end && sufficient(e->access, access)) {
                 acquire_shared(e);
                 return e;
             }
         }
         // roots_[0] is host memory.
-        if (node* e = find_in(roots_[0].root, a, b,
-                              [access](const node* x) { return sufficient(x->access, access); })) {
+        if (node* e =
+                find_in(roots_[0].root, a, b, [access](const node* x) { return sufficient(x->access, access); })) {
             acquire_shared(e);
             remember(a, e);
             return e;
@@ -339,8 +338,8 @@ auto mr_cache_core::lookup_slow(const void* p, std::size_t n, mr_access_flags ac
     return lookup_miss(memory_space{}, a, b, access);
 }
 
-auto mr_cache_core::lookup_space(const memory_space& space, std::uint64_t a, std::uint64_t n,
-                                 mr_access_flags access) -> result<mr_cache_node*> {
+auto mr_cache_core::lookup_space(const memory_space& space, std::uint64_t a, std::uint64_t n, mr_access_flags access)
+    -> result<mr_cache_node*> {
     if (space.kind == memory_kind::host) return invalid();
     if (access.empty() || !(access & ~mr_cache_known_access).empty()) return invalid();
     if (n == 0 || a + n < a) return invalid();
@@ -367,8 +366,8 @@ void mr_cache_core::give_back(node* e) noexcept {
     release(e);
 }
 
-auto mr_cache_core::lookup_miss(const memory_space& space, std::uint64_t a, std::uint64_t b,
-                                mr_access_flags access) -> result<node*> {
+auto mr_cache_core::lookup_miss(const memory_space& space, std::uint64_t a, std::uint64_t b, mr_access_flags access)
+    -> result<node*> {
     std::unique_lock lk(mu_);
     node*& root = root_of(space);
     // Another thread may have registered the range since the shared search.
@@ -401,6 +400,7 @@ auto mr_cache_core::lookup_miss(const memory_space& space, std::uint64_t a, std:
 
     const mr_cache_request req{
         .space = space,
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): device and DMA-BUF ranges are kept as integers
         .range = {reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(ra)), bytes},
         .access = want,
     };
@@ -446,8 +446,7 @@ void mr_cache_core::acquire_shared(node* n) noexcept {
     }
     auto cur = n->refs.load(std::memory_order_relaxed);
     while (count_of(cur) != 0) {
-        if (n->refs.compare_exchange_weak(cur, cur + hit_ref, std::memory_order_relaxed,
-                                          std::memory_order_relaxed)) {
+        if (n->refs.compare_exchange_weak(cur, cur + hit_ref, std::memory_order_relaxed, std::memory_order_relaxed)) {
             note_hit(n, cur);
             return;
         }
@@ -469,8 +468,7 @@ void mr_cache_core::drain(node* n) noexcept {
 void mr_cache_core::release_bounded(node* n) noexcept {
     auto cur = n->refs.load(std::memory_order_relaxed);
     while (count_of(cur) > 1) {
-        if (n->refs.compare_exchange_weak(cur, cur - 1, std::memory_order_acq_rel, std::memory_order_relaxed))
-            return;
+        if (n->refs.compare_exchange_weak(cur, cur - 1, std::memory_order_acq_rel, std::memory_order_relaxed)) return;
     }
     if ((cur & node::retired_bit) != 0) {
         // Retired entries gain no references: this is the last one.
@@ -579,8 +577,7 @@ auto mr_cache_core::try_evict_idle(node* n) noexcept -> bool {
 auto mr_cache_core::over_limits(std::size_t extra_entries, std::size_t extra_bytes) const noexcept -> bool {
     const auto& l = limits_;
     const bool entries_over = extra_entries > l.max_entries || entries_ > l.max_entries - extra_entries;
-    const bool bytes_over =
-        extra_bytes > l.max_registered_bytes || bytes_ > l.max_registered_bytes - extra_bytes;
+    const bool bytes_over = extra_bytes > l.max_registered_bytes || bytes_ > l.max_registered_bytes - extra_bytes;
     return entries_over || bytes_over;
 }
 
@@ -693,8 +690,7 @@ auto mr_cache_core::stats() const -> mr_cache_stats {
             if (n->right != nullptr) stack[sp++] = n->right;
         }
     }
-    for (const node* r = retired_; r != nullptr; r = r->next)
-        hits += hits_of(r->refs.load(std::memory_order_relaxed));
+    for (const node* r = retired_; r != nullptr; r = r->next) hits += hits_of(r->refs.load(std::memory_order_relaxed));
     return mr_cache_stats{
         .hits = hits,
         .misses = misses_,
@@ -770,8 +766,7 @@ auto mr_cache_core::check_invariants() const -> std::string {
         space = &r.space;
         if (walk(walk, r.root, 1) < 0) return problem;
     }
-    if (count != indexed_)
-        return "indexed count " + std::to_string(indexed_) + " != " + std::to_string(count);
+    if (count != indexed_) return "indexed count " + std::to_string(indexed_) + " != " + std::to_string(count);
     std::size_t retired = 0;
     for (const node* r = retired_; r != nullptr; r = r->next) {
         if (r->indexed || (r->refs.load() & node::retired_bit) == 0 || count_of(r->refs.load()) == 0)
@@ -779,8 +774,7 @@ auto mr_cache_core::check_invariants() const -> std::string {
         ++retired;
         bytes += static_cast<std::size_t>(r->end - r->start);
     }
-    if (entries_ != indexed_ + retired)
-        return "entries " + std::to_string(entries_) + " != indexed + retired";
+    if (entries_ != indexed_ + retired) return "entries " + std::to_string(entries_) + " != indexed + retired";
     for (const node* f = free_; f != nullptr; f = f->next)
         if (f->indexed || f->refs.load() != node::retired_bit) return "free list holds a live node";
     if (bytes_ != bytes) return "registered bytes " + std::to_string(bytes_) + " != " + std::to_string(bytes);
@@ -790,15 +784,13 @@ auto mr_cache_core::check_invariants() const -> std::string {
         std::size_t lru = 0;
         const node* back = nullptr;
         for (const node* l = lru_head_; l != nullptr; l = l->next) {
-            if (!l->indexed || count_of(l->refs.load()) != 0)
-                return "LRU list holds an active or removed entry";
+            if (!l->indexed || count_of(l->refs.load()) != 0) return "LRU list holds an active or removed entry";
             if (l->prev != back) return "LRU back link broken";
             back = l;
             ++lru;
         }
         if (back != lru_tail_) return "LRU tail broken";
-        if (lru != idle)
-            return "LRU length " + std::to_string(lru) + " != idle entries " + std::to_string(idle);
+        if (lru != idle) return "LRU length " + std::to_string(lru) + " != idle entries " + std::to_string(idle);
     }
     return {};
 }
@@ -828,29 +820,28 @@ auto domain_registrar::check() const -> void_result {
 auto domain_registrar::register_range(const mr_cache_request& req) -> result<memory_region> {
     if (auto ok = check(); !ok) return std::unexpected(ok.error());
     result<memory_region> mr = make_unexpected(errc::not_supported);
-    const memory_registration how{.access = req.access,
-                                  .iface = static_cast<hmem_iface>(req.space.iface),
-                                  .device = req.space.device};
+    const memory_registration how{
+        .access = req.access, .iface = static_cast<hmem_iface>(req.space.iface), .device = req.space.device};
     switch (req.space.kind) {
-    case memory_kind::host: mr = memory_region::register_memory(*dom_, req.range, req.access); break;
-    case memory_kind::hmem: mr = memory_region::register_memory(*dom_, req.range, how); break;
-    case memory_kind::dmabuf: {
-        // Mapped buffers are indexed by virtual address, unmapped ones by file offset.
-        const auto at = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(req.range.data()));
-        const dmabuf_region buf{.fd = static_cast<int>(req.space.fd_identity),
-                                .offset = at - req.space.base,
-                                .length = req.range.size(),
-                                .base_addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(req.space.base))};
-        mr = memory_region::register_dmabuf(*dom_, buf, how);
-        break;
-    }
+        case memory_kind::host: mr = memory_region::register_memory(*dom_, req.range, req.access); break;
+        case memory_kind::hmem: mr = memory_region::register_memory(*dom_, req.range, how); break;
+        case memory_kind::dmabuf: {
+            // Mapped buffers are indexed by virtual address, unmapped ones by file offset.
+            const auto at = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(req.range.data()));
+            const dmabuf_region buf{.fd = static_cast<int>(req.space.fd_identity),
+                                    .offset = at - req.space.base,
+                                    .length = req.range.size(),
+                                    // NOLINTNEXTLINE(performance-no-int-to-ptr): kept as an integer
+                                    .base_addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(req.space.base))};
+            mr = memory_region::register_dmabuf(*dom_, buf, how);
+            break;
+        }
     }
     if (!mr) return std::unexpected(mr.error());
     if (ep_ != nullptr && dom_->get_memory_region_mode().any(mr_mode_flags::endpoint)) {
         // FI_MR_ENDPOINT: the registration is usable only once bound to the endpoint and
         // enabled. On failure `mr` closes the registration: nothing is cached.
-        if (const int rc = ::fi_mr_bind(mr->native(), &ep_->native()->fid, 0); rc != 0)
-            return native_unexpected(rc);
+        if (const int rc = ::fi_mr_bind(mr->native(), &ep_->native()->fid, 0); rc != 0) return native_unexpected(rc);
         if (const int rc = ::fi_mr_enable(mr->native()); rc != 0) return native_unexpected(rc);
     }
     return mr;

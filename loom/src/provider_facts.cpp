@@ -28,8 +28,10 @@ auto provider_facts_for(std::string_view p) noexcept -> provider_facts {
     // native tcp eager sends match raw libfabric up to 256 KiB, where the rendezvous' extra
     // round trip costs 1.2-1.5x; on tcp;ofi_rxm the RMA-write rendezvous wins from 16 KiB (rxm's
     // own protocol switches there too). Hardware NICs keep 64 KiB, untuned here.
-    if (p == "shm" || p == "tcp") f.eager_max = 262144;
-    else if (p == "tcp;ofi_rxm") f.eager_max = 16384;
+    if (p == "shm" || p == "tcp")
+        f.eager_max = 262144;
+    else if (p == "tcp;ofi_rxm")
+        f.eager_max = 16384;
     f.assumed_speed_mbps = f.host_local ? 100000 : 10000;
     f.hardware_registrations = p == "efa" || p == "cxi" || p.starts_with("verbs");
     f.getopt_needs_enable = p == "shm";

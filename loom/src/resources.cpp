@@ -1,10 +1,10 @@
 // Creation and management of fabric, domain, address vector, counter and memory region.
 #include "loom/address_vector.hpp"
 #include "loom/counter.hpp"
+#include "loom/detail/resource_alloc.hpp"
 #include "loom/domain.hpp"
 #include "loom/endpoint.hpp"
 #include "loom/fabric.hpp"
-#include "loom/detail/resource_alloc.hpp"
 #include "loom/memory_region.hpp"
 #include "loom/provider_facts.hpp"
 #include "newer_abi.hpp"
@@ -12,13 +12,13 @@
 
 #include <rdma/fi_domain.h>
 
-#include <optional>
 #include <rdma/fi_errno.h>
+#include <optional>
 
-#include <atomic>
 #include <fcntl.h>
-#include <limits>
 #include <sched.h>
+#include <atomic>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -102,8 +102,7 @@ auto address_vector::insert_raw(std::span<const std::byte> native_address, const
     if (native_address.empty()) return make_unexpected(errc::invalid_argument);
     // Validate the bytes as an address of this domain's format before the provider reads them.
     if (format_ != address_format::unspecified) {
-        if (auto decoded = address_from_raw(format_, native_address); !decoded)
-            return std::unexpected(decoded.error());
+        if (auto decoded = address_from_raw(format_, native_address); !decoded) return std::unexpected(decoded.error());
     }
     const auto flags = detail::newer_flag(options.behind_firewall, detail::native_firewall_addr);
     if (!flags) return std::unexpected(flags.error());
@@ -155,7 +154,7 @@ auto address_vector::encode_receive_context(fabric_addr base, int index, int rx_
     if (rx_ctx_bits == 0) return index == 0 ? result<fabric_addr>{base} : make_unexpected(errc::invalid_argument);
     const auto idx = static_cast<std::uint64_t>(index);
     if (rx_ctx_bits < 64 && (idx >> rx_ctx_bits) != 0) return make_unexpected(errc::invalid_argument);
-    const unsigned shift = 64u - static_cast<unsigned>(rx_ctx_bits);  // 0..63
+    const unsigned shift = 64u - static_cast<unsigned>(rx_ctx_bits);        // 0..63
     if ((b >> shift) != 0) return make_unexpected(errc::invalid_argument);  // base overlaps the index bits
     const ::fi_addr_t out = ::fi_rx_addr(b, index, rx_ctx_bits);
     if (out == FI_ADDR_NOTAVAIL || out == FI_ADDR_UNSPEC) return make_unexpected(errc::invalid_argument);
@@ -218,7 +217,8 @@ auto counter::wait(std::uint64_t threshold, std::chrono::milliseconds timeout) n
     if (!h_) return make_unexpected(errc::bad_state);
     const auto errors_before = read_error_count();
     if (attr_.wait_obj) {
-        const int rc = ::fi_cntr_wait(h_.get(), threshold, timeout.count() < 0 ? -1 : static_cast<int>(timeout.count()));
+        const int rc =
+            ::fi_cntr_wait(h_.get(), threshold, timeout.count() < 0 ? -1 : static_cast<int>(timeout.count()));
         if (rc == 0) return {};
         if (rc == -FI_ETIMEDOUT || rc == -FI_EAGAIN) return make_unexpected(errc::timed_out);
         if (rc != -FI_ENOSYS && rc != -FI_EOPNOTSUPP) return native_unexpected(rc);
@@ -257,8 +257,8 @@ namespace {
 auto registration_check(const domain& dom, const memory_registration& request) -> void_result {
     if (!dom.valid()) return make_unexpected(errc::invalid_argument);
     constexpr auto known = mr_access_flags::send | mr_access_flags::recv | mr_access_flags::read |
-                           mr_access_flags::write | mr_access_flags::remote_read |
-                           mr_access_flags::remote_write | mr_access_flags::collective;
+                           mr_access_flags::write | mr_access_flags::remote_read | mr_access_flags::remote_write |
+                           mr_access_flags::collective;
     if (request.access.empty() || !(request.access & ~known).empty()) return make_unexpected(errc::invalid_argument);
     if (static_cast<std::uint32_t>(request.iface) > static_cast<std::uint32_t>(hmem_iface::synapseai))
         return make_unexpected(errc::invalid_argument);
@@ -282,11 +282,11 @@ void set_device(::fi_mr_attr& attr, const memory_registration& request) noexcept
     attr.iface = static_cast<::fi_hmem_iface>(request.iface);
     const int d = static_cast<int>(request.device);
     switch (request.iface) {
-    case hmem_iface::cuda: attr.device.cuda = d; break;
-    case hmem_iface::ze: attr.device.ze = d; break;
-    case hmem_iface::neuron: attr.device.neuron = d; break;
-    case hmem_iface::synapseai: attr.device.synapseai = d; break;
-    default: attr.device.reserved = request.device; break;
+        case hmem_iface::cuda: attr.device.cuda = d; break;
+        case hmem_iface::ze: attr.device.ze = d; break;
+        case hmem_iface::neuron: attr.device.neuron = d; break;
+        case hmem_iface::synapseai: attr.device.synapseai = d; break;
+        default: attr.device.reserved = request.device; break;
     }
 }
 }  // namespace
@@ -306,8 +306,8 @@ auto memory_region::register_dmabuf(domain& dom, const dmabuf_region& buffer, co
         // from attr->mr_iov, which for FI_MR_DMABUF aliases the fi_mr_dmabuf pointer: remote
         // accesses then miss. These providers only ever use the mapping of a DMA-BUF, so
         // registering the mapped range is the same registration without the defect.
-        return register_memory(dom, {static_cast<std::byte*>(buffer.base_addr) + buffer.offset, buffer.length},
-                               request, mr);
+        return register_memory(dom, {static_cast<std::byte*>(buffer.base_addr) + buffer.offset, buffer.length}, request,
+                               mr);
     }
     ::fi_mr_dmabuf dmabuf{buffer.fd, buffer.offset, buffer.length, buffer.base_addr};
     ::fi_mr_attr attr{};
@@ -317,9 +317,8 @@ auto memory_region::register_dmabuf(domain& dom, const dmabuf_region& buffer, co
                            buffer.length, request, mr);
 }
 
-auto memory_region::register_memory(domain& dom, std::span<std::byte> buffer,
-                                    const memory_registration& request, std::pmr::memory_resource* mr)
-    -> result<memory_region> {
+auto memory_region::register_memory(domain& dom, std::span<std::byte> buffer, const memory_registration& request,
+                                    std::pmr::memory_resource* mr) -> result<memory_region> {
     if (auto ok = registration_check(dom, request); !ok) return std::unexpected(ok.error());
     if (buffer.data() == nullptr && !buffer.empty()) return make_unexpected(errc::invalid_argument);
     ::iovec iov{buffer.data(), buffer.size()};
@@ -330,8 +329,7 @@ auto memory_region::register_memory(domain& dom, std::span<std::byte> buffer,
 
 auto memory_region::register_native(domain& dom, ::fi_mr_attr& attr, std::uint64_t flags, std::byte* base,
                                     std::size_t length, const memory_registration& request,
-                                    std::pmr::memory_resource* mr)
-    -> result<memory_region> {
+                                    std::pmr::memory_resource* mr) -> result<memory_region> {
     const auto mode = dom.get_memory_region_mode();
     attr.iov_count = 1;
     attr.access = request.access.get();
@@ -357,8 +355,7 @@ auto memory_region::register_native(domain& dom, ::fi_mr_attr& attr, std::uint64
     out.rma_events_ = request.rma_events;
     // Created disabled: rma_event mode for registrations asking for events, endpoint mode
     // for every registration (fi_mr_bind to the endpoint, then fi_mr_enable).
-    out.needs_enable_ =
-        (request.rma_events && mode.any(mr_mode_flags::rma_event)) || mode.any(mr_mode_flags::endpoint);
+    out.needs_enable_ = (request.rma_events && mode.any(mr_mode_flags::rma_event)) || mode.any(mr_mode_flags::endpoint);
     return out;
 }
 
@@ -434,13 +431,14 @@ auto mapped_remote_memory::map(domain& dom, const raw_remote_memory& raw, std::p
     if (!dom.get_memory_region_mode().any(mr_mode_flags::raw)) return make_unexpected(errc::not_supported);
     std::uint64_t key = 0;
     // fi_mr_map_raw only reads the key.
-    const int rc = ::fi_mr_map_raw(dom.native(), raw.base_addr, const_cast<std::uint8_t*>(raw.key.data()), raw.key.size(), &key, 0);
+    const int rc = ::fi_mr_map_raw(dom.native(), raw.base_addr, const_cast<std::uint8_t*>(raw.key.data()),
+                                   raw.key.size(), &key, 0);
     if (rc != 0) return native_unexpected(rc);
     std::optional<mapped_remote_memory> made;
     try {  // the key's copy in the caller's resource (moving keeps a vector's resource)
-        made.emplace(mapped_remote_memory{raw_remote_memory{
-            raw.base_addr, raw.addr, raw.length,
-            std::pmr::vector<std::uint8_t>(raw.key, detail::resource_or_default(mr))}});
+        made.emplace(mapped_remote_memory{
+            raw_remote_memory{raw.base_addr, raw.addr, raw.length,
+                              std::pmr::vector<std::uint8_t>(raw.key, detail::resource_or_default(mr))}});
     } catch (...) {
         (void)::fi_mr_unmap_key(dom.native(), key);
         return make_unexpected(errc::no_memory);

@@ -40,9 +40,12 @@ auto submit_msg(endpoint& ep, bool is_read, std::span<const ::iovec> local, std:
         return make_unexpected(errc::no_memory);
     }
     for (std::size_t i = 0; i < remote.size(); ++i) rma[i] = {remote[i].addr, remote[i].length, remote[i].key};
-    const ::fi_msg_rma m{local.data(), desc.empty() ? nullptr : const_cast<void**>(desc.data()), local.size(),
-                         peer.get(), rma.data(), rma.size(), ctx, data};
-    return check_native(is_read ? ::fi_readmsg(ep.native(), &m, flags.get()) : ::fi_writemsg(ep.native(), &m, flags.get()));
+    const ::fi_msg_rma m{local.data(), desc.empty() ? nullptr : const_cast<void**>(desc.data()),
+                         local.size(), peer.get(),
+                         rma.data(),   rma.size(),
+                         ctx,          data};
+    return check_native(is_read ? ::fi_readmsg(ep.native(), &m, flags.get())
+                                : ::fi_writemsg(ep.native(), &m, flags.get()));
 }
 
 }  // namespace loom::rma::detail

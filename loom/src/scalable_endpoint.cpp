@@ -21,14 +21,12 @@ auto scalable_endpoint::create(domain& dom, const fabric_info& info, const scala
     const ::fi_info* fi = info.native();
     if (fi->ep_attr == nullptr || fi->tx_attr == nullptr || fi->rx_attr == nullptr)
         return make_unexpected(errc::invalid_argument);
-    if (auto ok = validate(static_cast<endpoint_types>(fi->ep_attr->type)); !ok)
-        return std::unexpected(ok.error());
+    if (auto ok = validate(static_cast<endpoint_types>(fi->ep_attr->type)); !ok) return std::unexpected(ok.error());
     const std::size_t tx = attr.tx_contexts != 0 ? attr.tx_contexts : fi->ep_attr->tx_ctx_cnt;
     const std::size_t rx = attr.rx_contexts != 0 ? attr.rx_contexts : fi->ep_attr->rx_ctx_cnt;
     if (tx == FI_SHARED_CONTEXT || rx == FI_SHARED_CONTEXT) return make_unexpected(errc::invalid_argument);
     if (const auto* da = fi->domain_attr) {
-        if ((da->max_ep_tx_ctx != 0 && tx > da->max_ep_tx_ctx) ||
-            (da->max_ep_rx_ctx != 0 && rx > da->max_ep_rx_ctx))
+        if ((da->max_ep_tx_ctx != 0 && tx > da->max_ep_tx_ctx) || (da->max_ep_rx_ctx != 0 && rx > da->max_ep_rx_ctx))
             return make_unexpected(errc::invalid_argument);
     }
     // Indices are ints in the native interface.
@@ -94,11 +92,10 @@ auto scalable_endpoint::rx_context(int index, const context_attr& attr, std::pmr
     return make_context(false, index, attr, mr);
 }
 
-auto scalable_endpoint::make_context(bool transmit, int index, const context_attr& attr,
-                                     std::pmr::memory_resource* mr) -> result<endpoint> {
+auto scalable_endpoint::make_context(bool transmit, int index, const context_attr& attr, std::pmr::memory_resource* mr)
+    -> result<endpoint> {
     if (!h_) return make_unexpected(errc::bad_state);
-    if (dom_ == nullptr || !dom_->valid() || dom_->native() != domain_)
-        return make_unexpected(errc::bad_state);
+    if (dom_ == nullptr || !dom_->valid() || dom_->native() != domain_) return make_unexpected(errc::bad_state);
     const std::size_t count = transmit ? tx_count_ : rx_count_;
     if (index < 0 || (count != 0 && static_cast<std::size_t>(index) >= count))
         return make_unexpected(errc::invalid_argument);
@@ -134,7 +131,7 @@ auto scalable_endpoint::make_context(bool transmit, int index, const context_att
 auto scalable_endpoint::enable_context(endpoint& ctx) noexcept -> void_result {
     if (!h_) return make_unexpected(errc::bad_state);
     const auto owned = [&](std::span<const detail::child_count> slots) {
-        return std::any_of(slots.begin(), slots.end(), [&](const auto& c) { return c.get() == ctx.owner(); });
+        return std::ranges::any_of(slots, [&](const auto& c) { return c.get() == ctx.owner(); });
     };
     if (!ctx.valid() || ctx.owner() == nullptr || !(owned(tx_slots()) || owned(rx_slots())))
         return make_unexpected(errc::invalid_argument);

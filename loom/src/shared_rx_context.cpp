@@ -14,8 +14,7 @@ auto shared_rx_context::create(domain& dom, const fabric_info& info, std::pmr::m
     if (fi->rx_attr == nullptr) return make_unexpected(errc::invalid_argument);
     ::fi_rx_attr attr = *fi->rx_attr;
     ::fid_ep* srx = nullptr;
-    if (const int rc = ::fi_srx_context(dom.native(), &attr, &srx, nullptr); rc != 0)
-        return native_unexpected(rc);
+    if (const int rc = ::fi_srx_context(dom.native(), &attr, &srx, nullptr); rc != 0) return native_unexpected(rc);
     shared_rx_context out;
     out.h_ = detail::unique_fid<::fid_ep>{srx};
     out.h_.set_parent(dom.child_tracker());

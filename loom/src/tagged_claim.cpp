@@ -15,8 +15,7 @@ tagged_claim::~tagged_claim() {
     if (phase_ != claim_phase::idle && ep_->valid()) std::terminate();
 }
 
-auto tagged_claim::submit(std::span<std::byte> buffer, void* desc, std::uint64_t flags) noexcept
-    -> void_result {
+auto tagged_claim::submit(std::span<std::byte> buffer, void* desc, std::uint64_t flags) noexcept -> void_result {
     ::iovec iov{buffer.data(), buffer.size()};
     const bool with_buffer = (flags & FI_DISCARD) == 0 && (flags & FI_PEEK) == 0;
     const ::fi_msg_tagged m{with_buffer ? &iov : nullptr,
@@ -30,8 +29,7 @@ auto tagged_claim::submit(std::span<std::byte> buffer, void* desc, std::uint64_t
     return check_native(::fi_trecvmsg(ep_->native(), &m, flags | FI_COMPLETION));
 }
 
-auto tagged_claim::probe(std::uint64_t tag, std::uint64_t ignore, fabric_addr source) noexcept
-    -> void_result {
+auto tagged_claim::probe(std::uint64_t tag, std::uint64_t ignore, fabric_addr source) noexcept -> void_result {
     if (phase_ != claim_phase::idle) return make_unexpected(errc::bad_state);
     if (const int e = ep_->check_rx(capability::tagged, source, &ctx_)) return loom::detail::fail_code(e);
     const auto saved = std::tuple{tag_, ignore_, source_};
@@ -57,20 +55,13 @@ auto tagged_claim::observe(const completion_event& ev) -> result<claim_state> {
     last_ = ev;
     if (ev.has_error()) {
         phase_ = claim_phase::idle;  // the operation retired either way
-        if (was == claim_phase::probing && ev.error == make_error_code(errc::no_message))
-            return claim_state::no_match;
+        if (was == claim_phase::probing && ev.error == make_error_code(errc::no_message)) return claim_state::no_match;
         return std::unexpected(ev.error);
     }
     switch (was) {
-        case claim_phase::probing:
-            phase_ = claim_phase::reserved;
-            return claim_state::reserved;
-        case claim_phase::receiving:
-            phase_ = claim_phase::idle;
-            return claim_state::completed;
-        default:
-            phase_ = claim_phase::idle;
-            return claim_state::discarded;
+        case claim_phase::probing: phase_ = claim_phase::reserved; return claim_state::reserved;
+        case claim_phase::receiving: phase_ = claim_phase::idle; return claim_state::completed;
+        default: phase_ = claim_phase::idle; return claim_state::discarded;
     }
 }
 

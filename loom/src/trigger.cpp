@@ -68,9 +68,7 @@ auto place(work_block* b, std::size_t offset, std::span<const T> src) noexcept -
 
 auto fail(int code) -> std::unexpected<std::error_code> { return std::unexpected(native_error(code)); }
 
-auto is_tagged(work_kind k) noexcept -> bool {
-    return k == work_kind::tagged_send || k == work_kind::tagged_recv;
-}
+auto is_tagged(work_kind k) noexcept -> bool { return k == work_kind::tagged_send || k == work_kind::tagged_recv; }
 auto is_receive(work_kind k) noexcept -> bool { return k == work_kind::recv || k == work_kind::tagged_recv; }
 
 }  // namespace
@@ -89,8 +87,8 @@ auto check_flags(op_flag flags) noexcept -> int { return flags.any(op_flag::inje
 
 auto check_message_context(const void* ctx) noexcept -> int { return ctx != nullptr ? FI_EINVAL : 0; }
 
-auto check_rma(std::span<const ::iovec> local, std::span<void* const> desc,
-               std::span<const remote_memory> remote, const iov_limits& limits) noexcept -> int {
+auto check_rma(std::span<const ::iovec> local, std::span<void* const> desc, std::span<const remote_memory> remote,
+               const iov_limits& limits) noexcept -> int {
     if (!desc.empty() && desc.size() != local.size()) return FI_EINVAL;
     if (local.size() > limits.tx) return FI_EINVAL;
     if (remote.empty() || remote.size() > limits.rma) return FI_EINVAL;
@@ -112,32 +110,24 @@ auto datatype_size(::fi_datatype dt) noexcept -> std::size_t {
         case FI_INT8:
         case FI_UINT8:
         case FI_FLOAT8_E4M3:
-        case FI_FLOAT8_E5M2:
-            return 1;
+        case FI_FLOAT8_E5M2: return 1;
         case FI_INT16:
         case FI_UINT16:
         case FI_FLOAT16:
-        case FI_BFLOAT16:
-            return 2;
+        case FI_BFLOAT16: return 2;
         case FI_INT32:
         case FI_UINT32:
-        case FI_FLOAT:
-            return 4;
+        case FI_FLOAT: return 4;
         case FI_INT64:
         case FI_UINT64:
         case FI_DOUBLE:
-        case FI_FLOAT_COMPLEX:
-            return 8;
+        case FI_FLOAT_COMPLEX: return 8;
         case FI_DOUBLE_COMPLEX:
         case FI_INT128:
-        case FI_UINT128:
-            return 16;
-        case FI_LONG_DOUBLE:
-            return sizeof(long double);
-        case FI_LONG_DOUBLE_COMPLEX:
-            return 2 * sizeof(long double);
-        case FI_VOID:
-            return 0;
+        case FI_UINT128: return 16;
+        case FI_LONG_DOUBLE: return sizeof(long double);
+        case FI_LONG_DOUBLE_COMPLEX: return 2 * sizeof(long double);
+        case FI_VOID: return 0;
     }
     return 0;
 }
@@ -299,22 +289,20 @@ auto check_transfer(domain& dom, endpoint& ep, const threshold_condition& cond, 
 }  // namespace
 
 auto deferred_work::make_msg(work_kind kind, domain& dom, endpoint& ep, threshold_condition cond,
-                             counter* completion_counter, std::span<const ::iovec> iov,
-                             std::span<void* const> desc, fabric_addr addr, const void* msg_ctx,
-                             std::uint64_t data, std::uint64_t tag, std::uint64_t ignore, op_flag flags,
-                             std::pmr::memory_resource* mr) -> result<deferred_work> {
+                             counter* completion_counter, std::span<const ::iovec> iov, std::span<void* const> desc,
+                             fabric_addr addr, const void* msg_ctx, std::uint64_t data, std::uint64_t tag,
+                             std::uint64_t ignore, op_flag flags, std::pmr::memory_resource* mr)
+    -> result<deferred_work> {
     if (auto ok = check_transfer(dom, ep, cond, completion_counter, flags); !ok) return std::unexpected(ok.error());
     if (const int e = detail::check_message_context(msg_ctx)) return detail::fail(e);
     // The descriptor's own context is the operation context; any non-null pointer stands in
     // for it in the endpoint's context requirement.
     const void* stand_in = &cond;
     const capability family = detail::is_tagged(kind) ? capability::tagged : capability::msg;
-    const int e = detail::is_receive(kind)
-                      ? ep.check_rx_iov(family, iov, desc, addr, const_cast<void*>(stand_in))
-                      : ep.check_tx_iov(family, iov, desc, addr, const_cast<void*>(stand_in));
+    const int e = detail::is_receive(kind) ? ep.check_rx_iov(family, iov, desc, addr, const_cast<void*>(stand_in))
+                                           : ep.check_tx_iov(family, iov, desc, addr, const_cast<void*>(stand_in));
     if (e != 0) return detail::fail(e);
-    if (detail::is_receive(kind) && flags.any(op_flag::remote_cq_data))
-        return make_unexpected(errc::invalid_argument);
+    if (detail::is_receive(kind) && flags.any(op_flag::remote_cq_data)) return make_unexpected(errc::invalid_argument);
 
     const auto l = detail::plan(iov.size_bytes(), 0, desc.size_bytes());
     auto prepared = prepare(kind, dom, cond, l, mr);
@@ -327,8 +315,7 @@ auto deferred_work::make_msg(work_kind kind, domain& dom, endpoint& ep, threshol
     void* ctx = &b->work.context;
     if (detail::is_tagged(kind)) {
         b->op.tagged.ep = ep.native();
-        b->op.tagged.msg =
-            ::fi_msg_tagged{iov_store, desc_store, iov.size(), addr.get(), tag, ignore, ctx, data};
+        b->op.tagged.msg = ::fi_msg_tagged{iov_store, desc_store, iov.size(), addr.get(), tag, ignore, ctx, data};
         b->op.tagged.flags = flags.get();
         b->work.op.tagged = &b->op.tagged;
     } else {
@@ -342,18 +329,15 @@ auto deferred_work::make_msg(work_kind kind, domain& dom, endpoint& ep, threshol
 }
 
 auto deferred_work::make_rma(work_kind kind, domain& dom, endpoint& ep, threshold_condition cond,
-                             counter* completion_counter, std::span<const ::iovec> iov,
-                             std::span<void* const> desc, fabric_addr addr,
-                             std::span<const remote_memory> remote, std::uint64_t data, op_flag flags,
+                             counter* completion_counter, std::span<const ::iovec> iov, std::span<void* const> desc,
+                             fabric_addr addr, std::span<const remote_memory> remote, std::uint64_t data, op_flag flags,
                              std::pmr::memory_resource* mr) -> result<deferred_work> {
     if (auto ok = check_transfer(dom, ep, cond, completion_counter, flags); !ok) return std::unexpected(ok.error());
-    if (kind == work_kind::read && flags.any(op_flag::remote_cq_data))
-        return make_unexpected(errc::invalid_argument);
+    if (kind == work_kind::read && flags.any(op_flag::remote_cq_data)) return make_unexpected(errc::invalid_argument);
     if (!ep.enabled()) return make_unexpected(errc::bad_state);
     if (const int e = detail::check_rma(iov, desc, remote, ep.iov_limits())) return detail::fail(e);
     const void* stand_in = &cond;
-    if (const int e =
-            ep.check_tx(capability::rma, endpoint::total_length(iov), addr, const_cast<void*>(stand_in)))
+    if (const int e = ep.check_tx(capability::rma, endpoint::total_length(iov), addr, const_cast<void*>(stand_in)))
         return detail::fail(e);
 
     const auto l = detail::plan(iov.size_bytes(), remote.size() * sizeof(::fi_rma_iov), desc.size_bytes());
@@ -364,63 +348,58 @@ auto deferred_work::make_rma(work_kind kind, domain& dom, endpoint& ep, threshol
     const ::iovec* iov_store = detail::place(b, l.iov, iov);
     void** desc_store = detail::place<void*>(b, l.desc, desc);
     auto* rma_store = detail::at<::fi_rma_iov>(b, l.remote);
-    for (std::size_t i = 0; i < remote.size(); ++i)
-        rma_store[i] = {remote[i].addr, remote[i].length, remote[i].key};
+    for (std::size_t i = 0; i < remote.size(); ++i) rma_store[i] = {remote[i].addr, remote[i].length, remote[i].key};
     b->work.completion_cntr = completion_counter->native();
     b->op.rma.ep = ep.native();
-    b->op.rma.msg =
-        ::fi_msg_rma{iov_store, desc_store,    iov.size(),       addr.get(),
-                     rma_store, remote.size(), &b->work.context, kind == work_kind::write ? data : 0};
+    b->op.rma.msg = ::fi_msg_rma{iov_store, desc_store,    iov.size(),       addr.get(),
+                                 rma_store, remote.size(), &b->work.context, kind == work_kind::write ? data : 0};
     b->op.rma.flags = flags.get();
     b->work.op.rma = &b->op.rma;
     if (auto r = w.submit(dom); !r) return std::unexpected(r.error());
     return std::move(w);
 }
 
-auto deferred_work::create_write(domain& dom, endpoint& ep, threshold_condition cond,
-                                 counter* completion_counter, const rma_message& m, op_flag flags,
-                                 std::pmr::memory_resource* mr) -> result<deferred_work> {
-    return make_rma(work_kind::write, dom, ep, cond, completion_counter, m.iov, m.desc, m.addr, m.remote,
-                    m.data, flags, mr);
+auto deferred_work::create_write(domain& dom, endpoint& ep, threshold_condition cond, counter* completion_counter,
+                                 const rma_message& m, op_flag flags, std::pmr::memory_resource* mr)
+    -> result<deferred_work> {
+    return make_rma(work_kind::write, dom, ep, cond, completion_counter, m.iov, m.desc, m.addr, m.remote, m.data, flags,
+                    mr);
 }
 
-auto deferred_work::create_read(domain& dom, endpoint& ep, threshold_condition cond,
-                                counter* completion_counter, const rma_message& m, op_flag flags,
-                                std::pmr::memory_resource* mr) -> result<deferred_work> {
-    return make_rma(work_kind::read, dom, ep, cond, completion_counter, m.iov, m.desc, m.addr, m.remote, 0,
-                    flags, mr);
+auto deferred_work::create_read(domain& dom, endpoint& ep, threshold_condition cond, counter* completion_counter,
+                                const rma_message& m, op_flag flags, std::pmr::memory_resource* mr)
+    -> result<deferred_work> {
+    return make_rma(work_kind::read, dom, ep, cond, completion_counter, m.iov, m.desc, m.addr, m.remote, 0, flags, mr);
 }
 
-auto deferred_work::create_write(domain& dom, endpoint& ep, threshold_condition cond,
-                                 counter* completion_counter, std::span<const std::byte> local, void* desc,
-                                 fabric_addr peer, const remote_memory& remote, op_flag flags,
-                                 std::pmr::memory_resource* mr) -> result<deferred_work> {
+auto deferred_work::create_write(domain& dom, endpoint& ep, threshold_condition cond, counter* completion_counter,
+                                 std::span<const std::byte> local, void* desc, fabric_addr peer,
+                                 const remote_memory& remote, op_flag flags, std::pmr::memory_resource* mr)
+    -> result<deferred_work> {
     const ::iovec iov{const_cast<std::byte*>(local.data()), local.size()};
     return make_rma(work_kind::write, dom, ep, cond, completion_counter, {&iov, 1},
-                    desc != nullptr ? std::span<void* const>{&desc, 1} : std::span<void* const>{}, peer,
-                    {&remote, 1}, 0, flags, mr);
+                    desc != nullptr ? std::span<void* const>{&desc, 1} : std::span<void* const>{}, peer, {&remote, 1},
+                    0, flags, mr);
 }
 
-auto deferred_work::create_read(domain& dom, endpoint& ep, threshold_condition cond,
-                                counter* completion_counter, std::span<std::byte> local, void* desc,
-                                fabric_addr peer, const remote_memory& remote, op_flag flags,
-                                std::pmr::memory_resource* mr) -> result<deferred_work> {
+auto deferred_work::create_read(domain& dom, endpoint& ep, threshold_condition cond, counter* completion_counter,
+                                std::span<std::byte> local, void* desc, fabric_addr peer, const remote_memory& remote,
+                                op_flag flags, std::pmr::memory_resource* mr) -> result<deferred_work> {
     const ::iovec iov{local.data(), local.size()};
     return make_rma(work_kind::read, dom, ep, cond, completion_counter, {&iov, 1},
-                    desc != nullptr ? std::span<void* const>{&desc, 1} : std::span<void* const>{}, peer,
-                    {&remote, 1}, 0, flags, mr);
+                    desc != nullptr ? std::span<void* const>{&desc, 1} : std::span<void* const>{}, peer, {&remote, 1},
+                    0, flags, mr);
 }
 
-auto deferred_work::create_atomic(domain& dom, endpoint& ep, threshold_condition cond,
-                                  counter* completion_counter, ::fi_op op, ::fi_datatype dt,
-                                  const void* operand, std::size_t count, void* desc, fabric_addr peer,
-                                  const remote_memory& remote, op_flag flags, std::pmr::memory_resource* mr)
-    -> result<deferred_work> {
+auto deferred_work::create_atomic(domain& dom, endpoint& ep, threshold_condition cond, counter* completion_counter,
+                                  ::fi_op op, ::fi_datatype dt, const void* operand, std::size_t count, void* desc,
+                                  fabric_addr peer, const remote_memory& remote, op_flag flags,
+                                  std::pmr::memory_resource* mr) -> result<deferred_work> {
     if (auto ok = check_transfer(dom, ep, cond, completion_counter, flags); !ok) return std::unexpected(ok.error());
     if (const int e = detail::check_atomic(op, dt, operand, count, remote)) return detail::fail(e);
     const void* stand_in = &cond;
-    if (const int e = ep.check_tx(capability::atomic, count * detail::datatype_size(dt), peer,
-                                  const_cast<void*>(stand_in)))
+    if (const int e =
+            ep.check_tx(capability::atomic, count * detail::datatype_size(dt), peer, const_cast<void*>(stand_in)))
         return detail::fail(e);
     std::size_t max_count = 0;
     if (::fi_atomicvalid(ep.native(), dt, op, &max_count) != 0) return make_unexpected(errc::not_supported);
@@ -447,8 +426,7 @@ auto deferred_work::create_atomic(domain& dom, endpoint& ep, threshold_condition
 }
 
 auto deferred_work::make_counter(work_kind kind, domain& dom, threshold_condition cond, counter& target,
-                                 std::uint64_t value, std::pmr::memory_resource* mr)
-    -> result<deferred_work> {
+                                 std::uint64_t value, std::pmr::memory_resource* mr) -> result<deferred_work> {
     if (!dom.valid()) return make_unexpected(errc::invalid_argument);
     if (!supports_trigger(dom)) return make_unexpected(errc::not_supported);
     if (const int e = detail::check_condition(cond, dom.native())) return detail::fail(e);
@@ -465,15 +443,13 @@ auto deferred_work::make_counter(work_kind kind, domain& dom, threshold_conditio
     return std::move(w);
 }
 
-auto deferred_work::create_counter_add(domain& dom, threshold_condition cond, counter& target,
-                                       std::uint64_t value, std::pmr::memory_resource* mr)
-    -> result<deferred_work> {
+auto deferred_work::create_counter_add(domain& dom, threshold_condition cond, counter& target, std::uint64_t value,
+                                       std::pmr::memory_resource* mr) -> result<deferred_work> {
     return make_counter(work_kind::counter_add, dom, cond, target, value, mr);
 }
 
-auto deferred_work::create_counter_set(domain& dom, threshold_condition cond, counter& target,
-                                       std::uint64_t value, std::pmr::memory_resource* mr)
-    -> result<deferred_work> {
+auto deferred_work::create_counter_set(domain& dom, threshold_condition cond, counter& target, std::uint64_t value,
+                                       std::pmr::memory_resource* mr) -> result<deferred_work> {
     return make_counter(work_kind::counter_set, dom, cond, target, value, mr);
 }
 

@@ -67,7 +67,7 @@ auto appended_op(const void* ops, std::size_t offset) noexcept -> Fn {
     std::memcpy(&size, ops, sizeof size);
     if (size < offset + sizeof(Fn)) return nullptr;
     Fn fn = nullptr;
-    std::memcpy(&fn, static_cast<const std::byte*>(ops) + offset, sizeof fn);
+    std::memcpy(static_cast<void*>(&fn), static_cast<const std::byte*>(ops) + offset, sizeof fn);
     return fn;
 }
 
@@ -192,7 +192,8 @@ auto xpu_context::create_endpoint(domain& dom, const fabric_info& info, std::pmr
     fi->ep_attr->xpu_ctx = reinterpret_cast<::fid_xpu_ctx*>(native());
 #else
     void* ctx = native();
-    std::memcpy(reinterpret_cast<std::byte*>(fi->ep_attr) + sizeof(::fi_ep_attr), &ctx, sizeof ctx);
+    std::memcpy(reinterpret_cast<std::byte*>(fi->ep_attr) + sizeof(::fi_ep_attr), static_cast<const void*>(&ctx),
+                sizeof ctx);
 #endif
     ::fid_ep* ep = nullptr;
     if (const int rc = ::fi_endpoint2(dom.native(), fi, &ep, native_xpu_flag, nullptr); rc != 0)
@@ -208,8 +209,8 @@ auto xpu_context::memory_descriptor(const memory_region& region, std::span<std::
 #if defined(FI_MR_XPU_DESC)
     if (!xpu_supported()) return make_unexpected(errc::not_supported);
     std::size_t len = out.size();
-    const int rc = ::fi_mr_get_xpu_desc(region.native(), out.data(), &len, 0,
-                                        reinterpret_cast<::fid_xpu_ctx*>(h_.get()));
+    const int rc =
+        ::fi_mr_get_xpu_desc(region.native(), out.data(), &len, 0, reinterpret_cast<::fid_xpu_ctx*>(h_.get()));
     if (rc == -FI_ETOOSMALL) return make_unexpected(errc::no_space);
     if (rc != 0) return native_unexpected(rc);
     return len;

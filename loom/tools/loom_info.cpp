@@ -40,8 +40,8 @@ void print_entry(const loom::fabric_info& info, bool verbose) {
     row("mode", loom::to_string(info.mode()));
     if (da) {
         row("threading", loom::to_string(da->threading));
-        row("progress", "control=" + loom::to_string(da->control_progress) +
-                            " data=" + loom::to_string(da->data_progress));
+        row("progress",
+            "control=" + loom::to_string(da->control_progress) + " data=" + loom::to_string(da->data_progress));
         row("mr mode", loom::to_string(da->mr_mode));
         row("av type", loom::to_string(da->av));
         row("mr key size", num(da->mr_key_size));
@@ -87,7 +87,8 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (a == "-p" || a == "--provider") provider = value();
+        if (a == "-p" || a == "--provider")
+            provider = value();
         else if (a == "-t" || a == "--type") {
             auto t = loom::parse_endpoint_type(value());
             if (!t) {
@@ -95,10 +96,14 @@ int main(int argc, char** argv) {
                 return 2;
             }
             type = *t;
-        } else if (a == "-v" || a == "--verbose") verbose = true;
-        else if (a == "-l" || a == "--list") list = true;
-        else if (a == "-h" || a == "--help") { usage(stdout); return 0; }
-        else {
+        } else if (a == "-v" || a == "--verbose")
+            verbose = true;
+        else if (a == "-l" || a == "--list")
+            list = true;
+        else if (a == "-h" || a == "--help") {
+            usage(stdout);
+            return 0;
+        } else {
             std::fprintf(stderr, "loom-info: unknown argument '%s'\n", argv[i]);
             usage(stderr);
             return 2;

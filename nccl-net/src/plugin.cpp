@@ -2,8 +2,8 @@
 // One implementation with size_t sizes (this file); the per-version tables are thin shims over
 // it (versions.cpp).
 // Nothing throws across the ABI: every entry point catches, validates and returns a code.
-#include <loom/gpu/cuda.hpp>
 #include "plugin.hpp"
+#include <loom/gpu/cuda.hpp>
 
 #include <loom/nccl/net_abi.hpp>
 #include <loom/plugins/config.hpp>
@@ -47,10 +47,13 @@ void forward_log(void* user, spdlog::level::level_enum lv, const char* file, int
     auto fn = reinterpret_cast<logger_t>(user);
     int level = log_info;
     switch (lv) {
-    case spdlog::level::trace: case spdlog::level::debug: level = log_trace; break;
-    case spdlog::level::info: level = log_info; break;
-    case spdlog::level::warn: case spdlog::level::err: case spdlog::level::critical: level = log_warn; break;
-    default: break;
+        case spdlog::level::trace:
+        case spdlog::level::debug: level = log_trace; break;
+        case spdlog::level::info: level = log_info; break;
+        case spdlog::level::warn:
+        case spdlog::level::err:
+        case spdlog::level::critical: level = log_warn; break;
+        default: break;
     }
     const std::string text(msg);
     fn(level, log_net, file, line, "NET/loom: %s", text.c_str());
@@ -263,8 +266,8 @@ auto close_send(void* c) -> result_t { return close_comm<lp::sender, lp::magic_s
 auto close_recv(void* c) -> result_t { return close_comm<lp::receiver, lp::magic_recv>(c); }
 
 // ---------------------------------------------------------------- registration
-auto reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type, std::uint64_t offset, int fd,
-                   void** mhandle) -> result_t {
+auto reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type, std::uint64_t offset, int fd, void** mhandle)
+    -> result_t {
     if (mhandle == nullptr) return internal_error;
     *mhandle = nullptr;
     lp::engine* e = engine_of_comm(comm);
@@ -328,8 +331,8 @@ auto isend(void* send_comm, void* data, std::size_t size, int tag, void* mhandle
     return success;
 }
 
-auto irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int* tags, void** mhandles,
-           void** phandles, void** request) -> result_t {
+auto irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int* tags, void** mhandles, void** phandles,
+           void** request) -> result_t {
     if (request == nullptr) return internal_error;
     *request = nullptr;
     auto* rc = as<lp::receiver>(recv_comm, lp::magic_recv);
@@ -396,9 +399,11 @@ auto iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles, vo
     // the received buffer (it orders the NIC's earlier writes before the read's completion).
     if (mode == lp::tristate::off) return success;
     std::array<lp::memory_handle*, lp::max_slots> mh{};
-    for (int i = 0; mhandles != nullptr && i < n; ++i) mh[static_cast<std::size_t>(i)] = static_cast<lp::memory_handle*>(mhandles[i]);
+    for (int i = 0; mhandles != nullptr && i < n; ++i)
+        mh[static_cast<std::size_t>(i)] = static_cast<lp::memory_handle*>(mhandles[i]);
     std::lock_guard lock(rc->eng->mutex());
-    auto r = rc->eng->iflush(*rc, n, data, s.data(), mhandles != nullptr ? mh.data() : nullptr, mode == lp::tristate::on);
+    auto r =
+        rc->eng->iflush(*rc, n, data, s.data(), mhandles != nullptr ? mh.data() : nullptr, mode == lp::tristate::on);
     if (!r) {
         LOOM_WARN("iflush: {}", r.error().message());
         return code_of(r.error());
@@ -421,7 +426,8 @@ auto test(void* request, int* done, int* sizes) -> result_t {
     const auto st = e->test(*r, finished, sizes != nullptr ? s.data() : nullptr, n);
     *done = finished ? 1 : 0;
     if (finished && sizes != nullptr)
-        for (int i = 0; i < n; ++i) sizes[i] = static_cast<int>(std::min<std::size_t>(s[static_cast<std::size_t>(i)], INT_MAX));
+        for (int i = 0; i < n; ++i)
+            sizes[i] = static_cast<int>(std::min<std::size_t>(s[static_cast<std::size_t>(i)], INT_MAX));
     return request_code(st);
 }
 
@@ -451,8 +457,6 @@ auto make_vdevice(int* d, int ndevs, const int* devs, int max_devs) -> result_t 
     return success;
 }
 
-auto finalize_common() -> result_t {
-    return lp::runtime::instance().release() ? success : internal_error;
-}
+auto finalize_common() -> result_t { return lp::runtime::instance().release() ? success : internal_error; }
 
 }  // namespace loom::nccl_net

@@ -33,8 +33,7 @@ auto isend(void* send_comm, void* data, std::size_t size, int tag, void* mhandle
 auto isend_int(void* send_comm, void* data, int size, int tag, void* mhandle, void** request) -> result_t;
 auto irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int* tags, void** mhandles, void** phandles,
            void** request) -> result_t;
-auto irecv_int(void* recv_comm, int n, void** data, int* sizes, int* tags, void** mhandles, void** request)
-    -> result_t;
+auto irecv_int(void* recv_comm, int n, void** data, int* sizes, int* tags, void** mhandles, void** request) -> result_t;
 auto iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request) -> result_t;
 auto test(void* request, int* done, int* sizes) -> result_t;
 auto get_device_mr(void* comm, void* mhandle, void** dptr) -> result_t;

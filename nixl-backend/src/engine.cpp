@@ -35,7 +35,8 @@ auto check_device_of(const nixlBlobDesc& mem) -> nixl_status_t {
     auto where = (*cuda)->pointer_info(reinterpret_cast<const void*>(mem.addr));
     if (!where || where->type != gpu::memory_type::device || where->device < 0 ||
         static_cast<std::uint64_t>(where->device) != mem.devId) {
-        LOOM_LOG(spdlog::level::err, "nixl registerMem: VRAM at {:#x} is not memory of CUDA device {}", mem.addr, mem.devId);
+        LOOM_LOG(spdlog::level::err, "nixl registerMem: VRAM at {:#x} is not memory of CUDA device {}", mem.addr,
+                 mem.devId);
         return NIXL_ERR_INVALID_PARAM;
     }
     return NIXL_SUCCESS;
@@ -49,23 +50,23 @@ auto status_of(std::error_code e) noexcept -> nixl_status_t {
     if (!e) return NIXL_SUCCESS;
     if (e.category() != loom::fabric_category()) return NIXL_ERR_BACKEND;
     switch (static_cast<errc>(e.value())) {
-    case errc::invalid_argument:
-    case errc::message_too_long:
-    case errc::bad_address: return NIXL_ERR_INVALID_PARAM;
-    case errc::no_entry: return NIXL_ERR_NOT_FOUND;
-    case errc::busy: return NIXL_ERR_REPOST_ACTIVE;
-    case errc::not_supported: return NIXL_ERR_NOT_SUPPORTED;
-    case errc::canceled: return NIXL_ERR_CANCELED;
-    case errc::not_connected:
-    case errc::connection_aborted:
-    case errc::connection_reset:
-    case errc::connection_refused:
-    case errc::host_unreachable:
-    case errc::host_down:
-    case errc::shutdown:
-    case errc::timed_out:
-    case errc::io_error: return NIXL_ERR_REMOTE_DISCONNECT;
-    default: return NIXL_ERR_BACKEND;
+        case errc::invalid_argument:
+        case errc::message_too_long:
+        case errc::bad_address: return NIXL_ERR_INVALID_PARAM;
+        case errc::no_entry: return NIXL_ERR_NOT_FOUND;
+        case errc::busy: return NIXL_ERR_REPOST_ACTIVE;
+        case errc::not_supported: return NIXL_ERR_NOT_SUPPORTED;
+        case errc::canceled: return NIXL_ERR_CANCELED;
+        case errc::not_connected:
+        case errc::connection_aborted:
+        case errc::connection_reset:
+        case errc::connection_refused:
+        case errc::host_unreachable:
+        case errc::host_down:
+        case errc::shutdown:
+        case errc::timed_out:
+        case errc::io_error: return NIXL_ERR_REMOTE_DISCONNECT;
+        default: return NIXL_ERR_BACKEND;
     }
 }
 
@@ -186,8 +187,10 @@ nixl_status_t engine::postXfer(const nixl_xfer_op_t&, const nixl_meta_dlist_t&, 
         auto* h = dynamic_cast<request*>(handle);
         if (h == nullptr || h->peer != remote_agent) return NIXL_ERR_INVALID_PARAM;
         std::optional<std::string_view> notification;
-        if (opt_args != nullptr && opt_args->hasNotif) notification = opt_args->notifMsg;
-        else if (h->notification) notification = *h->notification;
+        if (opt_args != nullptr && opt_args->hasNotif)
+            notification = opt_args->notifMsg;
+        else if (h->notification)
+            notification = *h->notification;
         return status(agent_->post(h->transfer, notification));
     });
 }
@@ -229,11 +232,12 @@ nixl_status_t engine::getConnInfo(std::string& str) const {
 }
 
 nixl_status_t engine::loadRemoteConnInfo(const std::string& remote_agent, const std::string& info) {
-    return guarded("loadRemoteConnInfo", [&] { return status(agent_->add_peer(remote_agent, plugins::as_bytes_of(info))); });
+    return guarded("loadRemoteConnInfo",
+                   [&] { return status(agent_->add_peer(remote_agent, plugins::as_bytes_of(info))); });
 }
 
-nixl_status_t engine::loadRemoteMD(const nixlBlobDesc& input, const nixl_mem_t& nixl_mem, const std::string& remote_agent,
-                                   nixlBackendMD*& output) {
+nixl_status_t engine::loadRemoteMD(const nixlBlobDesc& input, const nixl_mem_t& nixl_mem,
+                                   const std::string& remote_agent, nixlBackendMD*& output) {
     return guarded("loadRemoteMD", [&] {
         // A peer's device memory is reached by its key like its host memory: no GPU needed here.
         if (!is_memory_type(nixl_mem)) return NIXL_ERR_NOT_SUPPORTED;

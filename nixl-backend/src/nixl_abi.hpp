@@ -183,8 +183,7 @@ public:
     nixlBlobDesc(const nixlBasicDesc& d, const nixl_blob_t& meta) : nixlBasicDesc(d), metaInfo(meta) {}
 
     friend bool operator==(const nixlBlobDesc& a, const nixlBlobDesc& b) {
-        return static_cast<const nixlBasicDesc&>(a) == static_cast<const nixlBasicDesc&>(b) &&
-               a.metaInfo == b.metaInfo;
+        return static_cast<const nixlBasicDesc&>(a) == static_cast<const nixlBasicDesc&>(b) && a.metaInfo == b.metaInfo;
     }
 };
 
@@ -310,13 +309,13 @@ class nixlBackendInitParams {
     friend struct nixl_abi_layout_probe;
 
 public:
-    std::string localAgent;                 // 0x00
-    nixl_backend_t type;                    // 0x20  backend name as requested, e.g. "LOOM"
-    nixl_b_params_t* customParams = nullptr;// 0x40  user parameters merged over the defaults
-    bool enableProgTh = false;              // 0x48  agent asks for a progress thread
-    nixlTime::us_t pthrDelay = 0;           // 0x50  progress-thread delay, microseconds
-    nixl_thread_sync_t syncMode{};          // 0x58
-    bool enableTelemetry_ = false;          // 0x5c
+    std::string localAgent;                   // 0x00
+    nixl_backend_t type;                      // 0x20  backend name as requested, e.g. "LOOM"
+    nixl_b_params_t* customParams = nullptr;  // 0x40  user parameters merged over the defaults
+    bool enableProgTh = false;                // 0x48  agent asks for a progress thread
+    nixlTime::us_t pthrDelay = 0;             // 0x50  progress-thread delay, microseconds
+    nixl_thread_sync_t syncMode{};            // 0x58
+    bool enableTelemetry_ = false;            // 0x5c
 };
 
 // Element type of the engine's telemetry queue. The backend never queues anything (none of the
@@ -537,8 +536,7 @@ struct nixl_abi_layout_probe {
                   offsetof(nixlBackendEngine, customParams) == 0x28 &&
                   offsetof(nixlBackendEngine, telemetryEvents_) == 0x60 &&
                   offsetof(nixlBackendEngine, telemetryEventsMutex_) == 0x78 &&
-                  offsetof(nixlBackendEngine, initErr) == 0xa0 &&
-                  offsetof(nixlBackendEngine, localAgent) == 0xa8 &&
+                  offsetof(nixlBackendEngine, initErr) == 0xa0 && offsetof(nixlBackendEngine, localAgent) == 0xa8 &&
                   offsetof(nixlBackendEngine, enableTelemetry_) == 0xc8);
 
     static_assert(sizeof(nixlBackendPlugin) == 56 && offsetof(nixlBackendPlugin, create_engine) == 8 &&

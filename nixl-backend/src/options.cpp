@@ -13,7 +13,8 @@ auto number(const std::string& key, const std::string& text, long long max) -> s
     long long v = 0;
     const auto* end = text.data() + text.size();
     const auto [p, ec] = std::from_chars(text.data(), end, v);
-    if (ec != std::errc{} || p != end || v < 0 || v > max) return std::unexpected("option " + key + ": bad value '" + text + "'");
+    if (ec != std::errc{} || p != end || v < 0 || v > max)
+        return std::unexpected("option " + key + ": bad value '" + text + "'");
     return v;
 }
 
@@ -28,8 +29,8 @@ auto default_options() -> nixl_b_params_t {
 auto parse_options(const nixlBackendInitParams& params) -> std::expected<plugins::agent_options, std::string> {
     plugins::agent_options o{.name = params.localAgent};
     o.progress_thread = params.enableProgTh;
-    o.progress_delay = std::chrono::microseconds(static_cast<std::int64_t>(
-        std::min<std::uint64_t>(params.pthrDelay, std::numeric_limits<std::int32_t>::max())));
+    o.progress_delay = std::chrono::microseconds(
+        static_cast<std::int64_t>(std::min<std::uint64_t>(params.pthrDelay, std::numeric_limits<std::int32_t>::max())));
     if (params.customParams == nullptr) return o;
     for (const auto& [key, value] : *params.customParams) {
         if (key == "device") {
@@ -48,7 +49,8 @@ auto parse_options(const nixlBackendInitParams& params) -> std::expected<plugins
             if (value.empty()) return std::unexpected("option provider: empty");
             o.settings.provider = value;
         } else if (key == "interfaces") {
-            if (plugins::split_list(value).empty()) return std::unexpected("option interfaces: no name in '" + value + "'");
+            if (plugins::split_list(value).empty())
+                return std::unexpected("option interfaces: no name in '" + value + "'");
             o.settings.iface = value;
         } else if (key == "eager_max") {
             auto v = plugins::parse_size(value);

@@ -18,6 +18,7 @@ namespace loom::nixl_backend {
 /// parameters: device (the runtime's device index, see loom-devices), progress_thread (0/1,
 /// or NIXL's enableProgTh), progress_delay_us (or NIXL's pthrDelay). A malformed value is an
 /// error naming it; an unknown key is an error too (a misspelt option must not pass unseen).
-[[nodiscard]] auto parse_options(const nixlBackendInitParams& params) -> std::expected<plugins::agent_options, std::string>;
+[[nodiscard]] auto parse_options(const nixlBackendInitParams& params)
+    -> std::expected<plugins::agent_options, std::string>;
 
 }  // namespace loom::nixl_backend

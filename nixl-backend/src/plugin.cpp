@@ -26,8 +26,12 @@ auto backend_options() -> nixl_b_params_t { return default_options(); }
 auto backend_mems() -> nixl_mem_list_t { return {DRAM_SEG, VRAM_SEG}; }
 
 nixlBackendPlugin table{1,  // the plugin API version NIXL 1.4 and 1.5 accept
-                        create_engine, destroy_engine, plugin_name,
-                        plugin_version,          backend_options, backend_mems};
+                        create_engine,
+                        destroy_engine,
+                        plugin_name,
+                        plugin_version,
+                        backend_options,
+                        backend_mems};
 
 }  // namespace
 }  // namespace loom::nixl_backend

@@ -57,24 +57,24 @@ struct amo_mapping {
 auto map_amo(int code) -> amo_mapping {
     using enum lp::amo_op;
     switch (code) {
-    case abi::amo_inc: return {add, true, true};
-    case abi::amo_set:
-    case abi::amo_signal:
-    case abi::amo_signal_set: return {set, false, true};
-    case abi::amo_add:
-    case abi::amo_signal_add: return {add, false, true};
-    case abi::amo_and: return {bit_and, false, true};
-    case abi::amo_or: return {bit_or, false, true};
-    case abi::amo_xor: return {bit_xor, false, true};
-    case abi::amo_fetch: return {fetch, false, true};
-    case abi::amo_fetch_inc: return {fetch_add, true, true};
-    case abi::amo_fetch_add: return {fetch_add, false, true};
-    case abi::amo_fetch_and: return {fetch_and, false, true};
-    case abi::amo_fetch_or: return {fetch_or, false, true};
-    case abi::amo_fetch_xor: return {fetch_xor, false, true};
-    case abi::amo_swap: return {swap, false, true};
-    case abi::amo_compare_swap: return {compare_swap, false, true};
-    default: return {};  // ack and unknown codes
+        case abi::amo_inc: return {add, true, true};
+        case abi::amo_set:
+        case abi::amo_signal:
+        case abi::amo_signal_set: return {set, false, true};
+        case abi::amo_add:
+        case abi::amo_signal_add: return {add, false, true};
+        case abi::amo_and: return {bit_and, false, true};
+        case abi::amo_or: return {bit_or, false, true};
+        case abi::amo_xor: return {bit_xor, false, true};
+        case abi::amo_fetch: return {fetch, false, true};
+        case abi::amo_fetch_inc: return {fetch_add, true, true};
+        case abi::amo_fetch_add: return {fetch_add, false, true};
+        case abi::amo_fetch_and: return {fetch_and, false, true};
+        case abi::amo_fetch_or: return {fetch_or, false, true};
+        case abi::amo_fetch_xor: return {fetch_xor, false, true};
+        case abi::amo_swap: return {swap, false, true};
+        case abi::amo_compare_swap: return {compare_swap, false, true};
+        default: return {};  // ack and unknown codes
     }
 }
 
@@ -107,9 +107,12 @@ auto checked(abi::transport* t, int pe, int qp, int& q) -> lp::pe_group* {
 
 auto rma_direction(int desc, bool& is_put) -> bool {
     if (desc >= abi::op_qp_offset) desc -= abi::op_qp_offset;
-    if (desc == abi::op_put || desc == abi::op_p) is_put = true;
-    else if (desc == abi::op_get || desc == abi::op_g) is_put = false;
-    else return false;
+    if (desc == abi::op_put || desc == abi::op_p)
+        is_put = true;
+    else if (desc == abi::op_get || desc == abi::op_g)
+        is_put = false;
+    else
+        return false;
     return true;
 }
 

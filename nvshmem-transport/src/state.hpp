@@ -19,7 +19,7 @@ struct transport_state {
     std::mutex mu;  ///< around the group's creation and the region table, not operations
     std::unique_ptr<plugins::pe_group> group;
     std::map<std::uintptr_t, plugins::pe_region*> regions;  ///< by base address
-    plugins::region_descriptor first_local{};  ///< a registered region of ours (enforce_cst reads it)
+    plugins::region_descriptor first_local{};               ///< a registered region of ours (enforce_cst reads it)
     bool has_local{false};
     bool runtime_acquired{false};
     plugins::atomic_path atomics{plugins::atomic_path::automatic};

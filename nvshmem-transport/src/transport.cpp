@@ -88,9 +88,12 @@ auto connect_group(abi::transport* t, nic_choice nics, int queues) -> int {
     if (t->n_pes < 1 || t->my_pe < 0 || t->my_pe >= t->n_pes) return abi::error_invalid_value;
     std::lock_guard lock(s->mu);
     if (s->group) return abi::success;  // connected before: nothing to do
-    auto g = lp::pe_group::create(
-        {.pe = t->my_pe, .pes = t->n_pes, .queues = queues, .device = nics.device, .rails = nics.rails,
-         .atomics = s->atomics});
+    auto g = lp::pe_group::create({.pe = t->my_pe,
+                                   .pes = t->n_pes,
+                                   .queues = queues,
+                                   .device = nics.device,
+                                   .rails = nics.rails,
+                                   .atomics = s->atomics});
     if (!g) {
         LOOM_WARN("transport: no PE group on device {} ({} rails): {}", nics.device, nics.rails, g.error().message());
         return status_of(g.error());
@@ -179,8 +182,8 @@ int show_info(abi::transport* t, int /*style*/) {
     if (s == nullptr) return abi::error_invalid_value;
     if (s->group)
         LOOM_INFO("transport: PE {}/{}, {} queues, {} atomics, {} operations outstanding, {} registrations",
-                  s->group->pe(), s->group->pes(), s->group->queues(),
-                  s->group->stages_atomics() ? "staged" : "native", s->group->outstanding(), s->regions.size());
+                  s->group->pe(), s->group->pes(), s->group->queues(), s->group->stages_atomics() ? "staged" : "native",
+                  s->group->outstanding(), s->regions.size());
     else
         LOOM_INFO("transport: initialized, not connected");
     return abi::success;

@@ -53,9 +53,24 @@ inline constexpr int op_qp_offset = 100;
 
 // nvshmemi_amo_t
 enum amo_code : int {
-    amo_ack = 1, amo_inc = 2, amo_set = 3, amo_add = 4, amo_and = 5, amo_or = 6, amo_xor = 7, amo_signal = 8,
-    amo_signal_set = 9, amo_signal_add = 10, amo_end_of_nonfetch = 11, amo_fetch = 12, amo_fetch_inc = 13,
-    amo_fetch_add = 14, amo_fetch_and = 15, amo_fetch_or = 16, amo_fetch_xor = 17, amo_swap = 18,
+    amo_ack = 1,
+    amo_inc = 2,
+    amo_set = 3,
+    amo_add = 4,
+    amo_and = 5,
+    amo_or = 6,
+    amo_xor = 7,
+    amo_signal = 8,
+    amo_signal_set = 9,
+    amo_signal_add = 10,
+    amo_end_of_nonfetch = 11,
+    amo_fetch = 12,
+    amo_fetch_inc = 13,
+    amo_fetch_add = 14,
+    amo_fetch_and = 15,
+    amo_fetch_or = 16,
+    amo_fetch_xor = 17,
+    amo_swap = 18,
     amo_compare_swap = 19,
 };
 

@@ -34,7 +34,9 @@ constexpr std::size_t target_size = 64 * 1024;  // the one-sided target: data, t
 constexpr std::size_t counter_offset = target_size - 8;
 constexpr std::uint64_t write_tag = 42;
 
-auto fill(std::size_t i, int seed) -> std::byte { return static_cast<std::byte>((i * 7 + static_cast<std::size_t>(seed) * 13) & 0xff); }
+auto fill(std::size_t i, int seed) -> std::byte {
+    return static_cast<std::byte>((i * 7 + static_cast<std::size_t>(seed) * 13) & 0xff);
+}
 
 /// prefix + i (GCC 12 at -O3 raises a false -Wrestrict in "text" + std::to_string(i)).
 auto numbered(std::string_view prefix, int i) -> std::string {
@@ -44,7 +46,8 @@ auto numbered(std::string_view prefix, int i) -> std::string {
 }
 
 auto fail(const char* what, std::error_code ec = {}) -> int {
-    std::fprintf(stderr, "[%d] %s%s%s\n", static_cast<int>(::getpid()), what, ec ? ": " : "", ec ? ec.message().c_str() : "");
+    std::fprintf(stderr, "[%d] %s%s%s\n", static_cast<int>(::getpid()), what, ec ? ": " : "",
+                 ec ? ec.message().c_str() : "");
     return 1;
 }
 
@@ -64,26 +67,30 @@ auto run_receiver(int to_child, pid_t child) -> int {
     bool atomics_done = false;
     auto mgr = lp::endpoint_manager::create({.on_event = [&](const lp::event& e) {
         switch (e.kind) {
-        case lp::event_kind::message:
-            if (!e.header.empty()) {  // zero-copy: the header names the message
-                const int n = e.header[0] == std::byte{'Z'} ? static_cast<int>(e.header[1]) : -1;
-                bool ok = n == large_seen && e.data.size() == large_size;
-                for (std::size_t i = 0; ok && i < e.data.size(); ++i) ok = e.data[i] == fill(i, n);
-                large_seen += ok ? 1 : 0;
-                errors += ok ? 0 : 1;
-            } else if (std::string_view(reinterpret_cast<const char*>(e.data.data()), e.data.size()) == "atomics done") {
-                atomics_done = true;
-            } else {
-                const std::string want = numbered("message ", small_seen);
-                const bool ok = std::string_view(reinterpret_cast<const char*>(e.data.data()), e.data.size()) == want;
-                small_seen += ok ? 1 : 0;
-                errors += ok ? 0 : 1;
-            }
-            break;
-        case lp::event_kind::remote_write: writes_seen += e.value == write_tag ? 1 : 0; break;
-        case lp::event_kind::peer_connected: break;
-        case lp::event_kind::peer_closed: ++closed; break;  // each send endpoint's goodbye, after its messages
-        default: ++errors; std::fprintf(stderr, "receiver: event %d: %s\n", static_cast<int>(e.kind), e.error.message().c_str());
+            case lp::event_kind::message:
+                if (!e.header.empty()) {  // zero-copy: the header names the message
+                    const int n = e.header[0] == std::byte{'Z'} ? static_cast<int>(e.header[1]) : -1;
+                    bool ok = n == large_seen && e.data.size() == large_size;
+                    for (std::size_t i = 0; ok && i < e.data.size(); ++i) ok = e.data[i] == fill(i, n);
+                    large_seen += ok ? 1 : 0;
+                    errors += ok ? 0 : 1;
+                } else if (std::string_view(reinterpret_cast<const char*>(e.data.data()), e.data.size()) ==
+                           "atomics done") {
+                    atomics_done = true;
+                } else {
+                    const std::string want = numbered("message ", small_seen);
+                    const bool ok =
+                        std::string_view(reinterpret_cast<const char*>(e.data.data()), e.data.size()) == want;
+                    small_seen += ok ? 1 : 0;
+                    errors += ok ? 0 : 1;
+                }
+                break;
+            case lp::event_kind::remote_write: writes_seen += e.value == write_tag ? 1 : 0; break;
+            case lp::event_kind::peer_connected: break;
+            case lp::event_kind::peer_closed: ++closed; break;  // each send endpoint's goodbye, after its messages
+            default:
+                ++errors;
+                std::fprintf(stderr, "receiver: event %d: %s\n", static_cast<int>(e.kind), e.error.message().c_str());
         }
     }});
     if (!mgr) return fail("receiver: create", mgr.error());
@@ -110,11 +117,12 @@ auto run_receiver(int to_child, pid_t child) -> int {
     std::memcpy(&counter, target.data() + counter_offset, 8);
     int status = 0;
     ::waitpid(child, &status, 0);
-    std::printf("receiver: %d/%d buffered, %d/%d zero-copy, %d write(s) with data, written bytes %s, counter %llu (%s), "
-                "%d goodbyes, child %s\n",
-                small_seen, small_messages, large_seen, large_messages, writes_seen, written ? "right" : "WRONG",
-                static_cast<unsigned long long>(counter), atomics ? "native atomics" : "no native atomics here", closed,
-                WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "ok" : "FAILED");
+    std::printf(
+        "receiver: %d/%d buffered, %d/%d zero-copy, %d write(s) with data, written bytes %s, counter %llu (%s), "
+        "%d goodbyes, child %s\n",
+        small_seen, small_messages, large_seen, large_messages, writes_seen, written ? "right" : "WRONG",
+        static_cast<unsigned long long>(counter), atomics ? "native atomics" : "no native atomics here", closed,
+        WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "ok" : "FAILED");
     m.deregister(*mh);
     const bool counter_ok = !atomics || counter == 12;
     return all && errors == 0 && written && counter_ok && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
@@ -129,16 +137,19 @@ auto run_sender(int from_parent) -> int {
     int connected = 0, completions = 0, writes = 0, atomics_seen = 0, errors = 0;
     auto mgr = lp::endpoint_manager::create({.on_event = [&](const lp::event& e) {
         switch (e.kind) {
-        case lp::event_kind::connected: ++connected; break;
-        case lp::event_kind::send_complete: e.error ? ++errors : ++completions; break;
-        case lp::event_kind::write_complete: e.error ? ++errors : ++writes; break;
-        case lp::event_kind::atomic_complete: e.error ? ++errors : ++atomics_seen; break;
-        default: ++errors; std::fprintf(stderr, "sender: event %d: %s\n", static_cast<int>(e.kind), e.error.message().c_str());
+            case lp::event_kind::connected: ++connected; break;
+            case lp::event_kind::send_complete: e.error ? ++errors : ++completions; break;
+            case lp::event_kind::write_complete: e.error ? ++errors : ++writes; break;
+            case lp::event_kind::atomic_complete: e.error ? ++errors : ++atomics_seen; break;
+            default:
+                ++errors;
+                std::fprintf(stderr, "sender: event %d: %s\n", static_cast<int>(e.kind), e.error.message().c_str());
         }
     }});
     if (!mgr) return fail("sender: create", mgr.error());
     auto& m = **mgr;
-    auto buffered = m.open_send_endpoint(addr, {.mode = lp::send_mode::buffered, .buffer_size = 8192, .buffer_count = 8});
+    auto buffered =
+        m.open_send_endpoint(addr, {.mode = lp::send_mode::buffered, .buffer_size = 8192, .buffer_count = 8});
     auto zero_copy = m.open_send_endpoint(addr, {.mode = lp::send_mode::zero_copy, .buffer_count = 2});
     if (!buffered || !zero_copy) return fail("sender: open_send_endpoint");
     if (!poll_until(m, [&] { return connected == 2 || errors > 0; }) || errors > 0) return fail("sender: connect");
@@ -183,16 +194,20 @@ auto run_sender(int from_parent) -> int {
             !m.fetch_add(*zero_copy, 7, &previous[1], key, counter_offset))
             return fail("sender: fetch_add");
     }
-    if (!poll_until(m, [&] { return errors > 0 || (completions == large_messages && writes == 1 && atomics_seen == (atomics ? 2 : 0)); }))
+    if (!poll_until(m, [&] {
+            return errors > 0 || (completions == large_messages && writes == 1 && atomics_seen == (atomics ? 2 : 0));
+        }))
         return fail("sender: completions");
     if (atomics) {
         if (previous[0] != 0 || previous[1] != 5) return fail("sender: fetch_add returned the wrong old values");
         const std::string_view done = "atomics done";
-        if (!m.send(*buffered, std::as_bytes(std::span{done.data(), done.size()})) || !m.flush(*buffered)) return fail("sender: send");
+        if (!m.send(*buffered, std::as_bytes(std::span{done.data(), done.size()})) || !m.flush(*buffered))
+            return fail("sender: send");
     }
     auto free_now = m.available_buffers(*zero_copy);
-    std::printf("sender: %d zero-copy sends complete, %d write, %d atomics, fewest header slots free since opening: %zu\n", completions, writes,
-                atomics_seen, free_now ? *free_now : 0);
+    std::printf(
+        "sender: %d zero-copy sends complete, %d write, %d atomics, fewest header slots free since opening: %zu\n",
+        completions, writes, atomics_seen, free_now ? *free_now : 0);
     if (!m.close_send_endpoint(*buffered) || !m.close_send_endpoint(*zero_copy)) return fail("sender: close");
     for (auto* r : regs) m.deregister(r);
     m.deregister(*smh);

@@ -20,10 +20,22 @@ auto parse_size(std::string_view t) -> std::optional<std::size_t> {
     if (t.empty()) return std::nullopt;
     std::size_t mult = 1;
     switch (t.back()) {
-    case 'k': case 'K': mult = std::size_t{1} << 10; t.remove_suffix(1); break;
-    case 'm': case 'M': mult = std::size_t{1} << 20; t.remove_suffix(1); break;
-    case 'g': case 'G': mult = std::size_t{1} << 30; t.remove_suffix(1); break;
-    default: break;
+        case 'k':
+        case 'K':
+            mult = std::size_t{1} << 10;
+            t.remove_suffix(1);
+            break;
+        case 'm':
+        case 'M':
+            mult = std::size_t{1} << 20;
+            t.remove_suffix(1);
+            break;
+        case 'g':
+        case 'G':
+            mult = std::size_t{1} << 30;
+            t.remove_suffix(1);
+            break;
+        default: break;
     }
     std::size_t v = 0;
     auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
@@ -112,7 +124,8 @@ auto parse_config(const char* (*get)(const char*, void*), void* state) -> result
         out = *b ? tristate::on : tristate::off;
         return true;
     };
-    if (!tri("LOOM_HMEM", c.hmem)) return fail("LOOM_HMEM: expected auto, 0 or 1, got '" + std::string(*text("LOOM_HMEM")) + "'");
+    if (!tri("LOOM_HMEM", c.hmem))
+        return fail("LOOM_HMEM: expected auto, 0 or 1, got '" + std::string(*text("LOOM_HMEM")) + "'");
     if (!tri("LOOM_FLUSH", c.flush))
         return fail("LOOM_FLUSH: expected auto, 0 or 1, got '" + std::string(*text("LOOM_FLUSH")) + "'");
     if (auto v = text("LOOM_MR_CACHE_ENTRIES")) {
@@ -124,7 +137,6 @@ auto parse_config(const char* (*get)(const char*, void*), void* state) -> result
 }
 }  // namespace detail
 
-
 void config_overrides::apply_to(config& c) const {
     if (provider) c.provider = *provider;
     if (iface) c.iface = *iface;
@@ -132,7 +144,8 @@ void config_overrides::apply_to(config& c) const {
 }
 
 auto config_overrides::conflict_with(const config& c) const -> std::string {
-    if (provider && *provider != c.provider) return "provider '" + *provider + "' (the process uses '" + c.provider + "')";
+    if (provider && *provider != c.provider)
+        return "provider '" + *provider + "' (the process uses '" + c.provider + "')";
     if (iface && *iface != c.iface) return "interfaces '" + *iface + "' (the process uses '" + c.iface + "')";
     if (eager_max && eager_max != c.eager_max)
         return "eager limit " + std::to_string(*eager_max) + " (the process uses " +

@@ -75,8 +75,8 @@ auto engine::resolve(std::span<const std::byte> handle) -> void_result {
 }
 
 auto engine::connect(std::span<const std::byte> handle, const void* key) -> result<sender*> {
-    if (auto it = connecting_.find(key); it != connecting_.end() &&
-                                         std::ranges::equal(it->second.first, handle.first(handle_size))) {
+    if (auto it = connecting_.find(key);
+        it != connecting_.end() && std::ranges::equal(it->second.first, handle.first(handle_size))) {
         progress();
         sender* s = it->second.second;
         if (s->state == chan_state::ready) {
@@ -93,7 +93,8 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     }
     auto info = decode_handle(handle);
     if (!info) return std::unexpected(info.error());
-    if (info->channel_id == 0 || info->channel_id > match_bits::max_channel_id) return make_unexpected(errc::invalid_argument);
+    if (info->channel_id == 0 || info->channel_id > match_bits::max_channel_id)
+        return make_unexpected(errc::invalid_argument);
     if (native_format(info->endpoint_address) != nic_.info.addr_format() &&
         !(nic_.info.addr_format() == address_format::unspecified))
         return make_unexpected(errc::invalid_argument);

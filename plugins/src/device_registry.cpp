@@ -24,13 +24,14 @@ auto this_host_id() noexcept -> std::uint64_t {
     char host[256] = {};
     (void)::gethostname(host, sizeof(host) - 1);
     id += host;
-    return fnv1a(std::as_bytes(std::span{id.data(), id.size()})) | (std::uint64_t{fnv1a(std::as_bytes(std::span{host, std::strlen(host)}))} << 32);
+    return fnv1a(std::as_bytes(std::span{id.data(), id.size()})) |
+           (std::uint64_t{fnv1a(std::as_bytes(std::span{host, std::strlen(host)}))} << 32);
 }
 
 namespace {
 
-const auto full_caps = capability::tagged | capability::msg | capability::rma | capability::read |
-                             capability::write | capability::remote_read | capability::remote_write;
+const auto full_caps = capability::tagged | capability::msg | capability::rma | capability::read | capability::write |
+                       capability::remote_read | capability::remote_write;
 
 /// The RDM entries of `prov` with `caps`. FI_THREAD_DOMAIN: every call into a rail's objects is
 /// made under its engine's lock, so the provider may drop its own locks;
@@ -70,7 +71,8 @@ auto describe(const fabric_info& info, std::string name, bool rma, const config&
 /// entries preferred over IPv6 ones of the same domain.
 auto nics_of(std::string_view prov, bool rma, const config& cfg) -> std::vector<nic> {
     // FI_HMEM only where device memory can exist: a GPU runtime loads (or LOOM_HMEM=1).
-    const bool want_hmem = cfg.hmem == tristate::on || (cfg.hmem == tristate::automatic && gpu::cuda_driver::instance());
+    const bool want_hmem =
+        cfg.hmem == tristate::on || (cfg.hmem == tristate::automatic && gpu::cuda_driver::instance());
     const auto caps = rma ? full_caps : capability::tagged | capability::msg;
     // With RMA, native atomics too where the provider has them (the endpoint manager's
     // one-sided atomics); asked for first, dropped when the provider refuses them.
@@ -96,7 +98,8 @@ auto nics_of(std::string_view prov, bool rma, const config& cfg) -> std::vector<
         if (!ifaces.empty() && std::ranges::find(ifaces, name) == ifaces.end()) continue;
         auto same = std::ranges::find_if(out, [&](const nic& n) { return n.name == name; });
         if (same != out.end()) {
-            if (info.addr_format() != address_format::sockaddr_in6 && same->info.addr_format() == address_format::sockaddr_in6)
+            if (info.addr_format() != address_format::sockaddr_in6 &&
+                same->info.addr_format() == address_format::sockaddr_in6)
                 same->info = info;
             continue;
         }
@@ -111,7 +114,8 @@ auto nics_of(std::string_view prov, bool rma, const config& cfg) -> std::vector<
 
 auto discover_nics(const config& cfg) -> result<std::vector<nic>> {
     std::vector<std::string> candidates;
-    if (!cfg.provider.empty()) candidates.push_back(cfg.provider);
+    if (!cfg.provider.empty())
+        candidates.push_back(cfg.provider);
     else
         for (auto p : ranked_providers()) candidates.emplace_back(p);
     // Ranked by what a provider does here, not by its name alone: every provider that offers

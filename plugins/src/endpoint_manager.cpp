@@ -35,7 +35,8 @@ auto nics_of(int dev, int rails) -> result<std::pair<std::vector<nic>, config>> 
 
 }  // namespace
 
-endpoint_manager::impl::impl(manager_options o, std::unique_ptr<engine> e) noexcept : opts(std::move(o)), eng(std::move(e)) {
+endpoint_manager::impl::impl(manager_options o, std::unique_ptr<engine> e) noexcept
+    : opts(std::move(o)), eng(std::move(e)) {
     eng->set_remote_data_hook(&impl::on_remote_data, this);
 }
 
@@ -112,7 +113,8 @@ auto endpoint_manager::create(manager_options options) -> result<std::unique_ptr
     auto nics = nics_of(options.device, options.rails);
     if (!nics) return give_back(nics.error());
     if (nics->first.empty()) return give_back(make_error_code(errc::no_device));
-    auto eng = nics->first.size() == 1 ? engine::open(nics->first.front(), nics->second) : engine::open(nics->first, nics->second);
+    auto eng = nics->first.size() == 1 ? engine::open(nics->first.front(), nics->second)
+                                       : engine::open(nics->first, nics->second);
     if (!eng) return give_back(eng.error());
     if (options.thread_safe) (*eng)->mutex().make_plain();
     const bool threaded = options.progress_thread;
@@ -123,7 +125,8 @@ auto endpoint_manager::create(manager_options options) -> result<std::unique_ptr
 
 auto endpoint_manager::poll() -> std::size_t { return impl_->poll(); }
 
-auto endpoint_manager::open_receive_endpoint(const receive_parameters& params, void* context) -> result<receive_endpoint_id> {
+auto endpoint_manager::open_receive_endpoint(const receive_parameters& params, void* context)
+    -> result<receive_endpoint_id> {
     std::lock_guard lock(impl_->eng->mutex());
     return impl_->open_receive(params, context);
 }
@@ -139,8 +142,8 @@ auto endpoint_manager::close_receive_endpoint(receive_endpoint_id ep) -> void_re
     });
 }
 
-auto endpoint_manager::post_receive(receive_endpoint_id ep, std::span<std::byte> buffer, memory_handle* mh, void* context)
-    -> void_result {
+auto endpoint_manager::post_receive(receive_endpoint_id ep, std::span<std::byte> buffer, memory_handle* mh,
+                                    void* context) -> void_result {
     return impl_->with(ep, [&](recv_ep& r) { return impl_->post_receive(r, buffer, mh, context); });
 }
 

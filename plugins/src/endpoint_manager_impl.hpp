@@ -88,14 +88,14 @@ struct send_ep {
     // buffered
     std::vector<send_request*> in_flight{};  ///< per buffer: its batch on the wire, or nullptr
     std::vector<int> free_buffers{};
-    int current{-1};                          ///< the buffer being filled
+    int current{-1};  ///< the buffer being filled
     std::optional<batch_writer> writer{};
     clock::time_point first_message{};
     // zero-copy
     std::vector<zero_copy_send> zc{};
     std::size_t zc_free{0};
-    std::size_t least_available{0};          ///< since the last available_buffers()
-    std::uint64_t messages_sent{0};          ///< batches or zero-copy messages handed to the engine
+    std::size_t least_available{0};  ///< since the last available_buffers()
+    std::uint64_t messages_sent{0};  ///< batches or zero-copy messages handed to the engine
     // one-sided
     std::array<one_sided_op, one_sided_slots> ops{};
     memory_handle* ops_mh{nullptr};
@@ -120,7 +120,7 @@ struct recv_conn {
     receiver* chan{nullptr};
     std::uint32_t peer{0};
     bool lost{false};
-    bool retiring{false};             ///< closed by its peer or lost: goes after the events are delivered
+    bool retiring{false};               ///< closed by its peer or lost: goes after the events are delivered
     std::optional<goodbye> farewell{};  ///< what the peer said it sent before closing
     std::uint64_t batches_taken{0}, zero_copy_taken{0};
     std::vector<std::byte> storage{};  ///< batch buffers, header slots, then (pool mode) data buffers
@@ -178,11 +178,12 @@ public:
     void close_all() noexcept;
 
     // manager_send.cpp
-    auto open_send(std::span<const std::byte> peer, const connection_parameters& p, void* ctx) -> result<send_endpoint_id>;
+    auto open_send(std::span<const std::byte> peer, const connection_parameters& p, void* ctx)
+        -> result<send_endpoint_id>;
     auto close_send(send_ep& s) -> void_result;
     auto send_buffered(send_ep& s, std::uint16_t kind, std::span<const std::byte> msg) -> void_result;
-    auto send_zero_copy(send_ep& s, std::span<const std::byte> data, memory_handle* mh, std::span<const std::byte> header,
-                        void* ctx) -> void_result;
+    auto send_zero_copy(send_ep& s, std::span<const std::byte> data, memory_handle* mh,
+                        std::span<const std::byte> header, void* ctx) -> void_result;
     auto flush(send_ep& s) -> void_result;
     void say_goodbye(send_ep& s, clock::time_point deadline);
     template <class Busy>
@@ -215,8 +216,8 @@ public:
                   const memory_key& key, std::uint64_t offset, const rma_settings& how) -> void_result;
     /// fetch_add / compare_swap: their checks, then the operation (compare unused by fetch_add).
     auto post_atomic(send_endpoint_id ep, one_sided_op::what what, std::uint64_t operand, std::uint64_t compare,
-                     std::uint64_t* previous, std::span<const std::byte> remote_key, std::uint64_t offset, void* context)
-        -> void_result;
+                     std::uint64_t* previous, std::span<const std::byte> remote_key, std::uint64_t offset,
+                     void* context) -> void_result;
     static auto submit_one_sided(foreign_op& f, endpoint& ep, fabric_addr peer) noexcept -> int;
     static void end_one_sided(foreign_op& f, std::error_code why) noexcept;
     /// Ends every one-sided operation of `s` not yet reported with `why`, at once.
@@ -228,14 +229,14 @@ public:
     std::vector<std::unique_ptr<send_ep>> sends{};
     std::vector<std::unique_ptr<recv_ep>> receives{};
     std::vector<std::unique_ptr<send_ep>> abandoned{};  ///< closed with operations the provider still holds
-    std::vector<memory_handle*> registrations_{};  ///< the caller's, deregistered at the end if still there
-    std::vector<event> pending_{};     ///< events not yet delivered (under the engine lock)
-    std::vector<event> delivering_{};  ///< the batch poll() hands to the handler
+    std::vector<memory_handle*> registrations_{};       ///< the caller's, deregistered at the end if still there
+    std::vector<event> pending_{};                      ///< events not yet delivered (under the engine lock)
+    std::vector<event> delivering_{};                   ///< the batch poll() hands to the handler
     std::vector<repost> reposts_{};
     std::vector<repost> reposting_{};
-    std::vector<repost> retiring_{};   ///< connections to close after delivery (ring unused)
-    std::uint32_t next_gen_{0};        ///< handle generations, never reused
-    std::mutex delivery_mu_{};         ///< thread_safe: one poll at a time delivers
+    std::vector<repost> retiring_{};  ///< connections to close after delivery (ring unused)
+    std::uint32_t next_gen_{0};       ///< handle generations, never reused
+    std::mutex delivery_mu_{};        ///< thread_safe: one poll at a time delivers
     std::atomic<bool> stop_{false};
     std::thread progress_thread_{};
 };

@@ -53,12 +53,14 @@ auto open_rail(const nic& n, const config& cfg) -> result<std::unique_ptr<rail>>
     mr_cache_limits limits{};
     if (cfg.mr_cache_entries != 0) limits.max_entries = cfg.mr_cache_entries;
     const bool per_endpoint = r->dom.get_memory_region_mode().has(mr_mode_flags::endpoint);
-    r->cache = std::make_unique<mr_cache>(per_endpoint ? make_mr_cache(r->dom, r->ep, limits) : make_mr_cache(r->dom, limits));
+    r->cache =
+        std::make_unique<mr_cache>(per_endpoint ? make_mr_cache(r->dom, r->ep, limits) : make_mr_cache(r->dom, limits));
     if (auto s = r->cache->status(); !s) return std::unexpected(s.error());
     // Device memory is not retained: a freed and reallocated device buffer must not hit a stale
     // registration, and hosts that register device memory keep their own caches above us.
     const mr_cache_limits none{.max_entries = 0, .max_registered_bytes = 0};
-    r->dev_cache = std::make_unique<mr_cache>(per_endpoint ? make_mr_cache(r->dom, r->ep, none) : make_mr_cache(r->dom, none));
+    r->dev_cache =
+        std::make_unique<mr_cache>(per_endpoint ? make_mr_cache(r->dom, r->ep, none) : make_mr_cache(r->dom, none));
     if (auto s = r->dev_cache->status(); !s) return std::unexpected(s.error());
     r->virt_addr = r->dom.get_memory_region_mode().has(mr_mode_flags::virt_addr);
     const std::size_t max_msg = r->ep.max_msg_size() != 0 ? r->ep.max_msg_size() : (std::size_t{1} << 30);
@@ -100,7 +102,8 @@ auto engine::keep_rails_for_local_peers() noexcept -> bool {
 }
 
 auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std::unique_ptr<engine>> {
-    if (nics.empty() || nics.size() > static_cast<std::size_t>(max_rails)) return make_unexpected(errc::invalid_argument);
+    if (nics.empty() || nics.size() > static_cast<std::size_t>(max_rails))
+        return make_unexpected(errc::invalid_argument);
     const nic& n = nics.front();
     auto main = open_rail(n, cfg);
     if (!main) return std::unexpected(main.error());
@@ -194,14 +197,14 @@ void engine::connect_rails(channel_base& c, const std::vector<address>& remote) 
     for (int k = 1; k < common; ++k) {
         auto fa = insert_rail_peer(k, remote[static_cast<std::size_t>(k - 1)]);
         if (!fa) {
-            LOOM_WARN("rail {} to {} unusable ({}); carrying on with {} rail(s)", k, c.peer_name, fa.error().message(), k);
+            LOOM_WARN("rail {} to {} unusable ({}); carrying on with {} rail(s)", k, c.peer_name, fa.error().message(),
+                      k);
             return;
         }
         c.rail_peer[static_cast<std::size_t>(k)] = *fa;
         c.rails = k + 1;
     }
 }
-
 
 void engine::fail_request(request_base& r, errc why) noexcept {
     if (r.error == errc::success) r.error = why;

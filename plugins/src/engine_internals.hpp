@@ -12,8 +12,8 @@
 namespace loom::plugins::engine_detail {
 
 inline const mr_access_flags full_access = mr_access_flags::send | mr_access_flags::recv | mr_access_flags::read |
-                                    mr_access_flags::write | mr_access_flags::remote_read |
-                                    mr_access_flags::remote_write;
+                                           mr_access_flags::write | mr_access_flags::remote_read |
+                                           mr_access_flags::remote_write;
 
 // ---------------------------------------------------------------- never-freed object slabs
 template <class T>
@@ -47,22 +47,26 @@ inline auto slab_of() -> slab<T>& {
 /// The request an operation belongs to; nullptr for a channel's own (set-up) operations.
 inline auto owner_request(const op& o) noexcept -> request_base* {
     switch (o.kind) {
-    case op_kind::send_eager: case op_kind::send_rts: case op_kind::cts_recv: case op_kind::rma_write:
-        return static_cast<send_request*>(o.owner);
-    case op_kind::recv_slot: case op_kind::cts_send: case op_kind::flush_read:
-        return static_cast<recv_request*>(o.owner);
-    default: return nullptr;
+        case op_kind::send_eager:
+        case op_kind::send_rts:
+        case op_kind::cts_recv:
+        case op_kind::rma_write: return static_cast<send_request*>(o.owner);
+        case op_kind::recv_slot:
+        case op_kind::cts_send:
+        case op_kind::flush_read: return static_cast<recv_request*>(o.owner);
+        default: return nullptr;
     }
 }
 
 /// The channel a set-up operation belongs to (listen, connect, accept).
 inline auto owner_channel(const op& o) noexcept -> channel_base* {
     switch (o.kind) {
-    case op_kind::listen_recv: return static_cast<listener*>(o.owner);
-    case op_kind::connect_send: case op_kind::accept_recv: return static_cast<sender*>(o.owner);
-    case op_kind::accept_send: return static_cast<receiver*>(o.owner);
-    case op_kind::liveness_recv: return static_cast<channel_base*>(o.owner);
-    default: return nullptr;
+        case op_kind::listen_recv: return static_cast<listener*>(o.owner);
+        case op_kind::connect_send:
+        case op_kind::accept_recv: return static_cast<sender*>(o.owner);
+        case op_kind::accept_send: return static_cast<receiver*>(o.owner);
+        case op_kind::liveness_recv: return static_cast<channel_base*>(o.owner);
+        default: return nullptr;
     }
 }
 

@@ -35,8 +35,8 @@ protected:
             return;
         }
         const auto lv = spdlog::level::to_string_view(msg.level);
-        std::fprintf(stderr, "loom %.*s: %.*s\n", static_cast<int>(lv.size()), lv.data(),
-                     static_cast<int>(text.size()), text.data());
+        std::fprintf(stderr, "loom %.*s: %.*s\n", static_cast<int>(lv.size()), lv.data(), static_cast<int>(text.size()),
+                     text.data());
     }
     void flush_() override { std::fflush(stderr); }
 
@@ -63,8 +63,10 @@ auto log() -> spdlog::logger& { return the_state().logger; }
 void set_host_logger(host_log_fn fn, void* user) noexcept { the_state().sink->set(fn, user); }
 
 void set_log_level(std::string_view loom_level, std::optional<spdlog::level::level_enum> host_level) noexcept {
-    if (!loom_level.empty()) log().set_level(spdlog::level::from_str(std::string(loom_level)));
-    else log().set_level(host_level.value_or(spdlog::level::warn));
+    if (!loom_level.empty())
+        log().set_level(spdlog::level::from_str(std::string(loom_level)));
+    else
+        log().set_level(host_level.value_or(spdlog::level::warn));
 }
 
 }  // namespace loom::plugins

@@ -21,7 +21,8 @@ auto endpoint_manager::impl::check_one_sided(const send_ep& s, const memory_key&
                                              std::size_t length) -> void_result {
     if (!eng->nic_info().rma) return make_unexpected(errc::not_supported);
     if (s.state == link_state::connecting) return make_unexpected(errc::not_connected);
-    if (s.state != link_state::ready || s.chan->state != chan_state::ready) return make_unexpected(errc::connection_aborted);
+    if (s.state != link_state::ready || s.chan->state != chan_state::ready)
+        return make_unexpected(errc::connection_aborted);
     if (key.rails < 1 || key.rails > max_rails || length == 0 || offset > key.length || length > key.length - offset)
         return make_unexpected(errc::invalid_argument);
     if (s.ops_in_flight == s.ops.size()) return make_unexpected(errc::again);
@@ -62,8 +63,10 @@ auto endpoint_manager::impl::post_rma(send_ep& s, op_what what, std::span<std::b
     // Immediate data must announce the whole write, so such a write stays on one rail; the
     // pieces of a striped one take free slots (fewer rails when fewer are free).
     const std::size_t free = s.ops.size() - s.ops_in_flight;
-    const int rails = how.immediate ? 1 : static_cast<int>(std::min<std::size_t>({static_cast<std::size_t>(s.chan->rails),
-                                                                                   static_cast<std::size_t>(key.rails), free}));
+    const int rails = how.immediate
+                          ? 1
+                          : static_cast<int>(std::min<std::size_t>(
+                                {static_cast<std::size_t>(s.chan->rails), static_cast<std::size_t>(key.rails), free}));
     const stripe_plan plan = plan_stripes(local.size(), rails);
     std::array<one_sided_op*, max_rails> pieces{};
     for (int k = 0; k < plan.count; ++k) {
@@ -86,31 +89,33 @@ auto endpoint_manager::impl::submit_one_sided(foreign_op& f, endpoint& ep, fabri
     auto& o = static_cast<one_sided_op&>(f);
     void_result r;
     switch (o.op) {
-    case op_what::write:
-        if (o.delivered)
-            r = rma::write_to<operation_defaults::inherit>(ep, o.local, *o.local_mr, peer, o.remote,
-                                                           op_flag::delivery_complete, &o);
-        else if (o.immediate)
-            r = rma::write_data_to(ep, o.local, *o.local_mr, peer, o.remote, immediate::make_user_value(*o.immediate), &o);
-        else
-            r = rma::write_to(ep, o.local, *o.local_mr, peer, o.remote, &o);
-        break;
-    case op_what::read: r = rma::read_to(ep, o.local, *o.local_mr, peer, o.remote, &o); break;
-    case op_what::fetch_add:
-        r = atomic::fetch_add_to<std::uint64_t>(ep, o.operand, &o.result, o.local_mr, o.local_mr, peer, o.remote, &o);
-        break;
-    case op_what::compare_swap:
-        r = atomic::cas_to<std::uint64_t>(ep, o.compare, o.local_mr, o.operand, o.local_mr, &o.result, o.local_mr, peer,
-                                          o.remote, &o);
-        break;
+        case op_what::write:
+            if (o.delivered)
+                r = rma::write_to<operation_defaults::inherit>(ep, o.local, *o.local_mr, peer, o.remote,
+                                                               op_flag::delivery_complete, &o);
+            else if (o.immediate)
+                r = rma::write_data_to(ep, o.local, *o.local_mr, peer, o.remote,
+                                       immediate::make_user_value(*o.immediate), &o);
+            else
+                r = rma::write_to(ep, o.local, *o.local_mr, peer, o.remote, &o);
+            break;
+        case op_what::read: r = rma::read_to(ep, o.local, *o.local_mr, peer, o.remote, &o); break;
+        case op_what::fetch_add:
+            r = atomic::fetch_add_to<std::uint64_t>(ep, o.operand, &o.result, o.local_mr, o.local_mr, peer, o.remote,
+                                                    &o);
+            break;
+        case op_what::compare_swap:
+            r = atomic::cas_to<std::uint64_t>(ep, o.compare, o.local_mr, o.operand, o.local_mr, &o.result, o.local_mr,
+                                              peer, o.remote, &o);
+            break;
     }
     return r ? 0 : -r.error().value();
 }
 
 namespace {
 auto completion_kind(op_what w) noexcept -> event_kind {
-    static constexpr event_kind kinds[] = {event_kind::write_complete, event_kind::read_complete, event_kind::atomic_complete,
-                                           event_kind::atomic_complete};
+    static constexpr event_kind kinds[] = {event_kind::write_complete, event_kind::read_complete,
+                                           event_kind::atomic_complete, event_kind::atomic_complete};
     return kinds[static_cast<int>(w)];
 }
 }  // namespace
@@ -128,7 +133,9 @@ void endpoint_manager::impl::end_one_sided(foreign_op& f, std::error_code why) n
     if (--lead.pieces_left > 0) return;
     release(lead);
     if (!lead.reported)
-        lead.mgr->emit({.kind = completion_kind(lead.op), .error = lead.first_error, .context = lead.context,
+        lead.mgr->emit({.kind = completion_kind(lead.op),
+                        .error = lead.first_error,
+                        .context = lead.context,
                         .sender = lead.ep->id});
 }
 
@@ -234,9 +241,10 @@ auto endpoint_manager::read(send_endpoint_id ep, std::span<std::byte> local, mem
     return impl_->post_rma(*s, op_what::read, local, *mh, remote_key, offset, {.context = context});
 }
 
-auto endpoint_manager::impl::post_atomic(send_endpoint_id ep, op_what what, std::uint64_t operand, std::uint64_t compare,
-                                         std::uint64_t* previous, std::span<const std::byte> remote_key,
-                                         std::uint64_t offset, void* context) -> void_result {
+auto endpoint_manager::impl::post_atomic(send_endpoint_id ep, op_what what, std::uint64_t operand,
+                                         std::uint64_t compare, std::uint64_t* previous,
+                                         std::span<const std::byte> remote_key, std::uint64_t offset, void* context)
+    -> void_result {
     if (previous == nullptr || offset % alignof(std::uint64_t) != 0) return make_unexpected(errc::invalid_argument);
     if (!eng->atomics() || provider_facts_for(eng->nic_info().provider).broken_fetch_atomics)
         return make_unexpected(errc::not_supported);
@@ -261,8 +269,8 @@ auto endpoint_manager::fetch_add(send_endpoint_id ep, std::uint64_t increment, s
 }
 
 auto endpoint_manager::compare_swap(send_endpoint_id ep, std::uint64_t expected, std::uint64_t desired,
-                                    std::uint64_t* previous, std::span<const std::byte> remote_key, std::uint64_t offset,
-                                    void* context) -> void_result {
+                                    std::uint64_t* previous, std::span<const std::byte> remote_key,
+                                    std::uint64_t offset, void* context) -> void_result {
     return impl_->post_atomic(ep, op_what::compare_swap, desired, expected, previous, remote_key, offset, context);
 }
 

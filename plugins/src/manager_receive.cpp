@@ -17,7 +17,8 @@ auto valid(const receive_parameters& p) -> bool {
 }
 
 /// Where buffer `b` of a ring lies in a connection's storage.
-auto ring_buffer(recv_conn& c, const receive_ring& ring, std::size_t b, const receive_parameters& p) -> std::span<std::byte> {
+auto ring_buffer(recv_conn& c, const receive_ring& ring, std::size_t b, const receive_parameters& p)
+    -> std::span<std::byte> {
     const std::size_t n = p.buffer_count;
     auto all = std::span{c.storage};
     if (&ring == &c.batches) return all.subspan(b * p.buffer_size, p.buffer_size);
@@ -51,7 +52,8 @@ auto endpoint_manager::impl::open_receive(const receive_parameters& p, void* ctx
     auto l = eng->listen(r->address);
     if (!l) return std::unexpected(l.error());
     r->listen = *l;
-    const auto index = static_cast<std::size_t>(std::ranges::find_if(receives, [](const auto& p) { return !p; }) - receives.begin());
+    const auto index =
+        static_cast<std::size_t>(std::ranges::find_if(receives, [](const auto& p) { return !p; }) - receives.begin());
     if (index == receives.size()) receives.emplace_back();
     r->gen = ++next_gen_;
     r->id = static_cast<receive_endpoint_id>(make_id(index, r->gen));
@@ -78,7 +80,11 @@ void endpoint_manager::impl::post_waiting(recv_ep& r, recv_conn& c) {
         if (pb.req == nullptr) {
             auto q = post_one(*eng, c, pb.buffer, pb.mh, tag_zc_data);
             if (!q) {
-                emit({.kind = event_kind::error, .error = q.error(), .context = r.context, .receiver = r.id, .peer = c.peer,
+                emit({.kind = event_kind::error,
+                      .error = q.error(),
+                      .context = r.context,
+                      .receiver = r.id,
+                      .peer = c.peer,
                       .buffer_context = pb.context});
                 return;
             }
@@ -93,14 +99,18 @@ void endpoint_manager::impl::connect_peer(recv_ep& r, receiver& chan) {
     if (p.mode == receive_mode::posted && !r.conns.empty()) {
         LOOM_WARN("a second sender connected to a posted-mode receive endpoint; refused");
         eng->close(chan);
-        emit({.kind = event_kind::error, .error = make_error_code(errc::connection_refused), .context = r.context, .receiver = r.id});
+        emit({.kind = event_kind::error,
+              .error = make_error_code(errc::connection_refused),
+              .context = r.context,
+              .receiver = r.id});
         return;
     }
     auto c = std::make_unique<recv_conn>();
     c->chan = &chan;
     c->peer = r.next_peer++;
     const std::size_t n = p.buffer_count;
-    c->storage.resize(n * (p.buffer_size + zero_copy_header_size) + (p.mode == receive_mode::pool ? n * p.buffer_size : 0));
+    c->storage.resize(n * (p.buffer_size + zero_copy_header_size) +
+                      (p.mode == receive_mode::pool ? n * p.buffer_size : 0));
     auto mh = eng->register_memory(c->storage.data(), c->storage.size());
     if (!mh) {
         eng->close(chan);
@@ -156,7 +166,11 @@ void endpoint_manager::impl::take_batches(recv_ep& r, recv_conn& c) {
         if (!rec) {
             // Records before the fault were delivered; the rest of this batch is dropped.
             LOOM_WARN("malformed batch ({} bytes) from peer {}", size, c.peer);
-            emit({.kind = event_kind::error, .error = rec.error(), .context = r.context, .receiver = r.id, .peer = c.peer});
+            emit({.kind = event_kind::error,
+                  .error = rec.error(),
+                  .context = r.context,
+                  .receiver = r.id,
+                  .peer = c.peer});
         }
         if (!farewell) ++c.batches_taken;
     }
@@ -226,8 +240,11 @@ void endpoint_manager::impl::progress_receive(recv_ep& r) {
         check_farewell(r, *c);
         if (!c->retiring && c->chan->state == chan_state::failed) {
             c->lost = true;
-            emit({.kind = event_kind::peer_lost, .error = make_error_code(errc::host_unreachable), .context = r.context,
-                  .receiver = r.id, .peer = c->peer});
+            emit({.kind = event_kind::peer_lost,
+                  .error = make_error_code(errc::host_unreachable),
+                  .context = r.context,
+                  .receiver = r.id,
+                  .peer = c->peer});
             c->retiring = true;
             retiring_.push_back({.ep = r.id, .conn = c.get()});
         }
@@ -252,8 +269,12 @@ void endpoint_manager::impl::retire_connections() {
         eng->close(*c.chan);
         eng->deregister(*c.storage_mh);
         for (const auto& pb : c.posted)
-            emit({.kind = event_kind::error, .error = make_error_code(errc::canceled), .context = r->context,
-                  .receiver = r->id, .peer = c.peer, .buffer_context = pb.context});
+            emit({.kind = event_kind::error,
+                  .error = make_error_code(errc::canceled),
+                  .context = r->context,
+                  .receiver = r->id,
+                  .peer = c.peer,
+                  .buffer_context = pb.context});
         r->conns.erase(it);
     }
     retiring_.clear();
@@ -270,7 +291,8 @@ void endpoint_manager::impl::repost_all() {
     reposting_.clear();
 }
 
-auto endpoint_manager::impl::post_receive(recv_ep& r, std::span<std::byte> buf, memory_handle* mh, void* ctx) -> void_result {
+auto endpoint_manager::impl::post_receive(recv_ep& r, std::span<std::byte> buf, memory_handle* mh, void* ctx)
+    -> void_result {
     if (r.params.mode != receive_mode::posted || buf.empty() || buf.size() > immediate::length_mask ||
         !eng->covers(mh, buf.data(), buf.size()))
         return make_unexpected(errc::invalid_argument);
@@ -289,8 +311,12 @@ auto endpoint_manager::impl::post_receive(recv_ep& r, std::span<std::byte> buf, 
 void endpoint_manager::impl::close_receive(recv_ep& r) noexcept {
     const auto index = (static_cast<std::uint64_t>(r.id) & 0xffffffffU) - 1;
     auto cancel = [&](const recv_conn::posted_buffer& pb, std::uint32_t peer) {
-        emit({.kind = event_kind::error, .error = make_error_code(errc::canceled), .context = r.context, .receiver = r.id,
-              .peer = peer, .buffer_context = pb.context});
+        emit({.kind = event_kind::error,
+              .error = make_error_code(errc::canceled),
+              .context = r.context,
+              .receiver = r.id,
+              .peer = peer,
+              .buffer_context = pb.context});
     };
     for (auto& c : r.conns) {
         eng->close(*c->chan);  // fails and reaps its receives

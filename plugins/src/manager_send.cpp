@@ -23,7 +23,8 @@ auto valid(const connection_parameters& p) -> bool {
 auto ready_for(const send_ep& s, send_mode mode) -> void_result {
     if (s.params.mode != mode) return make_unexpected(errc::invalid_argument);
     if (s.state == link_state::connecting) return make_unexpected(errc::not_connected);
-    if (s.state == link_state::failed || s.chan->state != chan_state::ready) return make_unexpected(errc::connection_aborted);
+    if (s.state == link_state::failed || s.chan->state != chan_state::ready)
+        return make_unexpected(errc::connection_aborted);
     return {};
 }
 
@@ -64,7 +65,8 @@ auto endpoint_manager::impl::open_send(std::span<const std::byte> peer, const co
         s->state = link_state::ready;
         emit({.kind = event_kind::connected, .context = ctx});
     }
-    const auto index = static_cast<std::size_t>(std::ranges::find_if(sends, [](const auto& p) { return !p; }) - sends.begin());
+    const auto index =
+        static_cast<std::size_t>(std::ranges::find_if(sends, [](const auto& p) { return !p; }) - sends.begin());
     if (index == sends.size()) sends.emplace_back();
     s->gen = ++next_gen_;
     s->id = static_cast<send_endpoint_id>(make_id(index, s->gen));
@@ -90,7 +92,10 @@ void endpoint_manager::impl::progress_send(send_ep& s) {
     if (s.state != link_state::ready) return;
     if (s.chan->state == chan_state::failed && !s.lost_reported) {
         s.lost_reported = true;
-        emit({.kind = event_kind::peer_lost, .error = make_error_code(errc::host_unreachable), .context = s.context, .sender = s.id});
+        emit({.kind = event_kind::peer_lost,
+              .error = make_error_code(errc::host_unreachable),
+              .context = s.context,
+              .sender = s.id});
         report_one_sided(s, errc::host_unreachable);  // they may never complete (shm)
     }
     for (std::size_t i = 0; i < s.in_flight.size(); ++i) {
@@ -108,8 +113,10 @@ void endpoint_manager::impl::progress_send(send_ep& s) {
         const errc eh = eng->test(*z.header, done, nullptr, 0);
         const errc ed = eng->test(*z.data, done, nullptr, 0);
         const errc e = ed != errc::success ? ed : eh;
-        emit({.kind = event_kind::send_complete, .error = e == errc::success ? std::error_code{} : make_error_code(e),
-              .context = z.context, .sender = s.id});
+        emit({.kind = event_kind::send_complete,
+              .error = e == errc::success ? std::error_code{} : make_error_code(e),
+              .context = z.context,
+              .sender = s.id});
         z = {};
         ++s.zc_free;
     }
@@ -119,7 +126,8 @@ void endpoint_manager::impl::progress_send(send_ep& s) {
     s.least_available = std::min(s.least_available, s.available());
 }
 
-auto endpoint_manager::impl::send_buffered(send_ep& s, std::uint16_t kind, std::span<const std::byte> msg) -> void_result {
+auto endpoint_manager::impl::send_buffered(send_ep& s, std::uint16_t kind, std::span<const std::byte> msg)
+    -> void_result {
     if (auto ok = ready_for(s, send_mode::buffered); !ok) return ok;
     if (!batch_writer::fits(msg.size(), s.params.buffer_size)) return make_unexpected(errc::message_too_long);
     auto take = [&]() -> bool {
@@ -157,7 +165,8 @@ auto endpoint_manager::impl::flush(send_ep& s) -> void_result {
 auto endpoint_manager::impl::send_zero_copy(send_ep& s, std::span<const std::byte> data, memory_handle* mh,
                                             std::span<const std::byte> header, void* ctx) -> void_result {
     if (auto ok = ready_for(s, send_mode::zero_copy); !ok) return ok;
-    if (header.size() > max_header_bytes || (data.data() == nullptr && !data.empty()) || !eng->covers(mh, data.data(), data.size()))
+    if (header.size() > max_header_bytes || (data.data() == nullptr && !data.empty()) ||
+        !eng->covers(mh, data.data(), data.size()))
         return make_unexpected(errc::invalid_argument);
     auto z = std::ranges::find_if(s.zc, [](const zero_copy_send& x) { return !x.used; });
     if (z == s.zc.end() || eng->free_requests(*s.chan) < 2) return make_unexpected(errc::again);
@@ -198,7 +207,8 @@ void endpoint_manager::impl::say_goodbye(send_ep& s, clock::time_point deadline)
     if (s.chan->state != chan_state::ready) return;
     const auto area = std::span{s.storage}.last(goodbye_batch_size);
     const bool buffered = s.params.mode == send_mode::buffered;
-    const auto n = encode(goodbye{.batches = buffered ? s.messages_sent : 0, .zero_copy = buffered ? 0 : s.messages_sent}, area);
+    const auto n =
+        encode(goodbye{.batches = buffered ? s.messages_sent : 0, .zero_copy = buffered ? 0 : s.messages_sent}, area);
     auto r = eng->isend(*s.chan, area.data(), n.value(), tag_batch, s.storage_mh);  // fits: goodbye_batch_size
     if (!r || *r == nullptr) return;  // the peer learns of the close from its peer monitor instead
     wait_while(s, [&] { return !(*r)->done; }, deadline);
@@ -211,13 +221,20 @@ auto endpoint_manager::impl::close_send(send_ep& s) -> void_result {
     if (s.state == link_state::ready) {
         (void)flush(s);
         const auto deadline = clock::now() + eng->settings().peer_timeout;
-        wait_while(s, [&] {
-            return s.ops_in_flight > 0 || std::ranges::any_of(s.in_flight, [](auto* r) { return r != nullptr; }) ||
-                   std::ranges::any_of(s.zc, [](const zero_copy_send& z) { return z.used; });
-        }, deadline);
+        wait_while(
+            s,
+            [&] {
+                return s.ops_in_flight > 0 || std::ranges::any_of(s.in_flight, [](auto* r) { return r != nullptr; }) ||
+                       std::ranges::any_of(s.zc, [](const zero_copy_send& z) { return z.used; });
+            },
+            deadline);
         say_goodbye(s, deadline);
         for (auto& z : s.zc)
-            if (z.used) emit({.kind = event_kind::send_complete, .error = make_error_code(errc::canceled), .context = z.context, .sender = s.id});
+            if (z.used)
+                emit({.kind = event_kind::send_complete,
+                      .error = make_error_code(errc::canceled),
+                      .context = z.context,
+                      .sender = s.id});
         eng->close(*s.chan);
     } else if (s.state == link_state::connecting) {
         eng->abandon_connect(&s);

@@ -23,22 +23,22 @@ auto apply_typed(T* target, const amo_request& r) -> std::uint64_t {
     std::atomic_ref<T> a(*target);
     const T value = static_cast<T>(r.operand);
     switch (r.op) {
-    case amo_op::set: a.store(value); return 0;
-    case amo_op::swap: return a.exchange(value);
-    case amo_op::compare_swap: {
-        T expected = static_cast<T>(r.compare);
-        a.compare_exchange_strong(expected, value);
-        return expected;  // the old value whether or not it matched
-    }
-    case amo_op::add:
-    case amo_op::fetch_add: return a.fetch_add(value);
-    case amo_op::bit_and:
-    case amo_op::fetch_and: return a.fetch_and(value);
-    case amo_op::bit_or:
-    case amo_op::fetch_or: return a.fetch_or(value);
-    case amo_op::bit_xor:
-    case amo_op::fetch_xor: return a.fetch_xor(value);
-    case amo_op::fetch: return a.load();
+        case amo_op::set: a.store(value); return 0;
+        case amo_op::swap: return a.exchange(value);
+        case amo_op::compare_swap: {
+            T expected = static_cast<T>(r.compare);
+            a.compare_exchange_strong(expected, value);
+            return expected;  // the old value whether or not it matched
+        }
+        case amo_op::add:
+        case amo_op::fetch_add: return a.fetch_add(value);
+        case amo_op::bit_and:
+        case amo_op::fetch_and: return a.fetch_and(value);
+        case amo_op::bit_or:
+        case amo_op::fetch_or: return a.fetch_or(value);
+        case amo_op::bit_xor:
+        case amo_op::fetch_xor: return a.fetch_xor(value);
+        case amo_op::fetch: return a.load();
     }
     return 0;
 }
@@ -241,32 +241,34 @@ auto pe_group::impl::find_region(const void* p, std::size_t n) -> pe_region* {
 void pe_group::impl::on_event(const event& ev) {
     std::lock_guard lock(mu);
     switch (ev.kind) {
-    case event_kind::write_complete:
-    case event_kind::read_complete:
-    case event_kind::atomic_complete: {
-        auto* o = static_cast<pe_op*>(ev.context);
-        if (o != nullptr && o->busy && !o->done) finish(*o, ev.error);
-        return;
-    }
-    case event_kind::connected:
-        if (auto it = slot_of_tx.find(static_cast<std::uint64_t>(ev.sender)); it != slot_of_tx.end())
-            connections[static_cast<std::size_t>(it->second)].connected = true;
-        return;
-    case event_kind::peer_connected:
-        if (ev.receiver == rx) ++incoming;
-        return;
-    case event_kind::connection_failed:
-    case event_kind::peer_lost:
-        if (auto it = slot_of_tx.find(static_cast<std::uint64_t>(ev.sender)); it != slot_of_tx.end())
-            fail_slot(it->second, ev.error ? ev.error : make_error_code(errc::connection_aborted));
-        return;
-    case event_kind::message:
-        if (ev.receiver != rx) return;
-        if (ev.record == amo_request_record) serve_amo(ev.data);
-        else if (ev.record == amo_reply_record) take_reply(ev.data);
-        return;
-    case event_kind::error: LOOM_WARN("pe group {}: {}", opts.pe, ev.error.message()); return;
-    default: return;
+        case event_kind::write_complete:
+        case event_kind::read_complete:
+        case event_kind::atomic_complete: {
+            auto* o = static_cast<pe_op*>(ev.context);
+            if (o != nullptr && o->busy && !o->done) finish(*o, ev.error);
+            return;
+        }
+        case event_kind::connected:
+            if (auto it = slot_of_tx.find(static_cast<std::uint64_t>(ev.sender)); it != slot_of_tx.end())
+                connections[static_cast<std::size_t>(it->second)].connected = true;
+            return;
+        case event_kind::peer_connected:
+            if (ev.receiver == rx) ++incoming;
+            return;
+        case event_kind::connection_failed:
+        case event_kind::peer_lost:
+            if (auto it = slot_of_tx.find(static_cast<std::uint64_t>(ev.sender)); it != slot_of_tx.end())
+                fail_slot(it->second, ev.error ? ev.error : make_error_code(errc::connection_aborted));
+            return;
+        case event_kind::message:
+            if (ev.receiver != rx) return;
+            if (ev.record == amo_request_record)
+                serve_amo(ev.data);
+            else if (ev.record == amo_reply_record)
+                take_reply(ev.data);
+            return;
+        case event_kind::error: LOOM_WARN("pe group {}: {}", opts.pe, ev.error.message()); return;
+        default: return;
     }
 }
 
@@ -301,8 +303,10 @@ void pe_group::impl::serve_amo(std::span<const std::byte> q) {
         status = errc::invalid_argument;
     else if (region->kind == gpu::memory_kind::cuda) {
         auto v = apply_amo_on_device(reinterpret_cast<void*>(address), r);  // serialized: under mu
-        if (v) old = *v;
-        else status = v.error() == make_error_code(errc::not_supported) ? errc::not_supported : errc::io_error;
+        if (v)
+            old = *v;
+        else
+            status = v.error() == make_error_code(errc::not_supported) ? errc::not_supported : errc::io_error;
     } else if (region->kind != gpu::memory_kind::host)
         status = errc::not_supported;  // ROCm, Level Zero: not registered by the runtime yet
     else

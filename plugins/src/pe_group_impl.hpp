@@ -46,9 +46,9 @@ struct pe_op {
     std::uint32_t generation{0};
     bool busy{false};
     bool done{false};
-    bool waited{false};  ///< a blocking caller frees it once done
+    bool waited{false};          ///< a blocking caller frees it once done
     bool awaiting_reply{false};  ///< a staged atomic: its target's answer ends it
-    int slot{0};         ///< pe * queues + queue
+    int slot{0};                 ///< pe * queues + queue
     std::error_code error{};
     memory_handle* temporary{nullptr};  ///< registered for this operation only
     pe_region* region{nullptr};         ///< the local registration it uses
@@ -74,10 +74,10 @@ public:
     config cfg;
     mutable std::mutex mu;
     std::vector<pe_connection> connections;  ///< [pe * queues + queue]
-    std::size_t incoming{0};  ///< senders connected to our receive endpoint (every PE's queues)
+    std::size_t incoming{0};                 ///< senders connected to our receive endpoint (every PE's queues)
     std::unordered_map<std::uint64_t, int> slot_of_tx;
-    std::vector<std::size_t> outstanding;       ///< per slot
-    std::vector<std::error_code> first_error;   ///< per slot, cleared by quiet
+    std::vector<std::size_t> outstanding;          ///< per slot
+    std::vector<std::error_code> first_error;      ///< per slot, cleared by quiet
     std::map<std::uintptr_t, pe_region*> regions;  ///< by start address
     std::vector<pe_op> ops;
     std::vector<std::uint32_t> free_ops;
@@ -120,8 +120,8 @@ public:
                            std::uint64_t address, bool is_write, bool blocking) -> void_result;
     [[nodiscard]] auto staged_amo(int pe, int queue, const amo_request& r, std::uint64_t address, bool blocking)
         -> void_result;
-    [[nodiscard]] auto native_amo(int pe, int queue, const amo_request& r, const remote_view& v,
-                                  std::uint64_t address) -> void_result;
+    [[nodiscard]] auto native_amo(int pe, int queue, const amo_request& r, const remote_view& v, std::uint64_t address)
+        -> void_result;
     [[nodiscard]] auto native_step(int pe, int queue, bool cas, std::uint64_t operand, std::uint64_t compare,
                                    const remote_view& v, std::uint64_t offset) -> result<std::uint64_t>;
 };

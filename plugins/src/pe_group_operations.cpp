@@ -53,7 +53,8 @@ auto pe_group::impl::attach_local(pe_op& o, std::span<std::byte> local, bool is_
         return std::pair{local, r->mh};
     }
     if (local.size() <= pe_bounce_size) {
-        if (is_source) std::memcpy(o.bounce, local.data(), local.size());
+        if (is_source)
+            std::memcpy(o.bounce, local.data(), local.size());
         else {
             o.copy_back = local.data();
             o.copy_size = local.size();
@@ -91,7 +92,7 @@ auto pe_group::impl::wait_op(pe_op& o) -> void_result {
     const bool ended = wait_until([&] { return o.done; }, cfg.peer_timeout);
     std::lock_guard lock(mu);
     if (!ended) {
-        o.waited = false;  // the completion frees it whenever it comes,
+        o.waited = false;       // the completion frees it whenever it comes,
         o.copy_back = nullptr;  // and writes nothing the caller has given up
         o.result = nullptr;
         return make_unexpected(errc::timed_out);
@@ -268,18 +269,18 @@ auto pe_group::impl::native_step(int pe, int queue, bool cas, std::uint64_t oper
 namespace {
 auto next_value(const amo_request& r, std::uint64_t old) -> std::uint64_t {
     switch (r.op) {
-    case amo_op::set:
-    case amo_op::swap:
-    case amo_op::compare_swap: return r.operand;
-    case amo_op::add:
-    case amo_op::fetch_add: return old + r.operand;
-    case amo_op::bit_and:
-    case amo_op::fetch_and: return old & r.operand;
-    case amo_op::bit_or:
-    case amo_op::fetch_or: return old | r.operand;
-    case amo_op::bit_xor:
-    case amo_op::fetch_xor: return old ^ r.operand;
-    case amo_op::fetch: return old;
+        case amo_op::set:
+        case amo_op::swap:
+        case amo_op::compare_swap: return r.operand;
+        case amo_op::add:
+        case amo_op::fetch_add: return old + r.operand;
+        case amo_op::bit_and:
+        case amo_op::fetch_and: return old & r.operand;
+        case amo_op::bit_or:
+        case amo_op::fetch_or: return old | r.operand;
+        case amo_op::bit_xor:
+        case amo_op::fetch_xor: return old ^ r.operand;
+        case amo_op::fetch: return old;
     }
     return old;
 }
@@ -325,7 +326,8 @@ auto pe_group::put_signal(int pe, int queue, std::span<const std::span<const std
                           std::span<const std::uint64_t> remote_addresses, std::span<const std::byte> remote,
                           const amo_request& signal, std::span<const std::byte> signal_remote,
                           std::uint64_t signal_address) -> void_result {
-    if (sources.size() != remote_addresses.size() || is_fetching(signal.op)) return make_unexpected(errc::invalid_argument);
+    if (sources.size() != remote_addresses.size() || is_fetching(signal.op))
+        return make_unexpected(errc::invalid_argument);
     for (std::size_t i = 0; i < sources.size(); ++i)
         if (auto ok = put_nbi(pe, queue, sources[i], remote, remote_addresses[i]); !ok) return ok;
     // The writes are delivery-complete: once quiet has seen them, the data is at the target.
@@ -336,7 +338,8 @@ auto pe_group::put_signal(int pe, int queue, std::span<const std::span<const std
 // ---------------------------------------------------------------- completion
 auto pe_group::quiet(int pe, int queue) -> void_result {
     auto& g = *impl_;
-    if (pe < -1 || pe >= g.opts.pes || queue < -1 || queue >= g.opts.queues) return make_unexpected(errc::invalid_argument);
+    if (pe < -1 || pe >= g.opts.pes || queue < -1 || queue >= g.opts.queues)
+        return make_unexpected(errc::invalid_argument);
     auto selected = [&](std::size_t slot) {
         const int p = static_cast<int>(slot) / g.opts.queues;
         const int q = static_cast<int>(slot) % g.opts.queues;

@@ -67,7 +67,8 @@ void engine::on_liveness(channel_base& c, const completion_event& ev) noexcept {
     if (ev.has_error()) {
         if (ev.error == make_error_code(errc::canceled)) return;  // the channel is closing
         LOOM_DEBUG("liveness receive from {}: {}", c.peer_name, ev.error.message());
-    } else if (auto m = decode_liveness({c.live->buffer.data(), std::min(ev.bytes_transferred, c.live->buffer.size())})) {
+    } else if (auto m =
+                   decode_liveness({c.live->buffer.data(), std::min(ev.bytes_transferred, c.live->buffer.size())})) {
         c.live->last_heard = clock::now();  // a ping says as much as a pong
         if (!m->pong) send_liveness(c, true, m->sequence);
     } else {
@@ -91,14 +92,14 @@ void engine::declare_dead(channel_base& c, const char* why) noexcept {
 void engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept {
     if (waiting && same_host_peer_gone(c)) return declare_dead(c, "is gone");
     switch (liveness_step(waiting, now, c.live->last_heard, c.live->last_ping, cfg_.peer_timeout)) {
-    case liveness_action::declare_dead: return declare_dead(c, "stopped answering");
-    case liveness_action::ping:
-        c.live->last_ping = now;
-        send_liveness(c, false, ++c.live->ping_sequence);
-        return;
-    case liveness_action::none:
-        if (!waiting) c.live->last_heard = now;  // nothing waits on the peer: nothing to prove
-        return;
+        case liveness_action::declare_dead: return declare_dead(c, "stopped answering");
+        case liveness_action::ping:
+            c.live->last_ping = now;
+            send_liveness(c, false, ++c.live->ping_sequence);
+            return;
+        case liveness_action::none:
+            if (!waiting) c.live->last_heard = now;  // nothing waits on the peer: nothing to prove
+            return;
     }
 }
 
@@ -116,7 +117,8 @@ void engine::check_peers() noexcept {
     for (channel_base* c : channels_) {
         if (c->state != chan_state::ready) continue;
         const bool foreign_waits = c->foreign_in_flight > 0 && now - c->foreign_since >= stalled;
-        watch_peer(*c, foreign_waits || with_pool(*c, [&](auto& pool) { return std::ranges::any_of(pool, waits); }), now);
+        watch_peer(*c, foreign_waits || with_pool(*c, [&](auto& pool) { return std::ranges::any_of(pool, waits); }),
+                   now);
     }
 }
 

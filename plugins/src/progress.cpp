@@ -79,12 +79,14 @@ void engine::progress() noexcept {
     // A plain increment (only lock holders write it); the watchdog reads it to see the host call.
     const auto calls = progress_calls_.load(std::memory_order_relaxed) + 1;
     progress_calls_.store(calls, std::memory_order_relaxed);
-    if ((calls & 63U) == 0) [[unlikely]] tick(clock::now());
+    if ((calls & 63U) == 0) [[unlikely]]
+        tick(clock::now());
 }
 
 void engine::dispatch(const completion_event& ev) noexcept {
     if (ev.context == nullptr) {
-        if (!ev.has_error() && ev.flags.has(op_flag::remote_cq_data)) on_remote_write(ev.data);
+        if (!ev.has_error() && ev.flags.has(op_flag::remote_cq_data))
+            on_remote_write(ev.data);
         else if (ev.has_error()) {
             ++stats_.cq_errors;
             LOOM_WARN("completion error without context: {}", ev.error_text);
@@ -98,38 +100,42 @@ void engine::dispatch(const completion_event& ev) noexcept {
     if (request_base* r = owner_request(*o)) {
         const auto m = r->magic.load(std::memory_order_relaxed);
         if (m == (r->is_send ? magic_sreq : magic_rreq) && r->gen == o->gen) {
-            if (r->is_send) on_send_op(static_cast<send_request&>(*r), *o, ev);
-            else on_recv_op(static_cast<recv_request&>(*r), *o, ev);
+            if (r->is_send)
+                on_send_op(static_cast<send_request&>(*r), *o, ev);
+            else
+                on_recv_op(static_cast<recv_request&>(*r), *o, ev);
         } else if (m == magic_dead && r->released) {
             recycle(*r);  // the last operation of a request the host already handed back
         }
         return;
     }
     switch (o->kind) {
-    case op_kind::listen_recv: {
-        auto& l = *static_cast<listener*>(o->owner);
-        if (l.magic.load(std::memory_order_relaxed) == magic_listen) on_listen(l, ev);
-        return;
-    }
-    case op_kind::connect_send:
-        if (ev.has_error()) static_cast<sender*>(o->owner)->state = chan_state::failed;
-        return;
-    case op_kind::accept_recv: {
-        auto& s = *static_cast<sender*>(o->owner);
-        if (s.magic.load(std::memory_order_relaxed) == magic_send) on_accept_msg(s, ev);
-        return;
-    }
-    case op_kind::accept_send:
-        if (ev.has_error()) static_cast<receiver*>(o->owner)->state = chan_state::failed;
-        return;
-    case op_kind::liveness_recv: {
-        auto& c = *static_cast<channel_base*>(o->owner);
-        const auto m = c.magic.load(std::memory_order_relaxed);
-        if (m == magic_send || m == magic_recv) on_liveness(c, ev);
-        return;
-    }
-    case op_kind::foreign: end_foreign(static_cast<foreign_op&>(*o), ev.has_error() ? ev.error : std::error_code{}); return;
-    default: return;  // request operations: handled above
+        case op_kind::listen_recv: {
+            auto& l = *static_cast<listener*>(o->owner);
+            if (l.magic.load(std::memory_order_relaxed) == magic_listen) on_listen(l, ev);
+            return;
+        }
+        case op_kind::connect_send:
+            if (ev.has_error()) static_cast<sender*>(o->owner)->state = chan_state::failed;
+            return;
+        case op_kind::accept_recv: {
+            auto& s = *static_cast<sender*>(o->owner);
+            if (s.magic.load(std::memory_order_relaxed) == magic_send) on_accept_msg(s, ev);
+            return;
+        }
+        case op_kind::accept_send:
+            if (ev.has_error()) static_cast<receiver*>(o->owner)->state = chan_state::failed;
+            return;
+        case op_kind::liveness_recv: {
+            auto& c = *static_cast<channel_base*>(o->owner);
+            const auto m = c.magic.load(std::memory_order_relaxed);
+            if (m == magic_send || m == magic_recv) on_liveness(c, ev);
+            return;
+        }
+        case op_kind::foreign:
+            end_foreign(static_cast<foreign_op&>(*o), ev.has_error() ? ev.error : std::error_code{});
+            return;
+        default: return;  // request operations: handled above
     }
 }
 

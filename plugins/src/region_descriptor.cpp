@@ -44,7 +44,8 @@ auto decode_region(std::span<const std::byte> b) -> result<remote_view> {
     v.base = get_le<std::uint64_t>(b, 8);
     v.length = get_le<std::uint64_t>(b, 16);
     const auto owner = get_le<std::uint32_t>(b, 24);
-    if (v.length == 0 || v.base + v.length < v.base || owner > 0x7fffffffU) return make_unexpected(errc::invalid_argument);
+    if (v.length == 0 || v.base + v.length < v.base || owner > 0x7fffffffU)
+        return make_unexpected(errc::invalid_argument);
     v.owner = static_cast<int>(owner);
     std::memcpy(v.key_bytes.data(), b.data() + region_key_at, remote_key_size);
     auto key = decode_remote_key(v.key_bytes);

@@ -28,7 +28,8 @@ auto locate_cuda_memory(const engine& e, const void* data, std::size_t size) -> 
     }
     auto cuda = gpu::cuda_driver::instance();
     if (!cuda) {
-        LOOM_WARN("CUDA memory registration requested without a CUDA driver: {}", gpu::cuda_driver::unavailable_reason());
+        LOOM_WARN("CUDA memory registration requested without a CUDA driver: {}",
+                  gpu::cuda_driver::unavailable_reason());
         return make_unexpected(errc::not_supported);
     }
     auto where = (*cuda)->pointer_info(data);
@@ -92,9 +93,9 @@ auto engine::export_key(const memory_handle& m) const -> result<memory_key> {
         const rail& r = i == 0 ? *main_ : *extra_[static_cast<std::size_t>(i - 1)];
         auto key = reg.key();
         if (!key) return make_unexpected(errc::io_error);
-        k.rail[static_cast<std::size_t>(i)] = {
-            .base = r.virt_addr ? reinterpret_cast<std::uintptr_t>(m.base) : static_cast<std::uint64_t>(m.base - reg.address()),
-            .key = *key};
+        k.rail[static_cast<std::size_t>(i)] = {.base = r.virt_addr ? reinterpret_cast<std::uintptr_t>(m.base)
+                                                                   : static_cast<std::uint64_t>(m.base - reg.address()),
+                                               .key = *key};
     }
     return k;
 }

@@ -21,44 +21,49 @@ using match_bits::make_tag;
 void engine::on_send_op(send_request& r, op& o, const completion_event& ev) noexcept {
     if (ev.has_error()) {
         if (!r.done) {
-            LOOM_WARN("send to {} failed: {}", r.chan->peer_name, ev.error_text.empty() ? ev.error.message() : ev.error_text);
+            LOOM_WARN("send to {} failed: {}", r.chan->peer_name,
+                      ev.error_text.empty() ? ev.error.message() : ev.error_text);
             fail_request(r, errc::io_error);
         }
         return;
     }
     switch (o.kind) {
-    case op_kind::send_eager: r.done = true; break;
-    case op_kind::send_rts: break;
-    case op_kind::cts_recv: {
-        auto cts = decode_cts({r.cts.data(), std::min(ev.bytes_transferred, r.cts.size())});
-        if (!cts || cts->rails > r.chan->rails) {
-            LOOM_WARN("malformed clear-to-send from {}", r.chan->peer_name);
-            fail_request(r, errc::io_error);
-            return;
+        case op_kind::send_eager: r.done = true; break;
+        case op_kind::send_rts: break;
+        case op_kind::cts_recv: {
+            auto cts = decode_cts({r.cts.data(), std::min(ev.bytes_transferred, r.cts.size())});
+            if (!cts || cts->rails > r.chan->rails) {
+                LOOM_WARN("malformed clear-to-send from {}", r.chan->peer_name);
+                fail_request(r, errc::io_error);
+                return;
+            }
+            const std::uint64_t capacity = cts->capacity;
+            const auto keys = static_cast<std::size_t>(cts->rails);
+            r.imm_base = immediate::make_base(cts->target);
+            for (std::size_t k = 0; k < keys; ++k) {
+                r.remote_addr[k] = cts->rail[k].address;
+                r.remote_key[k] = cts->rail[k].key;
+            }
+            r.stripes = cts->rails;
+            r.to_write = std::min<std::uint64_t>(r.size, capacity);
+            r.written = 0;
+            if (r.to_write == 0)
+                r.done = true;
+            else
+                start_writes(r);
+            break;
         }
-        const std::uint64_t capacity = cts->capacity;
-        const auto keys = static_cast<std::size_t>(cts->rails);
-        r.imm_base = immediate::make_base(cts->target);
-        for (std::size_t k = 0; k < keys; ++k) {
-            r.remote_addr[k] = cts->rail[k].address;
-            r.remote_key[k] = cts->rail[k].key;
+        case op_kind::rma_write: {
+            const std::size_t k = o.slot;
+            r.stripe_done[k] += r.chunk[k];
+            r.written += r.chunk[k];
+            if (r.written >= r.to_write)
+                r.done = true;
+            else if (r.stripe_done[k] < r.stripe_len[k])
+                post_write(r, static_cast<int>(k));
+            break;
         }
-        r.stripes = cts->rails;
-        r.to_write = std::min<std::uint64_t>(r.size, capacity);
-        r.written = 0;
-        if (r.to_write == 0) r.done = true;
-        else start_writes(r);
-        break;
-    }
-    case op_kind::rma_write: {
-        const std::size_t k = o.slot;
-        r.stripe_done[k] += r.chunk[k];
-        r.written += r.chunk[k];
-        if (r.written >= r.to_write) r.done = true;
-        else if (r.stripe_done[k] < r.stripe_len[k]) post_write(r, static_cast<int>(k));
-        break;
-    }
-    default: break;
+        default: break;
     }
 }
 
@@ -123,7 +128,8 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
             return;
         }
         if (ev.error != make_error_code(errc::canceled))
-            LOOM_WARN("receive from {} failed: {}", r.chan->peer_name, ev.error_text.empty() ? ev.error.message() : ev.error_text);
+            LOOM_WARN("receive from {} failed: {}", r.chan->peer_name,
+                      ev.error_text.empty() ? ev.error.message() : ev.error_text);
         fail_request(r, errc::io_error);
         return;
     }
@@ -148,9 +154,7 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
         return;
     }
     clear_to_send cts{
-        .target = {.channel = r.chan->id,
-                   .request = static_cast<receiver*>(r.chan)->pool.index_of(r),
-                   .slot = o.slot},
+        .target = {.channel = r.chan->id, .request = static_cast<receiver*>(r.chan)->pool.index_of(r), .slot = o.slot},
         .capacity = std::min<std::uint64_t>(s.capacity, immediate::length_mask),
         .rails = r.chan->rails};
     for (std::size_t k = 0; k < static_cast<std::size_t>(cts.rails); ++k) cts.rail[k] = {s.raddr[k], s.rkey[k]};

@@ -29,80 +29,85 @@ auto engine::submit(op& o) noexcept -> int {
         return code(ep_.tagged_send(msg, tag, to, nullptr, &o));
     };
     switch (o.kind) {
-    case op_kind::send_eager: {
-        auto& r = *static_cast<send_request*>(o.owner);
-        return code(ep_.tagged_send({r.data, r.size}, make_tag(message_kind::data, r.chan->remote_id, r.seq, r.user_tag),
-                                    r.chan->peer, r.desc, &o));
-    }
-    case op_kind::send_rts: {
-        // No payload: the size travels as immediate data, so nothing lands in the user's buffer.
-        auto& r = *static_cast<send_request*>(o.owner);
-        const int rc = code(ep_.tagged_injectdata({}, make_tag(message_kind::rendezvous_request, r.chan->remote_id, r.seq, r.user_tag), r.size,
-                                                  r.chan->peer));
-        return rc == 0 ? 1 : rc;
-    }
-    case op_kind::cts_recv: {
-        auto& r = *static_cast<send_request*>(o.owner);
-        return code(ep_.tagged_recv(r.cts, make_tag(message_kind::clear_to_send, r.chan->id, r.seq, r.user_tag), 0,
-                                    fabric_addrs::unspecified, nullptr, &o));
-    }
-    case op_kind::rma_write: {
-        auto& r = *static_cast<send_request*>(o.owner);
-        const std::size_t k = o.slot;
-        if (r.src_mr[k] == nullptr) return -FI_EINVAL;
-        const std::size_t at = r.stripe_off[k] + r.stripe_done[k];
-        const remote_memory remote{r.remote_addr[k] + at, r.remote_key[k], r.chunk[k]};
-        return code(rma::write_data_to(rail_ep(static_cast<int>(k)), {r.data + at, r.chunk[k]}, *r.src_mr[k],
-                                       r.chan->rail_peer[k], remote, r.imm_base | r.chunk[k], &o));
-    }
-    case op_kind::recv_slot: {
-        auto& r = *static_cast<recv_request*>(o.owner);
-        return submit_recv_slot(r, r.slots[o.slot], o);
-    }
-    case op_kind::cts_send: {
-        auto& r = *static_cast<recv_request*>(o.owner);
-        auto& s = r.slots[o.slot];
-        return control({s.cts.data(), s.cts_len}, make_tag(message_kind::clear_to_send, r.chan->remote_id, s.seq, s.user_tag), r.chan->peer);
-    }
-    case op_kind::listen_recv: {
-        auto& l = *static_cast<listener*>(o.owner);
-        return code(ep_.tagged_recv(l.buffer, make_tag(message_kind::control, l.id, 0, 0), 0, fabric_addrs::unspecified, nullptr,
-                                    &o));
-    }
-    case op_kind::connect_send: {
-        auto& s = *static_cast<sender*>(o.owner);
-        return control({s.connect_msg.data(), s.connect_len}, make_tag(message_kind::control, s.listen_id, 0, 0), s.peer);
-    }
-    case op_kind::accept_recv: {
-        auto& s = *static_cast<sender*>(o.owner);
-        return code(ep_.tagged_recv(s.accept_msg, make_tag(message_kind::control, s.id, 0, 0), 0, fabric_addrs::unspecified,
-                                    nullptr, &o));
-    }
-    case op_kind::accept_send: {
-        auto& r = *static_cast<receiver*>(o.owner);
-        return control({r.accept_msg.data(), r.accept_len}, make_tag(message_kind::control, r.remote_id, 0, 0), r.peer);
-    }
-    case op_kind::liveness_recv: {
-        auto& c = *static_cast<channel_base*>(o.owner);
-        return code(ep_.tagged_recv(c.live->buffer, make_tag(message_kind::control, c.id, liveness_sequence, 0),
-                                    0xffffffffU, fabric_addrs::unspecified, nullptr, &o));
-    }
-    case op_kind::foreign: {
-        // A layer above the engine defines what its operation submits, to the channel's peer.
-        auto& f = static_cast<foreign_op&>(o);
-        if (f.rail < 0 || f.rail >= f.chan->rails) return -FI_EINVAL;
-        const int rc = f.submit_with(f, rail_ep(f.rail), f.chan->rail_peer[static_cast<std::size_t>(f.rail)]);
-        if (rc >= 0) ++rail_at(f.rail).one_sided;
-        return rc;
-    }
-    case op_kind::flush_read: {
-        auto& r = *static_cast<recv_request*>(o.owner);
-        auto& s = r.slots[o.slot];
-        const std::size_t len = std::min<std::size_t>(s.capacity, 8);
-        const remote_memory remote{s.raddr[0], s.rkey[0], len};
-        return code(rma::read_to(ep_, {flush_buf_.data() + 8 * std::size_t{o.slot}, len}, flush_reg_.region(),
-                                 self_addr_, remote, &o));
-    }
+        case op_kind::send_eager: {
+            auto& r = *static_cast<send_request*>(o.owner);
+            return code(ep_.tagged_send({r.data, r.size},
+                                        make_tag(message_kind::data, r.chan->remote_id, r.seq, r.user_tag),
+                                        r.chan->peer, r.desc, &o));
+        }
+        case op_kind::send_rts: {
+            // No payload: the size travels as immediate data, so nothing lands in the user's buffer.
+            auto& r = *static_cast<send_request*>(o.owner);
+            const int rc = code(ep_.tagged_injectdata(
+                {}, make_tag(message_kind::rendezvous_request, r.chan->remote_id, r.seq, r.user_tag), r.size,
+                r.chan->peer));
+            return rc == 0 ? 1 : rc;
+        }
+        case op_kind::cts_recv: {
+            auto& r = *static_cast<send_request*>(o.owner);
+            return code(ep_.tagged_recv(r.cts, make_tag(message_kind::clear_to_send, r.chan->id, r.seq, r.user_tag), 0,
+                                        fabric_addrs::unspecified, nullptr, &o));
+        }
+        case op_kind::rma_write: {
+            auto& r = *static_cast<send_request*>(o.owner);
+            const std::size_t k = o.slot;
+            if (r.src_mr[k] == nullptr) return -FI_EINVAL;
+            const std::size_t at = r.stripe_off[k] + r.stripe_done[k];
+            const remote_memory remote{r.remote_addr[k] + at, r.remote_key[k], r.chunk[k]};
+            return code(rma::write_data_to(rail_ep(static_cast<int>(k)), {r.data + at, r.chunk[k]}, *r.src_mr[k],
+                                           r.chan->rail_peer[k], remote, r.imm_base | r.chunk[k], &o));
+        }
+        case op_kind::recv_slot: {
+            auto& r = *static_cast<recv_request*>(o.owner);
+            return submit_recv_slot(r, r.slots[o.slot], o);
+        }
+        case op_kind::cts_send: {
+            auto& r = *static_cast<recv_request*>(o.owner);
+            auto& s = r.slots[o.slot];
+            return control({s.cts.data(), s.cts_len},
+                           make_tag(message_kind::clear_to_send, r.chan->remote_id, s.seq, s.user_tag), r.chan->peer);
+        }
+        case op_kind::listen_recv: {
+            auto& l = *static_cast<listener*>(o.owner);
+            return code(ep_.tagged_recv(l.buffer, make_tag(message_kind::control, l.id, 0, 0), 0,
+                                        fabric_addrs::unspecified, nullptr, &o));
+        }
+        case op_kind::connect_send: {
+            auto& s = *static_cast<sender*>(o.owner);
+            return control({s.connect_msg.data(), s.connect_len}, make_tag(message_kind::control, s.listen_id, 0, 0),
+                           s.peer);
+        }
+        case op_kind::accept_recv: {
+            auto& s = *static_cast<sender*>(o.owner);
+            return code(ep_.tagged_recv(s.accept_msg, make_tag(message_kind::control, s.id, 0, 0), 0,
+                                        fabric_addrs::unspecified, nullptr, &o));
+        }
+        case op_kind::accept_send: {
+            auto& r = *static_cast<receiver*>(o.owner);
+            return control({r.accept_msg.data(), r.accept_len}, make_tag(message_kind::control, r.remote_id, 0, 0),
+                           r.peer);
+        }
+        case op_kind::liveness_recv: {
+            auto& c = *static_cast<channel_base*>(o.owner);
+            return code(ep_.tagged_recv(c.live->buffer, make_tag(message_kind::control, c.id, liveness_sequence, 0),
+                                        0xffffffffU, fabric_addrs::unspecified, nullptr, &o));
+        }
+        case op_kind::foreign: {
+            // A layer above the engine defines what its operation submits, to the channel's peer.
+            auto& f = static_cast<foreign_op&>(o);
+            if (f.rail < 0 || f.rail >= f.chan->rails) return -FI_EINVAL;
+            const int rc = f.submit_with(f, rail_ep(f.rail), f.chan->rail_peer[static_cast<std::size_t>(f.rail)]);
+            if (rc >= 0) ++rail_at(f.rail).one_sided;
+            return rc;
+        }
+        case op_kind::flush_read: {
+            auto& r = *static_cast<recv_request*>(o.owner);
+            auto& s = r.slots[o.slot];
+            const std::size_t len = std::min<std::size_t>(s.capacity, 8);
+            const remote_memory remote{s.raddr[0], s.rkey[0], len};
+            return code(rma::read_to(ep_, {flush_buf_.data() + 8 * std::size_t{o.slot}, len}, flush_reg_.region(),
+                                     self_addr_, remote, &o));
+        }
     }
     return -FI_EINVAL;
 }
@@ -122,7 +127,8 @@ auto engine::submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> 
         rc = ep_.tagged_recvv(iov, any_desc ? std::span<void* const>{descs} : std::span<void* const>{}, tag,
                               match_bits::rendezvous_ignore, fabric_addrs::unspecified, &o);
     } else {
-        rc = ep_.tagged_recv(buf, tag, match_bits::rendezvous_ignore, fabric_addrs::unspecified, small ? nullptr : s.desc, &o);
+        rc = ep_.tagged_recv(buf, tag, match_bits::rendezvous_ignore, fabric_addrs::unspecified,
+                             small ? nullptr : s.desc, &o);
     }
     return rc ? 0 : -rc.error().value();
 }
@@ -135,18 +141,21 @@ void engine::post(op& o) noexcept {
 
 void engine::settle(op& o, int rc) noexcept {
     switch (submissions_.settle(o, rc)) {
-    case settled::in_flight: return;
-    case settled::complete:  // injected: nothing will complete
-        if (o.kind == op_kind::foreign) end_foreign(static_cast<foreign_op&>(o), {});
-        else if (request_base* r = owner_request(o)) recycle(*r);
-        return;
-    case settled::deferred: stats_.eagain_retries = submissions_.refusals(); return;
-    case settled::failed: fail_op(o, rc); return;
+        case settled::in_flight: return;
+        case settled::complete:  // injected: nothing will complete
+            if (o.kind == op_kind::foreign)
+                end_foreign(static_cast<foreign_op&>(o), {});
+            else if (request_base* r = owner_request(o))
+                recycle(*r);
+            return;
+        case settled::deferred: stats_.eagain_retries = submissions_.refusals(); return;
+        case settled::failed: fail_op(o, rc); return;
     }
 }
 
 void engine::fail_op(op& o, int rc) noexcept {
-    if (o.kind == op_kind::foreign) return end_foreign(static_cast<foreign_op&>(o), make_error_code(static_cast<errc>(-rc)));
+    if (o.kind == op_kind::foreign)
+        return end_foreign(static_cast<foreign_op&>(o), make_error_code(static_cast<errc>(-rc)));
     request_base* r = owner_request(o);
     LOOM_WARN("{} to {}: {}", rc == -FI_EAGAIN ? "gave up retrying a submission" : "submission failed",
               r != nullptr ? r->chan->peer_name : owner_channel(o)->peer_name,

@@ -5,8 +5,8 @@
 #include <loom/plugins/log.hpp>
 
 #include <algorithm>
-#include <utility>
 #include <cstring>
+#include <utility>
 
 namespace loom::plugins {
 
@@ -18,12 +18,11 @@ auto transfer_agent::create(agent_options options) -> result<std::unique_ptr<tra
     options.settings.apply_to(*cfg);
     auto p = std::make_unique<impl>(std::move(options), std::move(*cfg));
     impl* self = p.get();
-    auto mgr = endpoint_manager::create(
-        {.device = self->opts.device,
-         .rails = self->opts.rails,
-         .on_event = [self](const event& ev) { self->on_event(ev); },
-         .thread_safe = true,
-         .settings = self->opts.settings});
+    auto mgr = endpoint_manager::create({.device = self->opts.device,
+                                         .rails = self->opts.rails,
+                                         .on_event = [self](const event& ev) { self->on_event(ev); },
+                                         .thread_safe = true,
+                                         .settings = self->opts.settings});
     if (!mgr) return std::unexpected(mgr.error());
     self->mgr = std::move(*mgr);
     auto rx = self->mgr->open_receive_endpoint({});
@@ -73,8 +72,10 @@ void transfer_agent::impl::run_progress(const std::stop_token& stop) {
             busy = !active.empty();
         }
         if (n == 0 && !busy) {
-            if (opts.progress_delay.count() > 0) std::this_thread::sleep_for(opts.progress_delay);
-            else std::this_thread::yield();
+            if (opts.progress_delay.count() > 0)
+                std::this_thread::sleep_for(opts.progress_delay);
+            else
+                std::this_thread::yield();
         }
     }
 }
@@ -83,35 +84,37 @@ void transfer_agent::impl::run_progress(const std::stop_token& stop) {
 void transfer_agent::impl::on_event(const event& ev) {
     std::lock_guard lock(mu);
     switch (ev.kind) {
-    case event_kind::write_complete:
-    case event_kind::read_complete: {
-        auto* pc = static_cast<piece*>(ev.context);
-        if (pc == nullptr || (!transfers.contains(pc->owner) && !abandoned.contains(pc->owner))) return;
-        transfer& t = *pc->owner;
-        --t.outstanding;
-        if (ev.error && !t.error) t.error = ev.error;
-        return;
-    }
-    case event_kind::connected:
-        for (auto& [name, p] : peers)
-            if (p->tx == ev.sender) p->connected = true;  // not the context: the peer may be gone
-        return;
-    case event_kind::connection_failed:
-    case event_kind::peer_lost:
-        for (auto& [name, p] : peers)
-            if (p->tx == ev.sender && ev.sender != send_endpoint_id{}) {
-                p->failure = ev.error ? ev.error : make_error_code(errc::connection_aborted);
-                LOOM_WARN("transfer agent {}: connection to {} lost: {}", opts.name, name, p->failure.message());
-            }
-        return;
-    case event_kind::message:
-        if (ev.receiver == rx && ev.record == notification_record) {
-            if (auto n = decode_notification(ev.data)) inbox.push_back(std::move(*n));
-            else LOOM_WARN("transfer agent {}: a malformed notification was dropped", opts.name);
+        case event_kind::write_complete:
+        case event_kind::read_complete: {
+            auto* pc = static_cast<piece*>(ev.context);
+            if (pc == nullptr || (!transfers.contains(pc->owner) && !abandoned.contains(pc->owner))) return;
+            transfer& t = *pc->owner;
+            --t.outstanding;
+            if (ev.error && !t.error) t.error = ev.error;
+            return;
         }
-        return;
-    case event_kind::error: LOOM_WARN("transfer agent {}: {}", opts.name, ev.error.message()); return;
-    default: return;
+        case event_kind::connected:
+            for (auto& [name, p] : peers)
+                if (p->tx == ev.sender) p->connected = true;  // not the context: the peer may be gone
+            return;
+        case event_kind::connection_failed:
+        case event_kind::peer_lost:
+            for (auto& [name, p] : peers)
+                if (p->tx == ev.sender && ev.sender != send_endpoint_id{}) {
+                    p->failure = ev.error ? ev.error : make_error_code(errc::connection_aborted);
+                    LOOM_WARN("transfer agent {}: connection to {} lost: {}", opts.name, name, p->failure.message());
+                }
+            return;
+        case event_kind::message:
+            if (ev.receiver == rx && ev.record == notification_record) {
+                if (auto n = decode_notification(ev.data))
+                    inbox.push_back(std::move(*n));
+                else
+                    LOOM_WARN("transfer agent {}: a malformed notification was dropped", opts.name);
+            }
+            return;
+        case event_kind::error: LOOM_WARN("transfer agent {}: {}", opts.name, ev.error.message()); return;
+        default: return;
     }
 }
 
@@ -233,7 +236,8 @@ auto transfer_agent::public_data(const local_region* region) const -> result<std
     auto key = impl_->mgr->remote_key_of(region->mh);
     if (!key) return std::unexpected(key.error());
     return encode(plugins::public_data{.address = reinterpret_cast<std::uintptr_t>(region->range.data()),
-                                       .length = region->range.size(), .key = *key});
+                                       .length = region->range.size(),
+                                       .key = *key});
 }
 
 auto transfer_agent::load_remote(std::string_view peer, std::span<const std::byte> data) -> result<remote_region*> {
@@ -268,8 +272,10 @@ auto transfer_agent::notify(std::string_view peer, std::string_view message) -> 
             if (!why && p->connected) {
                 auto r = impl_->mgr->send_record(p->tx, notification_record, as_bytes_of(*payload));
                 if (!r && r.error() == make_error_code(errc::again)) return false;
-                if (!r) why = r.error();
-                else (void)impl_->mgr->flush(p->tx);  // again: it leaves at the next poll
+                if (!r)
+                    why = r.error();
+                else
+                    (void)impl_->mgr->flush(p->tx);  // again: it leaves at the next poll
                 return true;
             }
             return static_cast<bool>(why);

@@ -58,7 +58,7 @@ struct transfer {
     std::size_t next{0};         ///< the first piece not posted yet
     std::size_t outstanding{0};  ///< posted, not ended
     bool in_flight{false};
-    bool abandoned{false};  ///< released while in flight
+    bool abandoned{false};       ///< released while in flight
     std::string notification{};  ///< encoded (its capacity kept for the next post)
     bool notify{false};          ///< `notification` is sent once the pieces are done
     std::error_code error{};
@@ -76,7 +76,7 @@ public:
     std::unordered_set<remote_region*> remotes;
     std::unordered_set<transfer*> transfers;
     std::unordered_set<transfer*> abandoned;  ///< released in flight: freed once their pieces ended
-    std::vector<transfer*> active;  ///< in flight: pumped by check() and the progress thread
+    std::vector<transfer*> active;            ///< in flight: pumped by check() and the progress thread
     std::vector<notification> inbox;
     std::unique_ptr<endpoint_manager> mgr;  ///< after the maps: destroyed first
     receive_endpoint_id rx{};

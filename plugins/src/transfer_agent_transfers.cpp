@@ -35,7 +35,9 @@ auto transfer_agent::prepare(transfer_op op, std::string_view peer, std::span<co
             return make_unexpected(errc::invalid_argument);
         for (std::size_t at = 0; at < s.local.size(); at += transfer_piece_max) {
             const std::size_t n = std::min(transfer_piece_max, s.local.size() - at);
-            t->pieces.push_back({.local = s.local.subspan(at, n), .mh = l->mh, .key = r->key,
+            t->pieces.push_back({.local = s.local.subspan(at, n),
+                                 .mh = l->mh,
+                                 .key = r->key,
                                  .offset = s.remote_address - r->data.address + at});
         }
     }
@@ -119,10 +121,9 @@ void transfer_agent::impl::pump(transfer& t) {
     if (t.error || t.abandoned) t.next = t.pieces.size();  // what is posted still ends; nothing more goes
     while (t.next < t.pieces.size() && p->connected) {
         piece& pc = t.pieces[t.next];
-        const auto r = t.op == transfer_op::write
-                           ? mgr->write(p->tx, pc.local, pc.mh, pc.key, pc.offset, std::nullopt, &pc,
-                                        write_completion::delivered)
-                           : mgr->read(p->tx, pc.local, pc.mh, pc.key, pc.offset, &pc);
+        const auto r = t.op == transfer_op::write ? mgr->write(p->tx, pc.local, pc.mh, pc.key, pc.offset, std::nullopt,
+                                                               &pc, write_completion::delivered)
+                                                  : mgr->read(p->tx, pc.local, pc.mh, pc.key, pc.offset, &pc);
         if (!r && r.error() == make_error_code(errc::again)) break;
         if (!r) {
             t.error = r.error();
@@ -136,8 +137,10 @@ void transfer_agent::impl::pump(transfer& t) {
     if (t.notify && !t.error) {
         auto r = mgr->send_record(p->tx, notification_record, as_bytes_of(t.notification));
         if (!r && r.error() == make_error_code(errc::again)) return;  // the next pump tries again
-        if (!r) t.error = r.error();
-        else (void)mgr->flush(p->tx);
+        if (!r)
+            t.error = r.error();
+        else
+            (void)mgr->flush(p->tx);
         t.notify = false;
     }
     t.in_flight = false;

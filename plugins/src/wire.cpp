@@ -46,7 +46,8 @@ auto decode_handle(std::span<const std::byte> bytes) -> result<listen_info> {
     if (bytes.size() < handle_size) return make_unexpected(errc::invalid_argument);
     const auto b = bytes.first(handle_size);
     if (get_le<std::uint32_t>(b, off_magic) != handle_magic) return make_unexpected(errc::invalid_argument);
-    if (get_le<std::uint32_t>(b, off_checksum) != fnv1a(b.first(off_checksum))) return make_unexpected(errc::invalid_argument);
+    if (get_le<std::uint32_t>(b, off_checksum) != fnv1a(b.first(off_checksum)))
+        return make_unexpected(errc::invalid_argument);
     if (get_le<std::uint16_t>(b, off_version) != wire_version) return make_unexpected(errc::not_supported);
     const auto len = get_le<std::uint16_t>(b, off_addr_len);
     if (len == 0 || len > handle_address_capacity) return make_unexpected(errc::invalid_argument);

@@ -24,7 +24,8 @@ auto offer_of(std::string_view prov) -> std::string {
 
 int main(int argc, char** argv) {
     if (argc > 1) {
-        std::fputs("usage: loom-devices   (reads the LOOM_* variables like the plugins do)\n", argc == 2 && std::string(argv[1]) == "-h" ? stdout : stderr);
+        std::fputs("usage: loom-devices   (reads the LOOM_* variables like the plugins do)\n",
+                   argc == 2 && std::string(argv[1]) == "-h" ? stdout : stderr);
         return argc == 2 && std::string(argv[1]) == "-h" ? 0 : 2;
     }
     auto cfg = loom::plugins::config::from_env();
@@ -39,7 +40,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "loom-devices: discovery failed: %s\n", reg.error().message().c_str());
         return 1;
     }
-    std::printf("devices%s:\n", cfg->provider.empty() ? " (ranked choice)" : (" (LOOM_PROVIDER=" + cfg->provider + ")").c_str());
+    std::printf("devices%s:\n",
+                cfg->provider.empty() ? " (ranked choice)" : (" (LOOM_PROVIDER=" + cfg->provider + ")").c_str());
     if (reg->nic_count() == 0) std::puts("  none");
     for (int d = 0; d < reg->nic_count(); ++d) {
         const auto& n = *reg->primary_nic(d);

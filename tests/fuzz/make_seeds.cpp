@@ -72,10 +72,11 @@ int main(int argc, char** argv) {
     seed("nccl_handle", "ipv4", -1, as_bytes(encode_handle({.channel_id = 7, .endpoint_address = v4}).value()));
     seed("nccl_handle", "str", -1, as_bytes(encode_handle({.channel_id = 8, .endpoint_address = str}).value()));
 
-    seed_encoded("wire_messages", "connect", 0,
-                 connect_message{.sender_channel = 1, .listen_channel = 2, .pid = 3, .host = 4, .sender_address = v4,
-                                 .rails = {v6}},
-                 4096);
+    seed_encoded(
+        "wire_messages", "connect", 0,
+        connect_message{
+            .sender_channel = 1, .listen_channel = 2, .pid = 3, .host = 4, .sender_address = v4, .rails = {v6}},
+        4096);
     seed_encoded("wire_messages", "accept", 1,
                  accept_message{.receiver_channel = 5, .sender_channel = 1, .pid = 6, .host = 4, .rails = {v4}}, 4096);
     clear_to_send cts{.target = {.channel = 1, .request = 2, .slot = 0}, .capacity = 4096, .rails = 2};
@@ -105,17 +106,16 @@ int main(int argc, char** argv) {
     seed("wire_messages", "batch", 7, w.finish());
 
     seed("nixl", "connection_info", 0,
-         as_bytes(encode(connection_info{.agent = "agent-a", .address = encode_handle({.channel_id = 1,
-                                                                                        .endpoint_address = v4})
-                                                                            .value()})
+         as_bytes(encode(connection_info{.agent = "agent-a",
+                                         .address = encode_handle({.channel_id = 1, .endpoint_address = v4}).value()})
                       .value()));
-    seed("nixl", "public_data", 1, as_bytes(encode(public_data{.address = 0x7000, .length = 4096,
-                                                               .key = encode(key).value()})));
+    seed("nixl", "public_data", 1,
+         as_bytes(encode(public_data{.address = 0x7000, .length = 4096, .key = encode(key).value()})));
     seed("nixl", "notification", 2, as_bytes(encode_notification("agent-a", "done").value()));
 
     seed("nvshmem_region", "two_rails", -1,
-         as_bytes(encode_region({.base = 0x7000, .length = 4096, .owner = 1, .key_bytes = encode(key).value(),
-                                 .key = key})));
+         as_bytes(encode_region(
+             {.base = 0x7000, .length = 4096, .owner = 1, .key_bytes = encode(key).value(), .key = key})));
     std::printf("wrote %d seeds under %s\n", written, root.c_str());
     return 0;
 }

@@ -3,8 +3,8 @@
 // Accepted messages encode stably.
 #include "fuzz_support.hpp"
 
-#include <loom/plugins/control_messages.hpp>
 #include <loom/plugins/agent_messages.hpp>
+#include <loom/plugins/control_messages.hpp>
 #include <loom/plugins/manager_messages.hpp>
 
 #include <array>

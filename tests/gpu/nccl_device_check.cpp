@@ -30,12 +30,12 @@ void logger(int level, unsigned long, const char* file, int line, const char* fm
     va_end(ap);
 }
 
-#define FAIL(...)                                        \
-    do {                                                 \
-        std::fprintf(stderr, "nccl_device_check: ");     \
-        std::fprintf(stderr, __VA_ARGS__);               \
-        std::fprintf(stderr, "\n");                      \
-        std::exit(1);                                    \
+#define FAIL(...)                                    \
+    do {                                             \
+        std::fprintf(stderr, "nccl_device_check: "); \
+        std::fprintf(stderr, __VA_ARGS__);           \
+        std::fprintf(stderr, "\n");                  \
+        std::exit(1);                                \
     } while (0)
 
 void wait(const nn::net_v6& n, void* req, int* size) {
@@ -50,7 +50,8 @@ void wait(const nn::net_v6& n, void* req, int* size) {
 void transfer(const nn::net_v6& n, void* sc, void* rc, std::byte* tx, std::byte* rx, void* smh, void* rmh, int len,
               int seed) {
     std::vector<unsigned char> pattern(static_cast<std::size_t>(len));
-    for (int i = 0; i < len; ++i) pattern[static_cast<std::size_t>(i)] = static_cast<unsigned char>((i * 7 + seed) & 0xff);
+    for (int i = 0; i < len; ++i)
+        pattern[static_cast<std::size_t>(i)] = static_cast<unsigned char>((i * 7 + seed) & 0xff);
     cudaMemcpy(tx, pattern.data(), pattern.size(), cudaMemcpyHostToDevice);
     cudaMemset(rx, 0, pattern.size());
     void* rreq = nullptr;

@@ -22,15 +22,17 @@ namespace {
 constexpr std::size_t words = 64 * 1024;  // 512 KiB of data
 constexpr int adds = 100;
 
-#define FAIL(...)                                                                                   \
-    do {                                                                                            \
-        std::fprintf(stderr, "nvshmem_check: PE %d: ", nvshmem_my_pe());                             \
-        std::fprintf(stderr, __VA_ARGS__);                                                          \
-        std::fprintf(stderr, "\n");                                                                 \
-        std::exit(1);                                                                               \
+#define FAIL(...)                                                        \
+    do {                                                                 \
+        std::fprintf(stderr, "nvshmem_check: PE %d: ", nvshmem_my_pe()); \
+        std::fprintf(stderr, __VA_ARGS__);                               \
+        std::fprintf(stderr, "\n");                                      \
+        std::exit(1);                                                    \
     } while (0)
 
-__device__ std::uint64_t value(std::size_t i, int round) { return i * 2654435761ULL + static_cast<std::uint64_t>(round); }
+__device__ std::uint64_t value(std::size_t i, int round) {
+    return i * 2654435761ULL + static_cast<std::uint64_t>(round);
+}
 
 __global__ void fill(std::uint64_t* p, int round) {
     for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < words; i += gridDim.x * blockDim.x)
@@ -101,7 +103,8 @@ int main(int argc, char** argv) {
     std::uint64_t* fetched = nullptr;
     int* bad = nullptr;
     if (data == nullptr || src == nullptr || host_dst == nullptr || sig == nullptr || counter == nullptr ||
-        cudaMalloc(&fetched, adds * sizeof(std::uint64_t)) != cudaSuccess || cudaMallocManaged(&bad, sizeof(int)) != cudaSuccess)
+        cudaMalloc(&fetched, adds * sizeof(std::uint64_t)) != cudaSuccess ||
+        cudaMallocManaged(&bad, sizeof(int)) != cudaSuccess)
         FAIL("allocation failed");
     *bad = 0;
     fill<<<64, 256>>>(src, 1);
@@ -114,12 +117,14 @@ int main(int argc, char** argv) {
     nvshmem_barrier_all();
     std::uint64_t total = 0;
     cudaMemcpy(&total, counter, sizeof total, cudaMemcpyDeviceToHost);
-    if (me == 1 && total != adds) FAIL("counter %llu after %d fetch-adds", static_cast<unsigned long long>(total), adds);
+    if (me == 1 && total != adds)
+        FAIL("counter %llu after %d fetch-adds", static_cast<unsigned long long>(total), adds);
     if (me == 0) {
         std::vector<std::uint64_t> f(adds);
         cudaMemcpy(f.data(), fetched, adds * sizeof(std::uint64_t), cudaMemcpyDeviceToHost);
         for (int i = 0; i < adds; ++i)
-            if (f[static_cast<std::size_t>(i)] != static_cast<std::uint64_t>(i)) FAIL("fetch-add %d returned %llu", i, static_cast<unsigned long long>(f[static_cast<std::size_t>(i)]));
+            if (f[static_cast<std::size_t>(i)] != static_cast<std::uint64_t>(i))
+                FAIL("fetch-add %d returned %llu", i, static_cast<unsigned long long>(f[static_cast<std::size_t>(i)]));
     }
 
     // Host-initiated: put into the peer, quiet, barrier; then get it back from the peer.

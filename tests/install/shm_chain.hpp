@@ -17,8 +17,8 @@ struct shm_chain {
 
 inline auto open_shm_chain() -> std::optional<shm_chain> {
     using namespace loom;
-    auto info = query_fabric({.capabilities = capability::msg | capability::tagged,
-                              .ep_type = endpoint_types::rdm, .provider = "shm"});
+    auto info = query_fabric(
+        {.capabilities = capability::msg | capability::tagged, .ep_type = endpoint_types::rdm, .provider = "shm"});
     if (!info) {
         std::fprintf(stderr, "no provider: %s\n", info.error().message().c_str());
         return std::nullopt;

@@ -53,11 +53,11 @@ auto model(la::operation op, T v0, T x, T c) -> T {
 }
 
 constexpr la::operation all_ops[] = {
-    la::operation::min,      la::operation::max,          la::operation::sum,      la::operation::prod,
-    la::operation::lor,      la::operation::land,         la::operation::bor,      la::operation::band,
-    la::operation::lxor,     la::operation::bxor,         la::operation::atomic_read, la::operation::atomic_write,
-    la::operation::cswap,    la::operation::cswap_ne,     la::operation::cswap_le, la::operation::cswap_lt,
-    la::operation::cswap_ge, la::operation::cswap_gt,     la::operation::mswap,
+    la::operation::min,      la::operation::max,      la::operation::sum,         la::operation::prod,
+    la::operation::lor,      la::operation::land,     la::operation::bor,         la::operation::band,
+    la::operation::lxor,     la::operation::bxor,     la::operation::atomic_read, la::operation::atomic_write,
+    la::operation::cswap,    la::operation::cswap_ne, la::operation::cswap_le,    la::operation::cswap_lt,
+    la::operation::cswap_ge, la::operation::cswap_gt, la::operation::mswap,
 };
 
 class atomics : public ::testing::TestWithParam<std::string> {
@@ -104,19 +104,26 @@ protected:
     auto set_remote(const loom::remote_memory& at, T v) -> bool {
         *slot<T>(0) = v;
         loom::request_context ctx;
-        return finish(peer_->local().retry([&] {
-            return la::fetch_to<T>(local_->ep, std::span<const T>{slot<T>(0), 1}, &mr_, std::span<T>{slot<T>(1), 1},
-                                   &mr_, peer_->address(), at, la::operation::atomic_write, &ctx);
-        }, 20s), ctx);
+        return finish(peer_->local().retry(
+                          [&] {
+                              return la::fetch_to<T>(local_->ep, std::span<const T>{slot<T>(0), 1}, &mr_,
+                                                     std::span<T>{slot<T>(1), 1}, &mr_, peer_->address(), at,
+                                                     la::operation::atomic_write, &ctx);
+                          },
+                          20s),
+                      ctx);
     }
     template <class T>
     auto read_remote(const loom::remote_memory& at) -> T {
         loom::request_context ctx;
         *slot<T>(2) = T{};
-        finish(peer_->local().retry([&] {
-            return la::fetch_to<T>(local_->ep, std::span<const T>{}, nullptr, std::span<T>{slot<T>(2), 1}, &mr_,
-                                   peer_->address(), at, la::operation::atomic_read, &ctx);
-        }, 20s), ctx);
+        finish(peer_->local().retry(
+                   [&] {
+                       return la::fetch_to<T>(local_->ep, std::span<const T>{}, nullptr, std::span<T>{slot<T>(2), 1},
+                                              &mr_, peer_->address(), at, la::operation::atomic_read, &ctx);
+                   },
+                   20s),
+               ctx);
         return *slot<T>(2);
     }
     /// Non-fetching operations complete before the target may have applied them on some
@@ -144,10 +151,14 @@ protected:
                 *slot<T>(3) = x;
                 *slot<T>(4) = T{};
                 loom::request_context ctx;
-                if (!finish(peer_->local().retry([&] {
-                        return la::fetch_to<T>(local_->ep, std::span<const T>{slot<T>(3), 1}, &mr_,
-                                               std::span<T>{slot<T>(4), 1}, &mr_, peer_->address(), at, op, &ctx);
-                    }, 20s), ctx))
+                if (!finish(peer_->local().retry(
+                                [&] {
+                                    return la::fetch_to<T>(local_->ep, std::span<const T>{slot<T>(3), 1}, &mr_,
+                                                           std::span<T>{slot<T>(4), 1}, &mr_, peer_->address(), at, op,
+                                                           &ctx);
+                                },
+                                20s),
+                            ctx))
                     return checked;
                 EXPECT_EQ(*slot<T>(4), v0) << "fetched old value";
                 EXPECT_EQ(read_remote<T>(at), model<T>(op, v0, x, T{})) << "new value (fetch)";
@@ -158,10 +169,13 @@ protected:
                 if (!set_remote<T>(at, v0)) return checked;
                 *slot<T>(3) = x;
                 loom::request_context ctx;
-                if (!finish(peer_->local().retry([&] {
-                        return la::execute_to<T>(local_->ep, std::span<const T>{slot<T>(3), 1}, &mr_, peer_->address(),
-                                                 at, op, &ctx);
-                    }, 20s), ctx))
+                if (!finish(peer_->local().retry(
+                                [&] {
+                                    return la::execute_to<T>(local_->ep, std::span<const T>{slot<T>(3), 1}, &mr_,
+                                                             peer_->address(), at, op, &ctx);
+                                },
+                                20s),
+                            ctx))
                     return checked;
                 const T want = model<T>(op, v0, x, T{});
                 EXPECT_EQ(eventually<T>(at, want), want) << "new value (base)";
@@ -175,12 +189,15 @@ protected:
                     *slot<T>(5) = c;
                     *slot<T>(4) = T{};
                     loom::request_context ctx;
-                    if (!finish(peer_->local().retry([&] {
-                            return la::compare_swap_to<T>(local_->ep, std::span<const T>{slot<T>(5), 1}, &mr_,
-                                                          std::span<const T>{slot<T>(3), 1}, &mr_,
-                                                          std::span<T>{slot<T>(4), 1}, &mr_, peer_->address(), at, op,
-                                                          &ctx);
-                        }, 20s), ctx))
+                    if (!finish(peer_->local().retry(
+                                    [&] {
+                                        return la::compare_swap_to<T>(local_->ep, std::span<const T>{slot<T>(5), 1},
+                                                                      &mr_, std::span<const T>{slot<T>(3), 1}, &mr_,
+                                                                      std::span<T>{slot<T>(4), 1}, &mr_,
+                                                                      peer_->address(), at, op, &ctx);
+                                    },
+                                    20s),
+                                ctx))
                         return checked;
                     EXPECT_EQ(*slot<T>(4), v0) << "fetched old value, compare " << c;
                     EXPECT_EQ(read_remote<T>(at), model<T>(op, v0, x, c)) << "new value, compare " << c;
@@ -208,46 +225,63 @@ TEST_P(atomics, typed_helpers_and_inject) {
     ASSERT_TRUE(set_remote<std::uint64_t>(at, 100));
     const std::uint64_t inc = 42;
     std::uint64_t previous = 0;
-    auto in_mr = loom::memory_region::register_memory(local_->domain, std::as_writable_bytes(std::span{const_cast<std::uint64_t*>(&inc), 1}),
-                                                      loom::mr_access_flags::read).value();
+    auto in_mr = loom::memory_region::register_memory(
+                     local_->domain, std::as_writable_bytes(std::span{const_cast<std::uint64_t*>(&inc), 1}),
+                     loom::mr_access_flags::read)
+                     .value();
     auto out_mr = loom::memory_region::register_memory(local_->domain, std::as_writable_bytes(std::span{&previous, 1}),
-                                                       loom::mr_access_flags::write).value();
+                                                       loom::mr_access_flags::write)
+                      .value();
     loom::request_context ctx;
-    ASSERT_TRUE(finish(peer_->local().retry([&] {
-        return la::fetch_add_to(local_->ep, inc, &previous, &in_mr, &out_mr, peer_->address(), at, &ctx);
-    }, 20s), ctx));
+    ASSERT_TRUE(finish(
+        peer_->local().retry(
+            [&] { return la::fetch_add_to(local_->ep, inc, &previous, &in_mr, &out_mr, peer_->address(), at, &ctx); },
+            20s),
+        ctx));
     EXPECT_EQ(previous, 100u);
-    ASSERT_TRUE(finish(peer_->local().retry([&] { return la::add_to(local_->ep, inc, &in_mr, peer_->address(), at, &ctx); }, 20s), ctx));
+    ASSERT_TRUE(finish(
+        peer_->local().retry([&] { return la::add_to(local_->ep, inc, &in_mr, peer_->address(), at, &ctx); }, 20s),
+        ctx));
     EXPECT_EQ(eventually<std::uint64_t>(at, 184), 184u);
     const std::uint64_t expected = 184, desired = 7;
     std::uint64_t result = 0;
-    ASSERT_TRUE(finish(peer_->local().retry([&] {
-        return la::cas_to(local_->ep, expected, nullptr, desired, nullptr, &result, nullptr, peer_->address(), at, &ctx);
-    }, 20s), ctx));
+    ASSERT_TRUE(finish(peer_->local().retry(
+                           [&] {
+                               return la::cas_to(local_->ep, expected, nullptr, desired, nullptr, &result, nullptr,
+                                                 peer_->address(), at, &ctx);
+                           },
+                           20s),
+                       ctx));
     EXPECT_EQ(result, 184u);
     EXPECT_EQ(read_remote<std::uint64_t>(at), 7u);
     const std::uint64_t five = 5;
-    ASSERT_TRUE(peer_->local().retry([&] {
-        return la::inject_to<std::uint64_t>(local_->ep, std::span{&five, 1}, peer_->address(), at, la::operation::sum);
-    }, 20s));
+    ASSERT_TRUE(peer_->local().retry(
+        [&] {
+            return la::inject_to<std::uint64_t>(local_->ep, std::span{&five, 1}, peer_->address(), at,
+                                                la::operation::sum);
+        },
+        20s));
     EXPECT_EQ(eventually<std::uint64_t>(at, 12), 12u);
 }
 
 TEST_P(atomics, family_and_extent_checks_fail_before_the_provider) {
     std::uint64_t v = 1, r = 0;
     auto mr = loom::memory_region::register_memory(local_->domain, std::as_writable_bytes(std::span{&v, 1}),
-                                                   loom::mr_access_flags::read | loom::mr_access_flags::write).value();
+                                                   loom::mr_access_flags::read | loom::mr_access_flags::write)
+                  .value();
     loom::request_context ctx;
     auto invalid = [](const loom::void_result& res) { return !res && res.error() == loom::errc::invalid_argument; };
     const std::span<const std::uint64_t> one{&v, 1};
     // atomic_read needs the fetch interface; compare ops need the compare interface.
-    EXPECT_TRUE(invalid(la::execute_to(local_->ep, one, &mr, peer_->address(), remote_, la::operation::atomic_read, &ctx)));
+    EXPECT_TRUE(
+        invalid(la::execute_to(local_->ep, one, &mr, peer_->address(), remote_, la::operation::atomic_read, &ctx)));
     EXPECT_TRUE(invalid(la::execute_to(local_->ep, one, &mr, peer_->address(), remote_, la::operation::cswap, &ctx)));
     EXPECT_TRUE(invalid(la::fetch_to(local_->ep, one, &mr, std::span{&r, 1}, nullptr, peer_->address(), remote_,
                                      la::operation::mswap, &ctx)));
     EXPECT_TRUE(invalid(la::compare_swap_to(local_->ep, one, &mr, one, &mr, std::span{&r, 1}, nullptr, peer_->address(),
                                             remote_, la::operation::sum, &ctx)));
-    EXPECT_TRUE(invalid(la::execute_to(local_->ep, one, &mr, peer_->address(), remote_, static_cast<la::operation>(99), &ctx)));
+    EXPECT_TRUE(
+        invalid(la::execute_to(local_->ep, one, &mr, peer_->address(), remote_, static_cast<la::operation>(99), &ctx)));
     // Registration extents: the result is outside `mr`.
     EXPECT_TRUE(invalid(la::fetch_to(local_->ep, one, &mr, std::span{&r, 1}, &mr, peer_->address(), remote_,
                                      la::operation::sum, &ctx)));
@@ -279,27 +313,34 @@ TEST_P(atomics, typed_atomics_to_an_inserted_peer_go_through_the_atomic_gate) {
     ASSERT_TRUE(set_remote<std::uint64_t>(at, 40));
     loom::request_context ctx;
     *slot<std::uint64_t>(2) = 2;
-    EXPECT_TRUE(finish(peer_->local().retry([&] {
-        return la::fetch_add_to(local_->ep, *slot<std::uint64_t>(2), slot<std::uint64_t>(3), &mr_, &mr_, peer, at, &ctx);
-    }, 20s), ctx));
+    EXPECT_TRUE(finish(peer_->local().retry(
+                           [&] {
+                               return la::fetch_add_to(local_->ep, *slot<std::uint64_t>(2), slot<std::uint64_t>(3),
+                                                       &mr_, &mr_, peer, at, &ctx);
+                           },
+                           20s),
+                       ctx));
     EXPECT_EQ(*slot<std::uint64_t>(3), 40u);
-    EXPECT_TRUE(finish(peer_->local().retry([&] {
-        return la::add_to(local_->ep, *slot<std::uint64_t>(2), &mr_, peer, at, &ctx);
-    }, 20s), ctx));
+    EXPECT_TRUE(finish(peer_->local().retry(
+                           [&] { return la::add_to(local_->ep, *slot<std::uint64_t>(2), &mr_, peer, at, &ctx); }, 20s),
+                       ctx));
     *slot<std::uint64_t>(4) = 44;  // expected: 40 + 2 + 2
     *slot<std::uint64_t>(5) = 7;
-    EXPECT_TRUE(finish(peer_->local().retry([&] {
-        return la::cas_to(local_->ep, *slot<std::uint64_t>(4), &mr_, *slot<std::uint64_t>(5), &mr_,
-                          slot<std::uint64_t>(6), &mr_, peer, at, &ctx);
-    }, 20s), ctx));
+    EXPECT_TRUE(finish(peer_->local().retry(
+                           [&] {
+                               return la::cas_to(local_->ep, *slot<std::uint64_t>(4), &mr_, *slot<std::uint64_t>(5),
+                                                 &mr_, slot<std::uint64_t>(6), &mr_, peer, at, &ctx);
+                           },
+                           20s),
+                       ctx));
     EXPECT_EQ(*slot<std::uint64_t>(6), 44u);
     // Arguments the inline checks catch: a result outside the registration, a short remote range.
     std::uint64_t outside = 0;
     EXPECT_EQ(la::fetch_add_to(local_->ep, *slot<std::uint64_t>(2), &outside, &mr_, &mr_, peer, at, &ctx).error(),
               loom::errc::invalid_argument);
-    EXPECT_EQ(la::add_to(local_->ep, *slot<std::uint64_t>(2), &mr_, peer, remote_.subregion(64, 4).value(), &ctx)
-                  .error(),
-              loom::errc::invalid_argument);
+    EXPECT_EQ(
+        la::add_to(local_->ep, *slot<std::uint64_t>(2), &mr_, peer, remote_.subregion(64, 4).value(), &ctx).error(),
+        loom::errc::invalid_argument);
     // State: a moved-from endpoint refuses; moved back, it works again.
     loom::endpoint moved = std::move(local_->ep);
     EXPECT_EQ(la::fetch_add_to(local_->ep, *slot<std::uint64_t>(2), slot<std::uint64_t>(3), &mr_, &mr_, peer, at, &ctx)
@@ -307,18 +348,21 @@ TEST_P(atomics, typed_atomics_to_an_inserted_peer_go_through_the_atomic_gate) {
               loom::errc::bad_state);
     EXPECT_EQ(la::add_to(local_->ep, *slot<std::uint64_t>(2), &mr_, peer, at, &ctx).error(), loom::errc::bad_state);
     local_->ep = std::move(moved);
-    EXPECT_TRUE(finish(peer_->local().retry([&] {
-        return la::fetch_add_to(local_->ep, *slot<std::uint64_t>(2), slot<std::uint64_t>(3), &mr_, &mr_, peer, at, &ctx);
-    }, 20s), ctx));
+    EXPECT_TRUE(finish(peer_->local().retry(
+                           [&] {
+                               return la::fetch_add_to(local_->ep, *slot<std::uint64_t>(2), slot<std::uint64_t>(3),
+                                                       &mr_, &mr_, peer, at, &ctx);
+                           },
+                           20s),
+                       ctx));
     EXPECT_EQ(*slot<std::uint64_t>(3), 7u);
 }
 
-INSTANTIATE_TEST_SUITE_P(providers, atomics, ::testing::Values("tcp;ofi_rxm", "shm", "sockets"),
-                         [](const auto& info) {
-                             std::string s = info.param;
-                             std::replace(s.begin(), s.end(), ';', '_');
-                             return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(providers, atomics, ::testing::Values("tcp;ofi_rxm", "shm", "sockets"), [](const auto& info) {
+    std::string s = info.param;
+    std::replace(s.begin(), s.end(), ';', '_');
+    return s;
+});
 
 TEST(atomics_rxd, refuses_its_broken_atomics_and_runs_base_operations) {
     const auto caps = atomic_caps | loom::capability::rma;
@@ -331,7 +375,8 @@ TEST(atomics_rxd, refuses_its_broken_atomics_and_runs_base_operations) {
     const loom::remote_memory remote{ex.value, ex.tag, static_cast<std::size_t>(ex.bytes)};
     std::array<std::uint64_t, 4> words{};
     auto mr = loom::memory_region::register_memory(st->domain, std::as_writable_bytes(std::span{words}),
-                                                   loom::mr_access_flags::read | loom::mr_access_flags::write).value();
+                                                   loom::mr_access_flags::read | loom::mr_access_flags::write)
+                  .value();
     std::size_t count = 777;
     EXPECT_FALSE(la::is_fetch_valid(st->ep, la::operation::sum, la::datatype::uint64, &count));
     EXPECT_FALSE(la::is_compare_valid(st->ep, la::operation::cswap, la::datatype::uint64, &count));
@@ -350,32 +395,38 @@ TEST(atomics_rxd, refuses_its_broken_atomics_and_runs_base_operations) {
               loom::errc::not_supported);
     EXPECT_EQ(la::cas_to(st->ep, words[0], &mr, words[1], &mr, &words[2], &mr, *peer.peer(), at, &ctx).error(),
               loom::errc::not_supported);
-    auto injected = la::inject_to<std::uint64_t>(st->ep, std::span{words}.first(1), peer.address(), at,
-                                                 la::operation::sum);
+    auto injected =
+        la::inject_to<std::uint64_t>(st->ep, std::span{words}.first(1), peer.address(), at, la::operation::sum);
     ASSERT_FALSE(injected);
     EXPECT_EQ(injected.error(), loom::errc::not_supported);
 
     // Base operations work: set 10 with an RMA write, add 32 atomically, read 42 back with RMA.
     words[0] = 10;
-    ASSERT_TRUE(peer.local().retry([&] {
-        return loom::rma::write_to(st->ep, std::as_bytes(std::span{words}.first(1)), mr, peer.address(), at, &ctx);
-    }, 20s));
+    ASSERT_TRUE(peer.local().retry(
+        [&] {
+            return loom::rma::write_to(st->ep, std::as_bytes(std::span{words}.first(1)), mr, peer.address(), at, &ctx);
+        },
+        20s));
     auto ev = peer.local().wait_for(&ctx, 20s);
     ASSERT_TRUE(ev && !ev->has_error());
     words[1] = 32;
-    ASSERT_TRUE(peer.local().retry([&] {
-        return la::execute_to<std::uint64_t>(st->ep, std::span{words}.subspan(1, 1), &mr, peer.address(), at,
-                                             la::operation::sum, &ctx);
-    }, 20s));
+    ASSERT_TRUE(peer.local().retry(
+        [&] {
+            return la::execute_to<std::uint64_t>(st->ep, std::span{words}.subspan(1, 1), &mr, peer.address(), at,
+                                                 la::operation::sum, &ctx);
+        },
+        20s));
     ev = peer.local().wait_for(&ctx, 20s);
     ASSERT_TRUE(ev && !ev->has_error()) << (ev ? ev->error.message() : ev.error().message());
     const auto deadline = std::chrono::steady_clock::now() + 5s;
     do {
         words[2] = 0;
-        ASSERT_TRUE(peer.local().retry([&] {
-            return loom::rma::read_to(st->ep, std::as_writable_bytes(std::span{words}.subspan(2, 1)), mr,
-                                      peer.address(), at, &ctx);
-        }, 20s));
+        ASSERT_TRUE(peer.local().retry(
+            [&] {
+                return loom::rma::read_to(st->ep, std::as_writable_bytes(std::span{words}.subspan(2, 1)), mr,
+                                          peer.address(), at, &ctx);
+            },
+            20s));
         ev = peer.local().wait_for(&ctx, 20s);
         ASSERT_TRUE(ev && !ev->has_error());
     } while (words[2] != 42 && std::chrono::steady_clock::now() < deadline);

@@ -95,9 +95,8 @@ protected:
     }
 
     void send_tagged(std::span<const std::byte> data, std::uint64_t tag, loom::request_context& ctx) {
-        ASSERT_EQ(
-            outcome(prog_->retry([&] { return s_.ep.tagged_send(data, tag, s_.self, nullptr, &ctx); }, 2s)),
-            "ok");
+        ASSERT_EQ(outcome(prog_->retry([&] { return s_.ep.tagged_send(data, tag, s_.self, nullptr, &ctx); }, 2s)),
+                  "ok");
     }
 
     /// When the provider refused peek/claim: the not_supported path (claim stays idle,
@@ -140,8 +139,7 @@ TEST_P(core_claim, probe_reserve_then_receive) {
     EXPECT_EQ(outcome(c.probe(tag)), "bad_state") << "probe while reserved";
 
     // A rejected submission keeps the reservation.
-    EXPECT_EQ(outcome(c.receive(std::span<std::byte>{static_cast<std::byte*>(nullptr), 16})),
-              "invalid_argument");
+    EXPECT_EQ(outcome(c.receive(std::span<std::byte>{static_cast<std::byte*>(nullptr), 16})), "invalid_argument");
     EXPECT_EQ(c.phase(), claim_phase::reserved);
 
     std::array<std::byte, 256> in{};

@@ -13,9 +13,10 @@
 namespace core_test {
 
 /// A MSG discovery entry of `provider` on the loopback interface.
-inline auto msg_info(const std::string& provider, loom::capability caps = loom::capability::msg) -> loom::result<loom::fabric_info> {
-    return loom::query_fabric({.capabilities = caps, .ep_type = loom::endpoint_types::msg,
-                               .provider = provider, .domain_name = "lo"});
+inline auto msg_info(const std::string& provider, loom::capability caps = loom::capability::msg)
+    -> loom::result<loom::fabric_info> {
+    return loom::query_fabric(
+        {.capabilities = caps, .ep_type = loom::endpoint_types::msg, .provider = provider, .domain_name = "lo"});
 }
 
 /// The next event of `kind` (others are skipped), or nullopt after `timeout`.

@@ -28,7 +28,6 @@ auto text(const std::vector<std::byte>& b) -> std::string {
     return {reinterpret_cast<const char*>(b.data()), b.size()};
 }
 
-
 /// The listener, in the child: exit code 0 when every step held, otherwise the step's number.
 [[noreturn]] void listen_and_serve(const std::string& provider, int address_out, bool reject) {
     auto step = [](int n, bool ok) {
@@ -169,8 +168,10 @@ TEST_P(Connection, a_rejected_request_reports_refusal_with_the_listeners_data) {
     ASSERT_EQ(ev->kind, loom::cm_event_kind::error);
     EXPECT_EQ(ev->error, make_error_code(loom::errc::connection_refused)) << ev->error.message();
     EXPECT_EQ(ev->fid, &c.ep.native()->fid);
-    if (ev->data.empty()) core_test::quirk(GetParam(), "a rejection carries no connection data");
-    else EXPECT_EQ(text(ev->data), "not today");
+    if (ev->data.empty())
+        core_test::quirk(GetParam(), "a rejection carries no connection data");
+    else
+        EXPECT_EQ(text(ev->data), "not today");
     EXPECT_EQ(l.finish(), 0) << "the listener's failing step";
 }
 
@@ -217,7 +218,8 @@ TEST(ConnectionRefusals, calls_out_of_order_or_on_the_wrong_object_are_refused) 
     auto pep2 = loom::passive_endpoint::create(*fab, *info);
     ASSERT_TRUE(pep2);
     EXPECT_EQ(outcome(pep2->bind(*other_eq)), "invalid_argument");
-    auto rdm = loom::query_fabric({.capabilities = loom::capability::msg, .ep_type = loom::endpoint_types::rdm, .provider = "tcp"});
+    auto rdm = loom::query_fabric(
+        {.capabilities = loom::capability::msg, .ep_type = loom::endpoint_types::rdm, .provider = "tcp"});
     ASSERT_TRUE(rdm);
     EXPECT_EQ(outcome(loom::passive_endpoint::create(*fab, *rdm)), "invalid_argument");
 
@@ -230,7 +232,8 @@ TEST(ConnectionRefusals, calls_out_of_order_or_on_the_wrong_object_are_refused) 
     EXPECT_EQ(outcome(s.ep.shutdown()), "invalid_argument");
 
     // Queue attributes and waiting.
-    EXPECT_EQ(outcome(loom::event_queue::create(*fab, {.wait = static_cast<loom::wait_object>(42)})), "invalid_argument");
+    EXPECT_EQ(outcome(loom::event_queue::create(*fab, {.wait = static_cast<loom::wait_object>(42)})),
+              "invalid_argument");
     auto polled = loom::event_queue::create(*fab, {.wait = loom::wait_object::none});
     ASSERT_TRUE(polled);
     EXPECT_EQ(outcome(polled->wait(1ms)), "not_supported");

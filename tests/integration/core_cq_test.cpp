@@ -301,8 +301,7 @@ TEST_P(core_cq_format, loopback_event_carries_the_format_fields) {
     std::array<std::byte, 48> out{}, in{}, tin{};
     loom::request_context rctx, sctx, trctx, tsctx;
     loop_stack s;
-    ASSERT_NO_FATAL_FAILURE(must_open_loop(
-        provider, {.cq = {.size = 64, .format = fmt}}, s));
+    ASSERT_NO_FATAL_FAILURE(must_open_loop(provider, {.cq = {.size = 64, .format = fmt}}, s));
     ASSERT_EQ(s.cq.format(), fmt);
     const auto dattr = s.info.get_domain_attr();
     ASSERT_TRUE(dattr.has_value());

@@ -99,7 +99,8 @@ TEST(core_discovery, copy_native_copies_one_entry) {
     loom::endpoint_types type{};
     loom::address_format fmt{};
     {
-        auto all = loom::query_all({.capabilities = base_caps, .ep_type = loom::endpoint_types::rdm, .provider = "tcp"});
+        auto all =
+            loom::query_all({.capabilities = base_caps, .ep_type = loom::endpoint_types::rdm, .provider = "tcp"});
         ASSERT_TRUE(all) << outcome(all.error());
         ASSERT_GE(all->size(), 2u) << "need an entry with a successor";
         const auto entry = *all->begin();
@@ -146,7 +147,8 @@ TEST(core_discovery, out_of_range_hints_are_invalid) {
     EXPECT_EQ(outcome(loom::query_fabric({.data_progress = static_cast<loom::progress_mode>(7)})), "invalid_argument");
     EXPECT_EQ(outcome(loom::query_fabric({.control_progress = static_cast<loom::progress_mode>(-3)})),
               "invalid_argument");
-    EXPECT_EQ(outcome(loom::query_fabric({.addr_format = static_cast<loom::address_format>(1000)})), "invalid_argument");
+    EXPECT_EQ(outcome(loom::query_fabric({.addr_format = static_cast<loom::address_format>(1000)})),
+              "invalid_argument");
     using namespace std::string_view_literals;
     EXPECT_EQ(outcome(loom::query_fabric({.provider = "tcp\0;ofi_rxm"sv})), "invalid_argument");
     EXPECT_EQ(outcome(loom::validate(static_cast<loom::endpoint_types>(42))), "invalid_argument");
@@ -170,8 +172,8 @@ TEST_P(core_allocator, objects_created_with_an_arena_work) {
     std::array<std::byte, 32> out{}, in{};
     loom::request_context rctx, sctx;
 
-    auto info = loom::query_fabric({.capabilities = base_caps, .ep_type = loom::endpoint_types::rdm,
-                                    .provider = GetParam()}, &counted);
+    auto info = loom::query_fabric(
+        {.capabilities = base_caps, .ep_type = loom::endpoint_types::rdm, .provider = GetParam()}, &counted);
     ASSERT_TRUE(info) << outcome(info.error());
     EXPECT_GT(counted.allocations, 0) << "query_fabric did not use the resource";
     auto fab = loom::fabric::create(*info, &counted);
@@ -188,8 +190,8 @@ TEST_P(core_allocator, objects_created_with_an_arena_work) {
     ASSERT_TRUE(cntr) << outcome(cntr.error());
     auto ep = loom::endpoint::create(*dom, *info, &counted);
     ASSERT_TRUE(ep) << outcome(ep.error());
-    auto mr = loom::memory_region::register_memory(*dom, std::span<std::byte>{in},
-                                                   loom::mr_access_flags::recv, &counted);
+    auto mr =
+        loom::memory_region::register_memory(*dom, std::span<std::byte>{in}, loom::mr_access_flags::recv, &counted);
     ASSERT_TRUE(mr) << outcome(mr.error());
     ASSERT_EQ(outcome(ep->bind_cq(*cq, loom::cq_bind::transmit | loom::cq_bind::recv)), "ok");
     ASSERT_EQ(outcome(ep->bind_av(*av)), "ok");

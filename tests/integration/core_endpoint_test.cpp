@@ -142,8 +142,7 @@ TEST_P(core_checks, send_checks_hold_at_the_limits_after_close_and_after_a_move)
     std::array<std::byte, 8> in{};
     loom_test::progress prog(s.cq);
     ASSERT_EQ(outcome(s.ep.tagged_recv(in, any_tag, 0, &rctx)), "ok");
-    ASSERT_EQ(outcome(prog.retry([&] { return s.ep.tagged_send(data, any_tag, s.self, nullptr, &ctx); }, 2s)),
-              "ok");
+    ASSERT_EQ(outcome(prog.retry([&] { return s.ep.tagged_send(data, any_tag, s.self, nullptr, &ctx); }, 2s)), "ok");
     (void)completed(prog, &ctx);
     (void)completed(prog, &rctx);
     // A moved-from endpoint refuses (bad_state) instead of handing the provider a null handle.
@@ -155,8 +154,7 @@ TEST_P(core_checks, send_checks_hold_at_the_limits_after_close_and_after_a_move)
     EXPECT_EQ(outcome(s.ep.tagged_recv(in, any_tag, 0, &rctx)), "bad_state");
     // The endpoint it moved to sends; once closed it refuses too.
     ASSERT_EQ(outcome(moved.tagged_recv(in, any_tag, 0, &rctx)), "ok");
-    ASSERT_EQ(outcome(prog.retry([&] { return moved.tagged_send(data, any_tag, s.self, nullptr, &ctx); }, 2s)),
-              "ok");
+    ASSERT_EQ(outcome(prog.retry([&] { return moved.tagged_send(data, any_tag, s.self, nullptr, &ctx); }, 2s)), "ok");
     (void)completed(prog, &ctx);
     (void)completed(prog, &rctx);
     ASSERT_EQ(outcome(moved.close()), "ok");
@@ -368,8 +366,8 @@ TEST_P(core_checks, registered_spans_must_lie_inside_the_registration) {
     ASSERT_TRUE(rmr) << outcome(rmr.error());
     ASSERT_TRUE(mr->usable_with(s.ep));
 
-    const std::span<const std::byte> past_end{area.data() + 9, 64};    // one byte past the end
-    const std::span<const std::byte> before{area.data() + 7, 8};       // starts before it
+    const std::span<const std::byte> past_end{area.data() + 9, 64};  // one byte past the end
+    const std::span<const std::byte> before{area.data() + 7, 8};     // starts before it
     const std::span<std::byte> past_end_rx{area.data() + 9, 64};
     EXPECT_EQ(outcome(s.ep.send(past_end, *mr, s.self, &ctx)), "invalid_argument");
     EXPECT_EQ(outcome(s.ep.send(before, *mr, s.self, &ctx)), "invalid_argument");
@@ -420,7 +418,8 @@ TEST_P(core_checks, tagged_operations_need_the_tagged_capability) {
     EXPECT_EQ(outcome(s.ep.tagged_recv(buf, any_tag, 0, &ctx)), "invalid_argument");
     EXPECT_EQ(outcome(s.ep.tagged_recvv({&iov, 1}, {}, any_tag, 0, loom::fabric_addrs::unspecified, &ctx)),
               "invalid_argument");
-    loom::msg::tagged_send_message<loom::request_context*> tm{.iov = {iov}, .addr = s.self, .tag = any_tag, .context = &ctx};
+    loom::msg::tagged_send_message<loom::request_context*> tm{
+        .iov = {iov}, .addr = s.self, .tag = any_tag, .context = &ctx};
     EXPECT_EQ(outcome(loom::msg::tagged_sendmsg(s.ep, tm)), "invalid_argument");
     loom::msg::tagged_receive_message<loom::request_context*> trm{.iov = {iov}, .tag = any_tag, .context = &ctx};
     EXPECT_EQ(outcome(loom::msg::tagged_recvmsg(s.ep, trm)), "invalid_argument");
@@ -497,9 +496,8 @@ INSTANTIATE_TEST_SUITE_P(providers, core_checks, ::testing::ValuesIn(providers()
 class core_msg_endpoint : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(core_msg_endpoint, bind_av_is_invalid_for_msg_endpoints) {
-    auto info = loom::query_fabric({.capabilities = loom::capability::msg,
-                                    .ep_type = loom::endpoint_types::msg,
-                                    .provider = GetParam()});
+    auto info = loom::query_fabric(
+        {.capabilities = loom::capability::msg, .ep_type = loom::endpoint_types::msg, .provider = GetParam()});
     if (!info) GTEST_SKIP() << GetParam() << " offers no msg endpoint: " << outcome(info.error());
     ASSERT_EQ(info->ep_type(), loom::endpoint_types::msg);
     auto fab = loom::fabric::create(*info);
@@ -532,8 +530,8 @@ TEST_P(core_options, min_multi_recv_and_length_checks) {
     std::size_t v = 0;
     std::size_t len = sizeof v;
     auto got = loom::get_endpoint_option(s.ep, loom::ep_opt::level_endpoint, loom::ep_opt::min_multi_recv, &v, &len);
-    quirk(GetParam(), "get min_multi_recv -> " + outcome(got) + " value " + std::to_string(v) + " len " +
-                          std::to_string(len));
+    quirk(GetParam(),
+          "get min_multi_recv -> " + outcome(got) + " value " + std::to_string(v) + " len " + std::to_string(len));
     if (got) {
         EXPECT_EQ(len, sizeof(std::size_t));  // (udp;ofi_rxd reports a default of 0)
     } else {
@@ -556,21 +554,25 @@ TEST_P(core_options, min_multi_recv_and_length_checks) {
     if (set && got) {
         std::size_t back = 0;
         std::size_t blen = sizeof back;
-        ASSERT_EQ(outcome(loom::get_endpoint_option(*fresh, loom::ep_opt::level_endpoint,
-                                                    loom::ep_opt::min_multi_recv, &back, &blen)), "ok");
+        ASSERT_EQ(outcome(loom::get_endpoint_option(*fresh, loom::ep_opt::level_endpoint, loom::ep_opt::min_multi_recv,
+                                                    &back, &blen)),
+                  "ok");
         EXPECT_EQ(back, 3000u);
     }
 
     // Wrong lengths, null values and unknown levels never reach the provider.
     const std::size_t value = 4096;
     EXPECT_EQ(outcome(loom::set_endpoint_option(s.ep, loom::ep_opt::level_endpoint, loom::ep_opt::min_multi_recv,
-                                                &value, sizeof value - 1)), "invalid_argument");
+                                                &value, sizeof value - 1)),
+              "invalid_argument");
     EXPECT_EQ(outcome(loom::set_endpoint_option(s.ep, loom::ep_opt::level_endpoint, loom::ep_opt::min_multi_recv,
-                                                &value, sizeof value + 1)), "invalid_argument");
+                                                &value, sizeof value + 1)),
+              "invalid_argument");
     EXPECT_EQ(outcome(loom::set_endpoint_option(s.ep, loom::ep_opt::level_endpoint, loom::ep_opt::min_multi_recv,
-                                                nullptr, sizeof value)), "invalid_argument");
-    EXPECT_EQ(outcome(loom::set_endpoint_option(s.ep, static_cast<loom::ep_opt::level>(7),
-                                                loom::ep_opt::min_multi_recv, &value, sizeof value)),
+                                                nullptr, sizeof value)),
+              "invalid_argument");
+    EXPECT_EQ(outcome(loom::set_endpoint_option(s.ep, static_cast<loom::ep_opt::level>(7), loom::ep_opt::min_multi_recv,
+                                                &value, sizeof value)),
               "invalid_argument");
     EXPECT_EQ(outcome(loom::set_endpoint_option(s.ep, loom::ep_opt::level_endpoint,
                                                 static_cast<loom::ep_opt::option>(9999), &value, sizeof value)),
@@ -578,9 +580,11 @@ TEST_P(core_options, min_multi_recv_and_length_checks) {
     std::size_t small = 0;
     std::size_t small_len = sizeof small - 1;
     EXPECT_EQ(outcome(loom::get_endpoint_option(s.ep, loom::ep_opt::level_endpoint, loom::ep_opt::min_multi_recv,
-                                                &small, &small_len)), "invalid_argument");
+                                                &small, &small_len)),
+              "invalid_argument");
     EXPECT_EQ(outcome(loom::get_endpoint_option(s.ep, loom::ep_opt::level_endpoint, loom::ep_opt::min_multi_recv,
-                                                &small, nullptr)), "invalid_argument");
+                                                &small, nullptr)),
+              "invalid_argument");
 
     // Native identifiers are forwarded: a bogus one is an error from the provider, not a crash.
     std::array<std::byte, 64> raw{};

@@ -24,8 +24,7 @@ const std::vector<std::string>& cache_providers() {
 struct page_buffer {
     explicit page_buffer(std::size_t pages)
         : size(pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE))),
-          p(static_cast<std::byte*>(
-              std::aligned_alloc(static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)), size))) {
+          p(static_cast<std::byte*>(std::aligned_alloc(static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)), size))) {
         std::fill_n(p.get(), size, std::byte{0});
     }
     auto span() -> std::span<std::byte> { return {p.get(), size}; }
@@ -138,13 +137,14 @@ TEST_P(core_mr_cache, bounded_cache_evicts_idle_registrations) {
     ASSERT_TRUE(cache.status()) << outcome(cache.status());
     page_buffer a(1), b(1);
     const long before = s_.domain.open_children();
-    { auto h = cache.lookup(a.span(), loom::mr_access_flags::send).value(); }
+    {
+        auto h = cache.lookup(a.span(), loom::mr_access_flags::send).value();
+    }
     EXPECT_EQ(s_.domain.open_children(), before + 1);
     {
         auto h = cache.lookup(b.span(), loom::mr_access_flags::send).value();
         EXPECT_EQ(s_.domain.open_children(), before + 1) << "the idle registration of `a` was evicted";
-        auto h2 =
-            cache.lookup(a.span(), loom::mr_access_flags::send).value();  // live handles exceed the bound
+        auto h2 = cache.lookup(a.span(), loom::mr_access_flags::send).value();  // live handles exceed the bound
         EXPECT_EQ(s_.domain.open_children(), before + 2);
     }
     EXPECT_EQ(s_.domain.open_children(), before + 1);

@@ -51,8 +51,7 @@ protected:
         ASSERT_TRUE(s_.ep.capabilities().has(capability::rma_event)) << loom::to_string(s_.ep.capabilities());
         prog_.emplace(s_.cq);
         auto src = loom::memory_region::register_memory(
-            s_.domain, std::span{src_},
-            mr_access_flags::read | mr_access_flags::write | mr_access_flags::send);
+            s_.domain, std::span{src_}, mr_access_flags::read | mr_access_flags::write | mr_access_flags::send);
         ASSERT_TRUE(src) << outcome(src.error());
         src_mr_ = std::move(*src);
         loom_test::fill_pattern(src_, 77);
@@ -86,8 +85,7 @@ TEST_P(core_mr_events, remote_writes_increment_the_bound_counter) {
     ASSERT_TRUE(mr) << outcome(mr.error());
     EXPECT_TRUE(mr->rma_events());
     const auto mode = s_.domain.get_memory_region_mode();
-    EXPECT_EQ(mr->enable_required(),
-              mode.any(loom::mr_mode_flags::rma_event | loom::mr_mode_flags::endpoint));
+    EXPECT_EQ(mr->enable_required(), mode.any(loom::mr_mode_flags::rma_event | loom::mr_mode_flags::endpoint));
     quirk(GetParam(),
           "mr_mode " + loom::to_string(mode) + ", enable_required " + (mr->enable_required() ? "yes" : "no"));
     auto c = loom::counter::create(s_.domain);
@@ -99,8 +97,7 @@ TEST_P(core_mr_events, remote_writes_increment_the_bound_counter) {
         // The alternative there: an endpoint counter bound with counter_bind::remote_write.
         loop_stack t;
         ASSERT_NO_FATAL_FAILURE(must_open_loop(
-            GetParam(),
-            {.caps = rma_caps, .counter = true, .counter_flags = loom::counter_bind::remote_write}, t));
+            GetParam(), {.caps = rma_caps, .counter = true, .counter_flags = loom::counter_bind::remote_write}, t));
         std::vector<std::byte> tbuf(256);
         auto tmr = loom::memory_region::register_memory(
             t.domain, std::span{tbuf},
@@ -113,25 +110,22 @@ TEST_P(core_mr_events, remote_writes_increment_the_bound_counter) {
         ASSERT_TRUE(tsrc) << outcome(tsrc.error());
         loom_test::progress tprog(t.cq);
         loom::request_context ctx;
-        ASSERT_EQ(
-            outcome(tprog.retry(
-                [&] {
-                    return loom::check_native(::fi_write(t.ep.native(), src_.data(), 64, tsrc->descriptor(),
-                                                         t.self.get(), tremote->addr, tremote->key, &ctx));
-                },
-                2s)),
-            "ok");
+        ASSERT_EQ(outcome(tprog.retry(
+                      [&] {
+                          return loom::check_native(::fi_write(t.ep.native(), src_.data(), 64, tsrc->descriptor(),
+                                                               t.self.get(), tremote->addr, tremote->key, &ctx));
+                      },
+                      2s)),
+                  "ok");
         (void)completed(tprog, &ctx);
         if (GetParam() == "tcp") {
             // libfabric 2.1 native tcp (RDM) lists FI_RMA_EVENT but counts remote writes
             // neither per registration nor on endpoint counters.
             EXPECT_EQ(outcome(t.cntr.wait(1, 200ms)), "timed_out") << "tcp now counts remote writes";
         } else {
-            EXPECT_EQ(outcome(t.cntr.wait(1, 5s)), "ok")
-                << "the endpoint's remote-write counter did not count";
+            EXPECT_EQ(outcome(t.cntr.wait(1, 5s)), "ok") << "the endpoint's remote-write counter did not count";
         }
-        EXPECT_FALSE(loom_test::check_pattern(std::span{tbuf}.first(64), 77).has_value())
-            << "the write did not land";
+        EXPECT_FALSE(loom_test::check_pattern(std::span{tbuf}.first(64), 77).has_value()) << "the write did not land";
         quirk(GetParam(),
               "endpoint counter_bind::remote_write after one remote write: " + std::to_string(t.cntr.read()));
         return;
@@ -155,8 +149,7 @@ TEST_P(core_mr_events, remote_writes_increment_the_bound_counter) {
 
     // A registration without a bound counter: writes into it are not counted on c.
     std::vector<std::byte> plain(256);
-    auto other =
-        loom::memory_region::register_memory(s_.domain, std::span{plain}, mr_access_flags::remote_write);
+    auto other = loom::memory_region::register_memory(s_.domain, std::span{plain}, mr_access_flags::remote_write);
     ASSERT_TRUE(other) << outcome(other.error());
     auto other_remote = loom::remote_memory::from_mr(*other);
     ASSERT_TRUE(other_remote) << outcome(other_remote.error());
@@ -178,8 +171,7 @@ TEST_P(core_mr_events, binding_checks) {
     auto c = loom::counter::create(s_.domain);
     ASSERT_TRUE(c) << outcome(c.error());
     // Without .rma_events.
-    auto plain =
-        loom::memory_region::register_memory(s_.domain, std::span{buf}, mr_access_flags::remote_write);
+    auto plain = loom::memory_region::register_memory(s_.domain, std::span{buf}, mr_access_flags::remote_write);
     ASSERT_TRUE(plain) << outcome(plain.error());
     EXPECT_FALSE(plain->rma_events());
     EXPECT_EQ(outcome(plain->bind(*c)), "invalid_argument");
@@ -242,8 +234,7 @@ TEST_P(core_raw_keys, scalar_key_domains_refuse_raw_exports_and_mappings) {
     EXPECT_EQ(outcome(mr->export_raw()), "invalid_argument") << "closed registration";
 
     const long children = s.domain.open_children();
-    auto good =
-        loom::raw_remote_memory{.base_addr = 0x10000, .addr = 0x10000, .length = 64, .key = {1, 2, 3, 4}};
+    auto good = loom::raw_remote_memory{.base_addr = 0x10000, .addr = 0x10000, .length = 64, .key = {1, 2, 3, 4}};
     auto map = [&](loom::raw_remote_memory r) {
         return outcome(loom::mapped_remote_memory::map(s.domain, std::move(r)));
     };

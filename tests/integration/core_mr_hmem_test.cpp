@@ -122,25 +122,28 @@ TEST_P(core_mr_hmem, bad_device_registrations_are_refused_before_the_provider) {
     auto code = [](const auto& r) { return r ? std::error_code{} : r.error(); };
     const bool hmem_domain = (s.info.native()->caps & FI_HMEM) != 0;
     // Device interfaces need a domain opened with capability::hmem.
-    auto cuda = loom::memory_region::register_memory(
-        s.domain, std::span{mem}, {.access = rw, .iface = loom::hmem_iface::cuda, .device = 0});
+    auto cuda = loom::memory_region::register_memory(s.domain, std::span{mem},
+                                                     {.access = rw, .iface = loom::hmem_iface::cuda, .device = 0});
     if (!hmem_domain) {
         EXPECT_EQ(code(cuda), make_error_code(errc::not_supported));
     }
     // Host memory has no device id; unknown interfaces and out-of-range ids are refused.
     EXPECT_EQ(code(loom::memory_region::register_memory(s.domain, std::span{mem}, {.access = rw, .device = 3})),
               make_error_code(errc::invalid_argument));
-    EXPECT_EQ(code(loom::memory_region::register_memory(
-                  s.domain, std::span{mem}, {.access = rw, .iface = static_cast<loom::hmem_iface>(99)})),
+    EXPECT_EQ(code(loom::memory_region::register_memory(s.domain, std::span{mem},
+                                                        {.access = rw, .iface = static_cast<loom::hmem_iface>(99)})),
               make_error_code(errc::invalid_argument));
     // DMA-BUF: a descriptor, a length and a range that does not wrap.
     const auto bad = [&](loom::dmabuf_region r) {
         return code(loom::memory_region::register_dmabuf(s.domain, r, {.access = rw}));
     };
-    EXPECT_EQ(bad({.fd = -1, .offset = 0, .length = page, .base_addr = mem.data()}), make_error_code(errc::invalid_argument));
-    EXPECT_EQ(bad({.fd = 1000, .offset = 0, .length = page, .base_addr = mem.data()}), make_error_code(errc::invalid_argument))
+    EXPECT_EQ(bad({.fd = -1, .offset = 0, .length = page, .base_addr = mem.data()}),
+              make_error_code(errc::invalid_argument));
+    EXPECT_EQ(bad({.fd = 1000, .offset = 0, .length = page, .base_addr = mem.data()}),
+              make_error_code(errc::invalid_argument))
         << "a descriptor that is not open";
-    EXPECT_EQ(bad({.fd = 0, .offset = 0, .length = 0, .base_addr = mem.data()}), make_error_code(errc::invalid_argument));
+    EXPECT_EQ(bad({.fd = 0, .offset = 0, .length = 0, .base_addr = mem.data()}),
+              make_error_code(errc::invalid_argument));
     EXPECT_EQ(bad({.fd = 0, .offset = ~std::uint64_t{0} - 1, .length = page, .base_addr = nullptr}),
               make_error_code(errc::invalid_argument));
     EXPECT_EQ(bad({.fd = 0, .offset = ~std::uint64_t{0} - page, .length = page, .base_addr = mem.data()}),

@@ -49,8 +49,8 @@ void scattered_roundtrip(loop_stack& s, std::uint64_t seed, loom::op_flag send_f
     loom::request_context rctx, sctx;
     loom_test::progress prog(s.cq);
     loom::msg::receive_message<loom::request_context*> rm{.iov = split(in, {5, 17, 42}), .context = &rctx};
-    loom::msg::send_message<loom::request_context*> sm{.iov = split(out, {20, 1, 43}), .addr = s.self,
-                                                       .context = &sctx, .data = with_data ? 0xD00Du : 0u};
+    loom::msg::send_message<loom::request_context*> sm{
+        .iov = split(out, {20, 1, 43}), .addr = s.self, .context = &sctx, .data = with_data ? 0xD00Du : 0u};
     ASSERT_EQ(rm.iov.size(), 3u);
     ASSERT_TRUE(rm.iov.is_inline());
     ASSERT_EQ(outcome(loom::msg::recvmsg<D>(s.ep, rm, recv_flags)), "ok");
@@ -68,8 +68,8 @@ void scattered_roundtrip(loop_stack& s, std::uint64_t seed, loom::op_flag send_f
 }
 
 TEST_P(core_msg, sendmsg_recvmsg_three_iovs_replace) {
-    ASSERT_NO_FATAL_FAILURE(scattered_roundtrip<loom::operation_defaults::replace>(
-        s_, 1, loom::op_flag::completion, loom::op_flag::completion, false));
+    ASSERT_NO_FATAL_FAILURE(scattered_roundtrip<loom::operation_defaults::replace>(s_, 1, loom::op_flag::completion,
+                                                                                   loom::op_flag::completion, false));
     // No flags at all: the queue is bound without selective completion, so completions still come.
     ASSERT_NO_FATAL_FAILURE(scattered_roundtrip<loom::operation_defaults::replace>(s_, 2, {}, {}, false));
 }
@@ -102,18 +102,19 @@ TEST_P(core_msg, tagged_sendmsg_recvmsg_three_iovs) {
             .iov = split(out, {1, 62, 1}), .addr = s_.self, .tag = msg_tag | (0x10u + round), .context = &sctx};
         if (round == 0) {
             ASSERT_EQ(outcome(loom::msg::tagged_recvmsg<loom::operation_defaults::replace>(s_.ep, rm,
-                                                                                          loom::op_flag::completion)),
+                                                                                           loom::op_flag::completion)),
                       "ok");
-            ASSERT_EQ(outcome(prog.retry([&] {
-                          return loom::msg::tagged_sendmsg<loom::operation_defaults::replace>(
-                              s_.ep, sm, loom::op_flag::completion);
-                      }, 2s)),
+            ASSERT_EQ(outcome(prog.retry(
+                          [&] {
+                              return loom::msg::tagged_sendmsg<loom::operation_defaults::replace>(
+                                  s_.ep, sm, loom::op_flag::completion);
+                          },
+                          2s)),
                       "ok");
         } else {
             ASSERT_EQ(outcome(loom::msg::tagged_recvmsg<loom::operation_defaults::inherit>(s_.ep, rm)), "ok");
-            ASSERT_EQ(outcome(prog.retry([&] {
-                          return loom::msg::tagged_sendmsg<loom::operation_defaults::inherit>(s_.ep, sm);
-                      }, 2s)),
+            ASSERT_EQ(outcome(prog.retry(
+                          [&] { return loom::msg::tagged_sendmsg<loom::operation_defaults::inherit>(s_.ep, sm); }, 2s)),
                       "ok");
         }
         auto ev = completed(prog, &rctx);
@@ -147,8 +148,8 @@ TEST_P(core_msg, seventeen_iovs_follow_the_provider_limits) {
 
     const auto lim = s_.ep.iov_limits();
     quirk(GetParam(), "iov limits tx " + std::to_string(lim.tx) + " rx " + std::to_string(lim.rx));
-    loom::msg::tagged_send_message<loom::request_context*> tsm{.iov = sm.iov, .addr = s_.self, .tag = msg_tag,
-                                                               .context = &tsctx};
+    loom::msg::tagged_send_message<loom::request_context*> tsm{
+        .iov = sm.iov, .addr = s_.self, .tag = msg_tag, .context = &tsctx};
     loom::msg::tagged_receive_message<loom::request_context*> trm{.iov = rm.iov, .tag = msg_tag, .context = &trctx};
     if (n > lim.rx) {
         EXPECT_EQ(outcome(loom::msg::recvmsg(s_.ep, rm)), "invalid_argument");
@@ -180,11 +181,11 @@ TEST_P(core_msg, seventeen_iovs_follow_the_provider_limits) {
 TEST_P(core_msg, mismatched_descriptor_count_is_rejected) {
     std::array<std::byte, 12> buf{};
     loom::request_context ctx;
-    loom::msg::send_message<loom::request_context*> sm{.iov = split(buf, {4, 4, 4}), .desc = {nullptr, nullptr},
-                                                       .addr = s_.self, .context = &ctx};
+    loom::msg::send_message<loom::request_context*> sm{
+        .iov = split(buf, {4, 4, 4}), .desc = {nullptr, nullptr}, .addr = s_.self, .context = &ctx};
     EXPECT_EQ(outcome(loom::msg::sendmsg(s_.ep, sm)), "invalid_argument");
-    loom::msg::receive_message<loom::request_context*> rm{.iov = split(buf, {4, 4, 4}), .desc = {nullptr},
-                                                          .context = &ctx};
+    loom::msg::receive_message<loom::request_context*> rm{
+        .iov = split(buf, {4, 4, 4}), .desc = {nullptr}, .context = &ctx};
     EXPECT_EQ(outcome(loom::msg::recvmsg(s_.ep, rm)), "invalid_argument");
     EXPECT_FALSE(next_event(s_.cq, 20ms).has_value());
 }

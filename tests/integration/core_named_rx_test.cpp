@@ -146,8 +146,7 @@ auto open_sep(sep_stack& s) -> std::string {
         if (!c) return "cq: " + outcome(c.error());
         q = std::move(*c);
     }
-    auto sep =
-        loom::scalable_endpoint::create(s.domain, s.info, {.tx_contexts = tx_count, .rx_contexts = rx_count});
+    auto sep = loom::scalable_endpoint::create(s.domain, s.info, {.tx_contexts = tx_count, .rx_contexts = rx_count});
     if (!sep) return "scalable_endpoint: " + outcome(sep.error());
     s.sep = std::move(*sep);
     if (auto r = s.sep.bind_av(s.av); !r) return "bind_av: " + outcome(r);
@@ -155,8 +154,7 @@ auto open_sep(sep_stack& s) -> std::string {
         auto t = s.sep.tx_context(i);
         if (!t) return "tx_context: " + outcome(t.error());
         s.tx[i] = std::move(*t);
-        if (auto r = s.tx[i].bind_cq(s.tx_cq, loom::cq_bind::transmit); !r)
-            return "tx bind_cq: " + outcome(r);
+        if (auto r = s.tx[i].bind_cq(s.tx_cq, loom::cq_bind::transmit); !r) return "tx bind_cq: " + outcome(r);
         if (auto r = s.sep.enable_context(s.tx[i]); !r) return "enable tx: " + outcome(r);
     }
     for (int i = 0; i < rx_count; ++i) {
@@ -185,8 +183,8 @@ protected:
 
     /// Posts one receive per receive context, sends `index` a pattern from `sender` through
     /// `dest`, and checks that exactly context `index` got it.
-    void deliver_to(loom::endpoint& sender, loom::completion_queue& sender_cq, loom::fabric_addr dest,
-                    int index, std::uint64_t seed) {
+    void deliver_to(loom::endpoint& sender, loom::completion_queue& sender_cq, loom::fabric_addr dest, int index,
+                    std::uint64_t seed) {
         std::array<std::byte, 40> out{};
         loom_test::fill_pattern(out, seed);
         loom::request_context sctx;
@@ -206,8 +204,7 @@ protected:
     void post_all() {
         for (int i = 0; i < rx_count; ++i) {
             in_[i] = {};
-            ASSERT_EQ(outcome(s_.rx[i].recv(in_[i], loom::fabric_addrs::unspecified, nullptr, &rctx_[i])),
-                      "ok");
+            ASSERT_EQ(outcome(s_.rx[i].recv(in_[i], loom::fabric_addrs::unspecified, nullptr, &rctx_[i])), "ok");
         }
     }
 
@@ -280,8 +277,7 @@ TEST_F(core_named_rx, receive_context_address_checks_the_vector) {
     EXPECT_EQ(outcome(s_.av.receive_context_address(s_.self, -1)), "invalid_argument");
     EXPECT_EQ(outcome(s_.av.receive_context_address(loom::fabric_addrs::unspecified, 0)), "invalid_argument");
     const loom::fabric_addr stranger{s_.self.get() + 1000};
-    EXPECT_EQ(outcome(s_.av.receive_context_address(stranger, 1)), "invalid_argument")
-        << "not from this vector";
+    EXPECT_EQ(outcome(s_.av.receive_context_address(stranger, 1)), "invalid_argument") << "not from this vector";
     EXPECT_EQ(outcome(s_.av.receive_context_address(*ok, 1)), "invalid_argument") << "already encoded";
     // A handle of another vector is not a base of this one.
     auto av0 = loom::address_vector::create(s_.domain);
@@ -374,11 +370,11 @@ TEST_F(core_named_rx, creation_checks_come_before_the_provider) {
     const auto da = s_.info.get_domain_attr();
     ASSERT_TRUE(da);
     domain_spy spy(s_.domain);
-    auto too_many = loom::scalable_endpoint::create(s_.domain, s_.info,
-                                                    {.tx_contexts = da->max_ep_tx_ctx + 1, .rx_contexts = 1});
+    auto too_many =
+        loom::scalable_endpoint::create(s_.domain, s_.info, {.tx_contexts = da->max_ep_tx_ctx + 1, .rx_contexts = 1});
     EXPECT_EQ(outcome(too_many), "invalid_argument");
-    auto too_many_rx = loom::scalable_endpoint::create(
-        s_.domain, s_.info, {.tx_contexts = 1, .rx_contexts = da->max_ep_rx_ctx + 1});
+    auto too_many_rx =
+        loom::scalable_endpoint::create(s_.domain, s_.info, {.tx_contexts = 1, .rx_contexts = da->max_ep_rx_ctx + 1});
     EXPECT_EQ(outcome(too_many_rx), "invalid_argument");
     EXPECT_EQ(outcome(loom::scalable_endpoint::create(s_.domain, loom::fabric_info{})), "invalid_argument");
     EXPECT_EQ(spy.sep_opens.load(), 0);
@@ -414,7 +410,6 @@ TEST_P(core_sep_unsupported, creation_fails_cleanly) {
     EXPECT_TRUE(tx) << outcome(tx.error());
 }
 
-INSTANTIATE_TEST_SUITE_P(providers, core_sep_unsupported, ::testing::Values("shm", "tcp;ofi_rxm"),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(providers, core_sep_unsupported, ::testing::Values("shm", "tcp;ofi_rxm"), param_name);
 
 }  // namespace

@@ -28,9 +28,9 @@ struct words {
     loom::memory_region target_mr, result_mr;
     loom::remote_memory remote;
     auto open(loom::domain& dom) -> std::string {
-        auto t = loom::memory_region::register_memory(dom, std::as_writable_bytes(std::span{target}),
-                                                      loom::mr_access_flags::remote_read |
-                                                          loom::mr_access_flags::remote_write);
+        auto t = loom::memory_region::register_memory(
+            dom, std::as_writable_bytes(std::span{target}),
+            loom::mr_access_flags::remote_read | loom::mr_access_flags::remote_write);
         if (!t) return "target mr: " + outcome(t.error());
         target_mr = std::move(*t);
         auto r = loom::memory_region::register_memory(dom, std::as_writable_bytes(std::span{result}),
@@ -63,30 +63,31 @@ void run_descriptors(loom::provider_atomic_context<P>& ctx, loom::endpoint& ep, 
     loom_test::progress prog(cq);
     using u64 = std::uint64_t;
     w.target[0] = 100;
-    ASSERT_NO_FATAL_FAILURE(run(ctx, prog, loom::fetch_add_op<u64>{&ep, 5, &w.result[0], &w.result_mr, w.remote, &rc,
-                                                                   peer}));
+    ASSERT_NO_FATAL_FAILURE(
+        run(ctx, prog, loom::fetch_add_op<u64>{&ep, 5, &w.result[0], &w.result_mr, w.remote, &rc, peer}));
     EXPECT_EQ(w.result[0], 100u);
     EXPECT_EQ(w.target[0], 105u);
 
     ASSERT_NO_FATAL_FAILURE(run(ctx, prog, loom::atomic_add_op<u64>{&ep, 10, nullptr, w.remote, &rc, peer}));
     EXPECT_EQ(w.target[0], 115u);
 
-    ASSERT_NO_FATAL_FAILURE(run(ctx, prog, loom::compare_swap_op<u64>{&ep, 115, 7, &w.result[0], &w.result_mr,
-                                                                      w.remote, &rc, peer}));
+    ASSERT_NO_FATAL_FAILURE(
+        run(ctx, prog, loom::compare_swap_op<u64>{&ep, 115, 7, &w.result[0], &w.result_mr, w.remote, &rc, peer}));
     EXPECT_EQ(w.result[0], 115u);
     EXPECT_EQ(w.target[0], 7u) << "the comparison held: swapped";
-    ASSERT_NO_FATAL_FAILURE(run(ctx, prog, loom::compare_swap_op<u64>{&ep, 115, 9, &w.result[0], &w.result_mr,
-                                                                      w.remote, &rc, peer}));
+    ASSERT_NO_FATAL_FAILURE(
+        run(ctx, prog, loom::compare_swap_op<u64>{&ep, 115, 9, &w.result[0], &w.result_mr, w.remote, &rc, peer}));
     EXPECT_EQ(w.result[0], 7u);
     EXPECT_EQ(w.target[0], 7u) << "the comparison failed: unchanged";
 
-    ASSERT_NO_FATAL_FAILURE(run(ctx, prog, loom::generic_fetch_op<u64>{&ep, la::operation::max, 40, &w.result[0],
-                                                                       &w.result_mr, w.remote, &rc, peer}));
+    ASSERT_NO_FATAL_FAILURE(
+        run(ctx, prog,
+            loom::generic_fetch_op<u64>{&ep, la::operation::max, 40, &w.result[0], &w.result_mr, w.remote, &rc, peer}));
     EXPECT_EQ(w.result[0], 7u);
     EXPECT_EQ(w.target[0], 40u);
-    ASSERT_NO_FATAL_FAILURE(run(ctx, prog, loom::generic_fetch_op<u64>{&ep, la::operation::atomic_read, 0,
-                                                                       &w.result[0], &w.result_mr, w.remote, &rc,
-                                                                       peer}));
+    ASSERT_NO_FATAL_FAILURE(run(ctx, prog,
+                                loom::generic_fetch_op<u64>{&ep, la::operation::atomic_read, 0, &w.result[0],
+                                                            &w.result_mr, w.remote, &rc, peer}));
     EXPECT_EQ(w.result[0], 40u);
     EXPECT_EQ(w.target[1], 0u) << "the word after the target is untouched";
 }
@@ -130,9 +131,9 @@ TEST_P(ProviderAtomic, descriptors_move_the_target_inline_and_staged) {
                   "invalid_argument")
             << "no destination on an RDM endpoint";
         loom_test::progress prog(s.cq);
-        ASSERT_NO_FATAL_FAILURE(run(shm_ctx, prog, loom::fetch_add_op<std::uint64_t>{&s.ep, 2, &w.result[0],
-                                                                                     &w.result_mr, w.remote, &rc,
-                                                                                     s.self}));
+        ASSERT_NO_FATAL_FAILURE(
+            run(shm_ctx, prog,
+                loom::fetch_add_op<std::uint64_t>{&s.ep, 2, &w.result[0], &w.result_mr, w.remote, &rc, s.self}));
         EXPECT_EQ(w.target[0], 3u);
     }
 }
@@ -200,17 +201,17 @@ TEST(ProviderAtomicRefusals, wrong_domain_provider_staging_and_arguments) {
     auto null_result = op;
     null_result.result = nullptr;
     EXPECT_EQ(outcome(ctx.execute(null_result)), "invalid_argument");
-    EXPECT_EQ(outcome(ctx.execute(loom::compare_swap_op<std::uint64_t>{&s.ep, 1, 2, nullptr, &w.result_mr, w.remote,
-                                                                        &rc, s.self})),
+    EXPECT_EQ(outcome(ctx.execute(
+                  loom::compare_swap_op<std::uint64_t>{&s.ep, 1, 2, nullptr, &w.result_mr, w.remote, &rc, s.self})),
               "invalid_argument");
-    EXPECT_EQ(outcome(ctx.execute(loom::generic_fetch_op<std::uint64_t>{
-                  &s.ep, la::operation::cswap, 1, &w.result[0], &w.result_mr, w.remote, &rc, s.self})),
+    EXPECT_EQ(outcome(ctx.execute(loom::generic_fetch_op<std::uint64_t>{&s.ep, la::operation::cswap, 1, &w.result[0],
+                                                                        &w.result_mr, w.remote, &rc, s.self})),
               "invalid_argument")
         << "a compare operation through the fetch descriptor";
 
     // A staging region smaller than a slot, and one of another domain.
-    auto small = loom::memory_region::register_memory(s.domain, std::span{w.staging}.first(16),
-                                                      loom::mr_access_flags::read);
+    auto small =
+        loom::memory_region::register_memory(s.domain, std::span{w.staging}.first(16), loom::mr_access_flags::read);
     ASSERT_TRUE(small);
     ctx.set_staging_mr(std::move(*small));
     EXPECT_EQ(outcome(ctx.execute(op)), "invalid_argument");

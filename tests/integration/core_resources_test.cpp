@@ -204,7 +204,8 @@ TEST_P(core_close_child, domain_close_refused_while_child_open) {
             break;
         }
         case child::memory_region: {
-            auto m = loom::memory_region::register_memory(*dom, std::span<std::byte>{area}, loom::mr_access_flags::send);
+            auto m =
+                loom::memory_region::register_memory(*dom, std::span<std::byte>{area}, loom::mr_access_flags::send);
             ASSERT_TRUE(m) << outcome(m.error());
             ASSERT_NO_FATAL_FAILURE(expect_close_refused(provider, *dom, "domain (memory region open)"));
             closed_child = m->close();
@@ -237,13 +238,11 @@ auto child_name(child c) -> std::string {
 
 void PrintTo(child c, std::ostream* os) { *os << child_name(c); }
 
-INSTANTIATE_TEST_SUITE_P(providers, core_close_child,
-                         ::testing::Combine(::testing::ValuesIn(providers()),
-                                            ::testing::Values(child::endpoint, child::cq, child::av, child::counter,
-                                                              child::memory_region)),
-                         [](const auto& info) {
-                             return safe_name(std::get<0>(info.param)) + "_" + child_name(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    providers, core_close_child,
+    ::testing::Combine(::testing::ValuesIn(providers()),
+                       ::testing::Values(child::endpoint, child::cq, child::av, child::counter, child::memory_region)),
+    [](const auto& info) { return safe_name(std::get<0>(info.param)) + "_" + child_name(std::get<1>(info.param)); });
 
 // ================================================================ 5. address vector
 class core_av : public ::testing::TestWithParam<std::string> {};
@@ -265,7 +264,8 @@ TEST_P(core_av, insert_lookup_remove_own_name) {
         EXPECT_NE(back.error().value(), 0);
     } else if (GetParam() == "shm" && !(*back == *me)) {
         // shm stores (and returns) its names without the "fi_shm://" scheme fi_getname reports.
-        quirk(GetParam(), "av lookup -> \"" + loom::to_string(*back) + "\" for inserted \"" + loom::to_string(*me) + "\"");
+        quirk(GetParam(),
+              "av lookup -> \"" + loom::to_string(*back) + "\" for inserted \"" + loom::to_string(*me) + "\"");
         EXPECT_EQ("fi_shm://" + loom::to_string(*back), loom::to_string(*me));
         EXPECT_EQ(loom::native_format(*back), loom::address_format::str);
     } else {
@@ -421,7 +421,8 @@ TEST_P(core_counter, bound_counter_counts_a_loopback_send) {
     std::array<std::byte, 32> in{};
     loom::request_context rctx, sctx;
     loop_stack s;
-    ASSERT_NO_FATAL_FAILURE(must_open_loop(GetParam(), {.counter = true, .counter_flags = loom::counter_bind::send}, s));
+    ASSERT_NO_FATAL_FAILURE(
+        must_open_loop(GetParam(), {.counter = true, .counter_flags = loom::counter_bind::send}, s));
     EXPECT_EQ(s.cntr.read(), 0u);
     loom_test::progress prog(s.cq);
     loom_test::fill_pattern(out, 8);

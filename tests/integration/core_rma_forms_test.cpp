@@ -91,7 +91,8 @@ TEST_P(RmaForms, writes_move_only_the_local_span_into_a_larger_region) {
     const std::span<const std::byte> out = piece_span();
     auto& ep = s_.ep;
     const auto peer = s_.self;
-    ASSERT_NO_FATAL_FAILURE(complete([&] { return loom::rma::write_to(ep, out, local_mr_, peer, larger(), &ctx); }, ctx, "plain"));
+    ASSERT_NO_FATAL_FAILURE(
+        complete([&] { return loom::rma::write_to(ep, out, local_mr_, peer, larger(), &ctx); }, ctx, "plain"));
     ASSERT_NO_FATAL_FAILURE(expect_written("plain"));
     ASSERT_NO_FATAL_FAILURE(complete(
         [&] { return loom::rma::write_to(ep, out, local_mr_, peer, larger(), loom::op_flag::completion, &ctx); }, ctx,
@@ -116,7 +117,8 @@ TEST_P(RmaForms, writes_move_only_the_local_span_into_a_larger_region) {
     // Deferred (triggered) work: the same rule; providers without triggered operations say so.
     auto trig = loom::counter::create(s_.domain);
     ASSERT_TRUE(trig);
-    auto deferred = loom::trigger::deferred_work::create_write(s_.domain, ep, {&*trig, 1}, &s_.cntr, out, desc, peer, exact);
+    auto deferred =
+        loom::trigger::deferred_work::create_write(s_.domain, ep, {&*trig, 1}, &s_.cntr, out, desc, peer, exact);
     if (!deferred) {
         EXPECT_EQ(outcome(deferred.error()), "not_supported");
     } else {
@@ -131,7 +133,8 @@ TEST_P(RmaForms, writes_move_only_the_local_span_into_a_larger_region) {
         ASSERT_NO_FATAL_FAILURE(expect_written("deferred"));
     }
     // And the endpoint still works afterwards.
-    ASSERT_NO_FATAL_FAILURE(complete([&] { return loom::rma::write_to(ep, out, local_mr_, peer, larger(), &ctx); }, ctx, "after"));
+    ASSERT_NO_FATAL_FAILURE(
+        complete([&] { return loom::rma::write_to(ep, out, local_mr_, peer, larger(), &ctx); }, ctx, "after"));
     ASSERT_NO_FATAL_FAILURE(expect_written("after"));
 }
 
@@ -142,11 +145,12 @@ TEST_P(RmaForms, reads_fill_only_the_local_span_from_a_larger_region) {
     std::ranges::fill(in, std::byte{0});
     auto& ep = s_.ep;
     const auto peer = s_.self;
-    ASSERT_NO_FATAL_FAILURE(complete([&] { return loom::rma::read_to(ep, in, local_mr_, peer, larger(), &ctx); }, ctx, "plain"));
+    ASSERT_NO_FATAL_FAILURE(
+        complete([&] { return loom::rma::read_to(ep, in, local_mr_, peer, larger(), &ctx); }, ctx, "plain"));
     ASSERT_NO_FATAL_FAILURE(expect_read("plain"));
-    ASSERT_NO_FATAL_FAILURE(complete(
-        [&] { return loom::rma::read_to(ep, in, local_mr_, peer, larger(), loom::op_flag::completion, &ctx); }, ctx,
-        "flags"));
+    ASSERT_NO_FATAL_FAILURE(
+        complete([&] { return loom::rma::read_to(ep, in, local_mr_, peer, larger(), loom::op_flag::completion, &ctx); },
+                 ctx, "flags"));
     ASSERT_NO_FATAL_FAILURE(expect_read("flags"));
     ASSERT_NO_FATAL_FAILURE(complete(
         [&] {
@@ -165,12 +169,13 @@ TEST_P(RmaForms, reads_fill_only_the_local_span_from_a_larger_region) {
     EXPECT_EQ(outcome(loom::rma::readv_to(ep, {&iov, 1}, {&desc, 1}, peer, {&big, 1}, &ctx)), "invalid_argument");
     auto trig = loom::counter::create(s_.domain);
     ASSERT_TRUE(trig);
-    auto deferred = loom::trigger::deferred_work::create_read(s_.domain, ep, {&*trig, 1}, &s_.cntr, in, desc, peer, exact);
+    auto deferred =
+        loom::trigger::deferred_work::create_read(s_.domain, ep, {&*trig, 1}, &s_.cntr, in, desc, peer, exact);
     if (!deferred) {
         EXPECT_EQ(outcome(deferred.error()), "not_supported");
     } else {
-        EXPECT_EQ(outcome(loom::trigger::deferred_work::create_read(s_.domain, ep, {&*trig, 1}, &s_.cntr, in, desc, peer,
-                                                                    big)),
+        EXPECT_EQ(outcome(loom::trigger::deferred_work::create_read(s_.domain, ep, {&*trig, 1}, &s_.cntr, in, desc,
+                                                                    peer, big)),
                   "invalid_argument")
             << "deferred RMA needs equal totals";
         const auto before = s_.cntr.read();

@@ -170,8 +170,8 @@ struct sender_side {
     std::array<loom::fabric_addr, 2> to{};
     bool msg{false};
 
-    auto send(int i, std::span<const std::byte> data, bool tagged, std::uint64_t tag,
-              loom::request_context* ctx) -> loom::void_result {
+    auto send(int i, std::span<const std::byte> data, bool tagged, std::uint64_t tag, loom::request_context* ctx)
+        -> loom::void_result {
         auto& ep = msg ? conn[static_cast<std::size_t>(i)] : rdm;
         const auto dest = msg ? loom::fabric_addrs::unspecified : to[static_cast<std::size_t>(i)];
         return tagged ? ep.tagged_send(data, tag, dest, nullptr, ctx) : ep.send(data, dest, nullptr, ctx);
@@ -241,8 +241,7 @@ auto open_msg(const std::string& provider, srx_side& a, sender_side& b) -> std::
     if (auto e = open_fabric_domain(a.info, a.fabric, a.domain); !e.empty()) return e;
     if (auto e = open_eq(a.fabric, a.eq); !e.empty()) return e;
     ::fid_pep* pep = nullptr;
-    if (const int rc =
-            ::fi_passive_ep(a.fabric.native(), const_cast<::fi_info*>(a.info.native()), &pep, nullptr);
+    if (const int rc = ::fi_passive_ep(a.fabric.native(), const_cast<::fi_info*>(a.info.native()), &pep, nullptr);
         rc != 0)
         return "fi_passive_ep: " + outcome(loom::native_error(rc));
     a.pep.reset(pep);
@@ -345,8 +344,7 @@ auto wait_any(std::initializer_list<loom::completion_queue*> cqs, std::chrono::m
 class core_srx : public ::testing::TestWithParam<std::string> {
 protected:
     void SetUp() override {
-        const auto err =
-            uses_msg_endpoints(GetParam()) ? open_msg(GetParam(), a_, b_) : open_rdm(GetParam(), a_, b_);
+        const auto err = uses_msg_endpoints(GetParam()) ? open_msg(GetParam(), a_, b_) : open_rdm(GetParam(), a_, b_);
         ASSERT_TRUE(err.empty()) << GetParam() << ": " << err;
     }
 
@@ -359,8 +357,7 @@ protected:
         loom::void_result sent;
         for (;;) {
             sent = b_.send(i, payload, tagged, tag, &sctx);
-            if (sent || !loom::is_again(sent.error()) || std::chrono::steady_clock::now() > deadline_send)
-                break;
+            if (sent || !loom::is_again(sent.error()) || std::chrono::steady_clock::now() > deadline_send) break;
             if (auto ev = b_.cq.poll()) ADD_FAILURE() << "unexpected sender event";
         }
         EXPECT_EQ(outcome(sent), "ok");
@@ -398,8 +395,7 @@ TEST_P(core_srx, completions_arrive_on_the_receiving_endpoints_cq) {
     std::array<loom::request_context, 2> rctx{};
     for (std::size_t i = 0; i < 2; ++i) {
         rctx[i].user_data = &bufs[i];
-        ASSERT_EQ(outcome(loom::recv(a_.srx, bufs[i], loom::fabric_addrs::unspecified, nullptr, &rctx[i])),
-                  "ok");
+        ASSERT_EQ(outcome(loom::recv(a_.srx, bufs[i], loom::fabric_addrs::unspecified, nullptr, &rctx[i])), "ok");
     }
     // Nothing arrives on either queue before a message is sent.
     EXPECT_FALSE(wait_any({&a_.cq1, &a_.cq2}, 20ms).has_value());
@@ -435,8 +431,7 @@ TEST_P(core_srx, tagged_vectored_and_message_helpers_accept_the_srx) {
     // tagged_recv with a tag mask, to ep2.
     std::array<std::byte, 64> tin{};
     loom::request_context tctx;
-    ASSERT_EQ(outcome(loom::tagged_recv(a_.srx, tin, 0x7700, 0xff, loom::fabric_addrs::unspecified, nullptr,
-                                        &tctx)),
+    ASSERT_EQ(outcome(loom::tagged_recv(a_.srx, tin, 0x7700, 0xff, loom::fabric_addrs::unspecified, nullptr, &tctx)),
               "ok");
     std::array<std::byte, 48> tout{};
     loom_test::fill_pattern(tout, 7);
@@ -467,17 +462,16 @@ TEST_P(core_srx, tagged_vectored_and_message_helpers_accept_the_srx) {
     }
     // Above the SRX's receive IOV bound: rejected before the provider.
     std::vector<::iovec> many(a_.srx.iov_limits().rx + 1, ::iovec{vin.data(), 1});
-    EXPECT_EQ(outcome(loom::recvv(a_.srx, many, {}, loom::fabric_addrs::unspecified, &vctx)),
-              "invalid_argument");
+    EXPECT_EQ(outcome(loom::recvv(a_.srx, many, {}, loom::fabric_addrs::unspecified, &vctx)), "invalid_argument");
 
     // msg::tagged_recvmsg inheriting the SRX's receive defaults, to ep1.
     std::array<std::byte, 16> min{};
     loom::request_context mctx;
     loom::msg::tagged_receive_message<loom::request_context*> tm{.tag = 0x55, .context = &mctx};
     tm.iov.push_back(::iovec{min.data(), min.size()});
-    ASSERT_EQ(outcome(loom::msg::tagged_recvmsg<loom::operation_defaults::inherit>(
-                  a_.srx, tm, loom::op_flag::completion)),
-              "ok");
+    ASSERT_EQ(
+        outcome(loom::msg::tagged_recvmsg<loom::operation_defaults::inherit>(a_.srx, tm, loom::op_flag::completion)),
+        "ok");
     std::array<std::byte, 16> mout{};
     loom_test::fill_pattern(mout, 9);
     got = send_and_receive(0, mout, true, 0x55);
@@ -557,13 +551,11 @@ TEST_P(core_srx, cancel_reports_on_a_bound_endpoints_cq) {
         quirk(GetParam(), "SRX cancel produces no completion on any bound endpoint's CQ");
     } else {
         ASSERT_TRUE(got.has_value()) << "no completion for the canceled SRX receive";
-        quirk(GetParam(),
-              std::string("SRX cancel completion on ") + (got->queue == 0 ? "ep1's" : "ep2's") + " CQ");
+        quirk(GetParam(), std::string("SRX cancel completion on ") + (got->queue == 0 ? "ep1's" : "ep2's") + " CQ");
         EXPECT_EQ(got->event.context, static_cast<void*>(&ctx));
         ASSERT_TRUE(got->event.has_error());
         EXPECT_EQ(outcome(got->event.error), "canceled") << got->event.error_text;
-        EXPECT_FALSE(wait_any({&a_.cq1, &a_.cq2}, 20ms).has_value())
-            << "more than one completion for the cancel";
+        EXPECT_FALSE(wait_any({&a_.cq1, &a_.cq2}, 20ms).has_value()) << "more than one completion for the cancel";
     }
 
     // The canceled buffer no longer matches: the next message lands in a new receive.
@@ -610,8 +602,7 @@ TEST_P(core_srx, close_order_endpoints_then_srx_then_domain) {
     EXPECT_EQ(outcome(a_.domain.close()), "busy") << "the SRX is a child of the domain";
     EXPECT_EQ(outcome(a_.srx.close()), "ok");
     EXPECT_FALSE(a_.srx.valid());
-    EXPECT_EQ(outcome(loom::recv(a_.srx, pending, loom::fabric_addrs::unspecified, nullptr, &pctx)),
-              "bad_state");
+    EXPECT_EQ(outcome(loom::recv(a_.srx, pending, loom::fabric_addrs::unspecified, nullptr, &pctx)), "bad_state");
     EXPECT_EQ(outcome(a_.srx.close()), "ok") << "closing twice is a no-op";
     EXPECT_EQ(outcome(a_.domain.close()), "ok");
     a_.close_cm();
@@ -643,7 +634,7 @@ TEST_P(core_srx_unsupported, creation_fails_cleanly_with_an_error_code) {
     EXPECT_EQ(outcome(fab->close()), "ok");
 }
 
-INSTANTIATE_TEST_SUITE_P(providers, core_srx_unsupported,
-                         ::testing::Values("tcp;ofi_rxm", "shm", "udp;ofi_rxd"), param_name);
+INSTANTIATE_TEST_SUITE_P(providers, core_srx_unsupported, ::testing::Values("tcp;ofi_rxm", "shm", "udp;ofi_rxd"),
+                         param_name);
 
 }  // namespace

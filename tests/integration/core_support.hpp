@@ -81,8 +81,7 @@ struct loop_options {
 };
 
 /// Opens the fabric and domain of `info`; the error names the step that failed (empty on success).
-inline auto open_fabric_domain(const loom::fabric_info& info, loom::fabric& fab, loom::domain& dom)
-    -> std::string {
+inline auto open_fabric_domain(const loom::fabric_info& info, loom::fabric& fab, loom::domain& dom) -> std::string {
     auto f = loom::fabric::create(info);
     if (!f) return "fabric: " + outcome(f.error());
     fab = std::move(*f);

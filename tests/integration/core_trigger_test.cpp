@@ -105,8 +105,7 @@ auto open_pair(const std::string& provider, loom::capability caps, pair_stack& s
             return "bind_cq: " + outcome(r);
         if (auto r = ep->bind_av(s.av); !r) return "bind_av: " + outcome(r);
         if (ep == &s.a) {
-            if (auto r = ep->bind_counter(s.recv_a, loom::counter_bind::recv); !r)
-                return "bind_counter: " + outcome(r);
+            if (auto r = ep->bind_counter(s.recv_a, loom::counter_bind::recv); !r) return "bind_counter: " + outcome(r);
         }
         if (auto r = ep->enable(); !r) return "enable: " + outcome(r);
     }
@@ -223,9 +222,7 @@ TEST_F(core_trigger_sockets, deferred_receive_is_posted_by_its_trigger) {
     // The message arrives first and waits unexpected: the receive is not posted yet.
     loom::request_context sctx;
     loom_test::progress prog_b(s_.cq_b);
-    ASSERT_EQ(
-        outcome(prog_b.retry([&] { return s_.b.tagged_send(out, 0x77, s_.addr_a, nullptr, &sctx); }, 2s)),
-        "ok");
+    ASSERT_EQ(outcome(prog_b.retry([&] { return s_.b.tagged_send(out, 0x77, s_.addr_a, nullptr, &sctx); }, 2s)), "ok");
     (void)completed(prog_b, &sctx);
     EXPECT_TRUE(stays(done, 0)) << "the receive was posted before its trigger";
     EXPECT_NE(in, out);
@@ -283,8 +280,8 @@ TEST_F(core_trigger_sockets, the_allocator_example_runs) {
     ASSERT_TRUE(cntr);
     auto completed_cntr = loom::counter::create(s_.domain, {.wait_obj = true}, &arena);
     ASSERT_TRUE(completed_cntr);
-    auto deferred = deferred_work::create_counter_add(s_.domain, threshold_condition{&*cntr, 1},
-                                                      *completed_cntr, 1, &arena);
+    auto deferred =
+        deferred_work::create_counter_add(s_.domain, threshold_condition{&*cntr, 1}, *completed_cntr, 1, &arena);
     ASSERT_TRUE(deferred) << outcome(deferred.error());
     const auto* p = reinterpret_cast<const std::byte*>(deferred->native());
     EXPECT_TRUE(p >= buffer.data() && p < buffer.data() + buffer.size()) << "descriptor not in the arena";
@@ -376,8 +373,7 @@ TEST_F(core_trigger_sockets, a_refused_submission_keeps_nothing) {
     EXPECT_EQ(arena.allocations, 1);
     EXPECT_EQ(arena.live_bytes, 0) << "the descriptor of refused work must be released";
     EXPECT_EQ(s_.domain.open_children(), before);
-    auto counter_work =
-        deferred_work::create_counter_add(s_.domain, threshold_condition{&go, 1}, done, 1, &arena);
+    auto counter_work = deferred_work::create_counter_add(s_.domain, threshold_condition{&go, 1}, done, 1, &arena);
     EXPECT_EQ(outcome(counter_work), "again");
     EXPECT_EQ(arena.live_bytes, 0);
 }
@@ -443,8 +439,8 @@ TEST_F(core_trigger_rma, deferred_write_runs_when_triggered) {
     auto done = make_counter(s_.domain);
     loom_test::fill_pattern(local_, 31);
     auto work = deferred_work::create_write(s_.domain, s_.a, threshold_condition{&go, 1}, &done,
-                                            std::span<const std::byte>{local_}.first(128),
-                                            local_mr_.descriptor(), s_.addr_b, *remote_.subregion(0, 128));
+                                            std::span<const std::byte>{local_}.first(128), local_mr_.descriptor(),
+                                            s_.addr_b, *remote_.subregion(0, 128));
     ASSERT_TRUE(work) << outcome(work.error());
     EXPECT_TRUE(stays(done, 0));
     EXPECT_EQ(target_[0], std::byte{0}) << "written before the trigger";
@@ -536,8 +532,8 @@ TEST_F(core_trigger_rma, every_argument_check_fails_before_the_provider) {
     expect(deferred_work::create_send(d, a, {nullptr, 1}, &done, send_msg(s_.addr_b)), E::invalid_argument,
            "null condition counter");
     loom::counter closed_counter;
-    expect(deferred_work::create_send(d, a, {&closed_counter, 1}, &done, send_msg(s_.addr_b)),
-           E::invalid_argument, "invalid condition counter");
+    expect(deferred_work::create_send(d, a, {&closed_counter, 1}, &done, send_msg(s_.addr_b)), E::invalid_argument,
+           "invalid condition counter");
     expect(deferred_work::create_send(d, a, {&foreign, 1}, &done, send_msg(s_.addr_b)), E::invalid_argument,
            "condition counter of another domain");
     expect(deferred_work::create_send(d, a, ok_cond, nullptr, send_msg(s_.addr_b)), E::invalid_argument,
@@ -556,17 +552,15 @@ TEST_F(core_trigger_rma, every_argument_check_fails_before_the_provider) {
     expect(deferred_work::create_send(d, a, ok_cond, &done, send_msg(loom::fabric_addrs::unspecified)),
            E::invalid_argument, "RDM send without a destination");
     loom::request_context user_ctx;
-    expect(deferred_work::create_send(
-               d, a, ok_cond, &done,
-               loom::msg::send_message<loom::request_context*>{
-                   .iov = {{buf.data(), buf.size()}}, .addr = s_.addr_b, .context = &user_ctx}),
+    expect(deferred_work::create_send(d, a, ok_cond, &done,
+                                      loom::msg::send_message<loom::request_context*>{
+                                          .iov = {{buf.data(), buf.size()}}, .addr = s_.addr_b, .context = &user_ctx}),
            E::invalid_argument, "message with its own context");
     expect(deferred_work::create_send(d, a, ok_cond, &done, send_msg(s_.addr_b), loom::op_flag::inject),
            E::invalid_argument, "inject flag");
     loom::msg::send_message<void*> too_many{.addr = s_.addr_b};
     for (std::size_t i = 0; i <= a.iov_limits().tx; ++i) too_many.iov.push_back({buf.data(), 1});
-    expect(deferred_work::create_send(d, a, ok_cond, &done, too_many), E::invalid_argument,
-           "iov count above limit");
+    expect(deferred_work::create_send(d, a, ok_cond, &done, too_many), E::invalid_argument, "iov count above limit");
     auto bad_desc = send_msg(s_.addr_b);
     bad_desc.desc = {nullptr, nullptr};
     expect(deferred_work::create_send(d, a, ok_cond, &done, bad_desc), E::invalid_argument,
@@ -581,27 +575,23 @@ TEST_F(core_trigger_rma, every_argument_check_fails_before_the_provider) {
     // RMA.
     const auto remote = *remote_.subregion(0, 64);
     const std::span<const std::byte> local{local_.data(), 64};
-    expect(deferred_work::create_write(
-               d, a, ok_cond, &done,
-               loom::trigger::rma_message{.iov = {{local_.data(), 64}}, .addr = s_.addr_b}),
+    expect(deferred_work::create_write(d, a, ok_cond, &done,
+                                       loom::trigger::rma_message{.iov = {{local_.data(), 64}}, .addr = s_.addr_b}),
            E::invalid_argument, "RMA without a remote segment");
-    expect(deferred_work::create_write(d, a, ok_cond, &done, local, nullptr, s_.addr_b,
-                                       *remote_.subregion(0, 63)),
+    expect(deferred_work::create_write(d, a, ok_cond, &done, local, nullptr, s_.addr_b, *remote_.subregion(0, 63)),
            E::invalid_argument, "local and remote totals differ");
     expect(deferred_work::create_write(d, a, ok_cond, &done, local, nullptr, s_.addr_b,
                                        loom::remote_memory{~std::uint64_t{0} - 10, remote.key, 64}),
            E::invalid_argument, "remote range wraps");
     loom::trigger::rma_message many_remote{.iov = {{local_.data(), 0}}, .addr = s_.addr_b};
-    for (std::size_t i = 0; i <= a.iov_limits().rma; ++i)
-        many_remote.remote.push_back(loom::remote_memory{0, 1, 1});
+    for (std::size_t i = 0; i <= a.iov_limits().rma; ++i) many_remote.remote.push_back(loom::remote_memory{0, 1, 1});
     many_remote.iov = {{local_.data(), a.iov_limits().rma + 1}};
     expect(deferred_work::create_write(d, a, ok_cond, &done, many_remote), E::invalid_argument,
            "remote segment count above limit");
-    expect(deferred_work::create_read(d, a, ok_cond, &done, std::span{local_}.first(64), nullptr, s_.addr_b,
-                                      remote, loom::op_flag::remote_cq_data),
+    expect(deferred_work::create_read(d, a, ok_cond, &done, std::span{local_}.first(64), nullptr, s_.addr_b, remote,
+                                      loom::op_flag::remote_cq_data),
            E::invalid_argument, "remote CQ data on a read");
-    expect(deferred_work::create_write(d, a, ok_cond, &done, local, nullptr, loom::fabric_addrs::unspecified,
-                                       remote),
+    expect(deferred_work::create_write(d, a, ok_cond, &done, local, nullptr, loom::fabric_addrs::unspecified, remote),
            E::invalid_argument, "RDM write without a peer");
     // Atomics.
     std::array<std::uint64_t, 2> operand{};
@@ -609,8 +599,7 @@ TEST_F(core_trigger_rma, every_argument_check_fails_before_the_provider) {
                             const loom::remote_memory& r) {
         return deferred_work::create_atomic(d, a, ok_cond, &done, op, dt, p, count, nullptr, s_.addr_b, r);
     };
-    expect(atomic(FI_ATOMIC_READ, FI_UINT64, operand.data(), 1, remote), E::invalid_argument,
-           "fetching operation");
+    expect(atomic(FI_ATOMIC_READ, FI_UINT64, operand.data(), 1, remote), E::invalid_argument, "fetching operation");
     expect(atomic(FI_CSWAP, FI_UINT64, operand.data(), 1, remote), E::invalid_argument, "compare operation");
     expect(atomic(static_cast<::fi_op>(77), FI_UINT64, operand.data(), 1, remote), E::invalid_argument,
            "unknown operation");
@@ -618,21 +607,16 @@ TEST_F(core_trigger_rma, every_argument_check_fails_before_the_provider) {
            "unknown datatype");
     expect(atomic(FI_SUM, FI_UINT64, operand.data(), 0, remote), E::invalid_argument, "zero elements");
     expect(atomic(FI_SUM, FI_UINT64, nullptr, 1, remote), E::invalid_argument, "null operand");
-    expect(atomic(FI_SUM, FI_UINT64, operand.data(), 9, remote), E::invalid_argument,
-           "operand beyond remote");
+    expect(atomic(FI_SUM, FI_UINT64, operand.data(), 9, remote), E::invalid_argument, "operand beyond remote");
     expect(atomic(FI_SUM, FI_UINT64, operand.data(), 1u << 20, loom::remote_memory{0, remote.key, 8u << 20}),
            E::invalid_argument, "count above the provider's atomic limit");
     // Counter updates.
-    expect(deferred_work::create_counter_add(d, {nullptr, 1}, done, 1), E::invalid_argument,
-           "null trigger counter");
-    expect(deferred_work::create_counter_add(d, ok_cond, foreign, 1), E::invalid_argument,
-           "target of another domain");
+    expect(deferred_work::create_counter_add(d, {nullptr, 1}, done, 1), E::invalid_argument, "null trigger counter");
+    expect(deferred_work::create_counter_add(d, ok_cond, foreign, 1), E::invalid_argument, "target of another domain");
     expect(deferred_work::create_counter_set(d, {&foreign, 1}, done, 1), E::invalid_argument,
            "trigger counter of another domain");
-    expect(deferred_work::create_counter_set(d, ok_cond, closed_counter, 1), E::invalid_argument,
-           "invalid target");
-    expect(deferred_work::create_counter_add(no_domain, ok_cond, done, 1), E::invalid_argument,
-           "invalid domain");
+    expect(deferred_work::create_counter_set(d, ok_cond, closed_counter, 1), E::invalid_argument, "invalid target");
+    expect(deferred_work::create_counter_add(no_domain, ok_cond, done, 1), E::invalid_argument, "invalid domain");
 
     // The spy does see a valid submission.
     auto w = deferred_work::create_counter_add(d, threshold_condition{&go, 1}, done, 1);
@@ -667,22 +651,19 @@ TEST_P(core_trigger_unsupported, every_factory_is_not_supported_without_a_native
         }
     };
     auto& d = s.domain;
+    expect(deferred_work::create_send(d, s.ep, cond, &done,
+                                      loom::msg::send_message<void*>{.iov = {{buf.data(), 16}}, .addr = s.self}),
+           "send");
     expect(
-        deferred_work::create_send(d, s.ep, cond, &done,
-                                   loom::msg::send_message<void*>{.iov = {{buf.data(), 16}}, .addr = s.self}),
-        "send");
-    expect(deferred_work::create_recv(d, s.ep, cond, &done,
-                                      loom::msg::receive_message<void*>{.iov = {{buf.data(), 16}}}),
-           "recv");
+        deferred_work::create_recv(d, s.ep, cond, &done, loom::msg::receive_message<void*>{.iov = {{buf.data(), 16}}}),
+        "recv");
     expect(deferred_work::create_tagged_send(
-               d, s.ep, cond, &done,
-               loom::msg::tagged_send_message<void*>{.iov = {{buf.data(), 16}}, .addr = s.self}),
+               d, s.ep, cond, &done, loom::msg::tagged_send_message<void*>{.iov = {{buf.data(), 16}}, .addr = s.self}),
            "tagged send");
-    expect(deferred_work::create_tagged_recv(
-               d, s.ep, cond, &done, loom::msg::tagged_receive_message<void*>{.iov = {{buf.data(), 16}}}),
+    expect(deferred_work::create_tagged_recv(d, s.ep, cond, &done,
+                                             loom::msg::tagged_receive_message<void*>{.iov = {{buf.data(), 16}}}),
            "tagged recv");
-    expect(deferred_work::create_write(d, s.ep, cond, &done, std::span<const std::byte>{buf}, nullptr, s.self,
-                                       remote),
+    expect(deferred_work::create_write(d, s.ep, cond, &done, std::span<const std::byte>{buf}, nullptr, s.self, remote),
            "write");
     expect(deferred_work::create_read(d, s.ep, cond, &done, std::span{buf}, nullptr, s.self, remote), "read");
     expect(deferred_work::create_atomic(d, s.ep, cond, &done, FI_SUM, FI_UINT64, &operand, 1, nullptr, s.self,
@@ -694,7 +675,6 @@ TEST_P(core_trigger_unsupported, every_factory_is_not_supported_without_a_native
     EXPECT_EQ(spy.calls(), 0) << "a native call was made";
 }
 
-INSTANTIATE_TEST_SUITE_P(providers, core_trigger_unsupported, ::testing::Values("shm", "tcp;ofi_rxm"),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(providers, core_trigger_unsupported, ::testing::Values("shm", "tcp;ofi_rxm"), param_name);
 
 }  // namespace

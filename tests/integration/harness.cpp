@@ -44,7 +44,8 @@ auto open_stack(const std::string& provider, loom::capability caps, std::size_t 
     auto ep = loom::endpoint::create(s.domain, s.info);
     if (!ep) return std::unexpected(ep.error());
     s.ep = std::move(*ep);
-    if (auto r = s.ep.bind_cq(s.cq, loom::cq_bind::transmit | loom::cq_bind::recv); !r) return std::unexpected(r.error());
+    if (auto r = s.ep.bind_cq(s.cq, loom::cq_bind::transmit | loom::cq_bind::recv); !r)
+        return std::unexpected(r.error());
     if (auto r = s.ep.bind_av(s.av); !r) return std::unexpected(r.error());
     if (min_multi_recv != 0) {
         if (auto r = s.ep.set_min_multi_recv(min_multi_recv); !r) return std::unexpected(r.error());
@@ -129,7 +130,8 @@ auto read_all(int fd, void* p, std::size_t n, std::chrono::milliseconds timeout)
     auto* c = static_cast<char*>(p);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (n > 0) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) return false;
         ::pollfd pfd{fd, POLLIN, 0};
         const int pr = ::poll(&pfd, 1, static_cast<int>(left.count()));

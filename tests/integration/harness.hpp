@@ -77,10 +77,10 @@ enum class op : std::uint32_t {
     multi_recv = 5,  ///< slot, size (buffer), ignore (min free space)
     wait_multi = 6,  ///< slot, size (message count), seed: each message k carries seed+k
     quit = 7,
-    expose = 8,     ///< size, seed: register a remote-access region filled with pattern(seed);
-                    ///< reply.value = addr, reply.tag = key, reply.bytes = length
-    verify = 9,     ///< seed (offset in tag), size: check the exposed region's bytes
-    wait_data = 10, ///< wait for a remote-CQ-data completion; reply.value = data, bytes = len
+    expose = 8,      ///< size, seed: register a remote-access region filled with pattern(seed);
+                     ///< reply.value = addr, reply.tag = key, reply.bytes = length
+    verify = 9,      ///< seed (offset in tag), size: check the exposed region's bytes
+    wait_data = 10,  ///< wait for a remote-CQ-data completion; reply.value = data, bytes = len
 };
 enum class kind : std::uint32_t { msg = 0, tagged = 1 };
 

@@ -51,9 +51,7 @@ auto start(const std::string& provider, loom::capability caps, session& s) -> bo
     return true;
 }
 
-void expect_ok(const reply& r, const char* what) {
-    EXPECT_EQ(r.status, 0) << what << ": " << r.text;
-}
+void expect_ok(const reply& r, const char* what) { EXPECT_EQ(r.status, 0) << what << ": " << r.text; }
 
 // ---------------------------------------------------------------- ping-pong
 class pingpong : public ::testing::TestWithParam<std::tuple<std::string, kind, std::size_t>> {};
@@ -84,10 +82,12 @@ TEST_P(pingpong, byte_exact_round_trip) {
     loom::request_context rctx;
     auto rbuf = s.bufs->recv(size);
     std::memset(rbuf.data(), 0xEE, rbuf.size());
-    auto posted = k == kind::tagged ? s.local.ep.tagged_recv(rbuf, s.bufs->recv_mr, tag, 0, loom::fabric_addrs::unspecified, &rctx)
-                                    : s.local.ep.recv(rbuf, s.bufs->recv_mr, loom::fabric_addrs::unspecified, &rctx);
+    auto posted = k == kind::tagged
+                      ? s.local.ep.tagged_recv(rbuf, s.bufs->recv_mr, tag, 0, loom::fabric_addrs::unspecified, &rctx)
+                      : s.local.ep.recv(rbuf, s.bufs->recv_mr, loom::fabric_addrs::unspecified, &rctx);
     ASSERT_TRUE(posted) << posted.error().message();
-    expect_ok(s.peer->run({.code = op::send, .k = k, .peer = 0, .size = size, .seed = seed + 1, .tag = tag}), "peer send");
+    expect_ok(s.peer->run({.code = op::send, .k = k, .peer = 0, .size = size, .seed = seed + 1, .tag = tag}),
+              "peer send");
     auto ev = s.peer->local().wait_for(&rctx, 30s);
     ASSERT_TRUE(ev) << ev.error().message();
     ASSERT_FALSE(ev->has_error()) << ev->error.message() << " " << ev->error_text;
@@ -123,8 +123,17 @@ TEST_P(provider_behaviour, tag_matching_honours_ignore_mask) {
     session s;
     if (!start(GetParam(), base_caps, s)) return;
     // slot 0 takes any tag 0x12??, slot 1 exactly 0x3400.
-    expect_ok(s.peer->run({.code = op::post_recv, .k = kind::tagged, .slot = 0, .peer = -1, .size = 256, .tag = 0x1200, .ignore = 0xFF}), "post 0");
-    expect_ok(s.peer->run({.code = op::post_recv, .k = kind::tagged, .slot = 1, .peer = -1, .size = 256, .tag = 0x3400}), "post 1");
+    expect_ok(s.peer->run({.code = op::post_recv,
+                           .k = kind::tagged,
+                           .slot = 0,
+                           .peer = -1,
+                           .size = 256,
+                           .tag = 0x1200,
+                           .ignore = 0xFF}),
+              "post 0");
+    expect_ok(
+        s.peer->run({.code = op::post_recv, .k = kind::tagged, .slot = 1, .peer = -1, .size = 256, .tag = 0x3400}),
+        "post 1");
     ASSERT_TRUE(send_and_wait(s.local, s.peer->local(), *s.bufs, kind::tagged, 100, 7, 0x3400, s.peer->address()));
     ASSERT_TRUE(send_and_wait(s.local, s.peer->local(), *s.bufs, kind::tagged, 200, 9, 0x12AB, s.peer->address()));
     auto r0 = s.peer->run({.code = op::wait_recv, .slot = 0, .size = 200, .seed = 9});
@@ -154,8 +163,10 @@ TEST_P(provider_behaviour, directed_receive_matches_only_its_source) {
     ASSERT_TRUE(peer_in_second);
     constexpr std::uint64_t tag = 0x77;
     // slot 0 accepts only the second endpoint, slot 1 anyone; the main endpoint sends first.
-    expect_ok(s.peer->run({.code = op::post_recv, .k = kind::tagged, .slot = 0, .peer = idx, .size = 64, .tag = tag}), "post 0");
-    expect_ok(s.peer->run({.code = op::post_recv, .k = kind::tagged, .slot = 1, .peer = -1, .size = 64, .tag = tag}), "post 1");
+    expect_ok(s.peer->run({.code = op::post_recv, .k = kind::tagged, .slot = 0, .peer = idx, .size = 64, .tag = tag}),
+              "post 0");
+    expect_ok(s.peer->run({.code = op::post_recv, .k = kind::tagged, .slot = 1, .peer = -1, .size = 64, .tag = tag}),
+              "post 1");
     ASSERT_TRUE(send_and_wait(s.local, s.peer->local(), *s.bufs, kind::tagged, 64, 11, tag, s.peer->address()));
     progress second_prog(second->cq);
     ASSERT_TRUE(send_and_wait(*second, second_prog, b2, kind::tagged, 64, 12, tag, *peer_in_second));
@@ -194,9 +205,9 @@ TEST_P(provider_behaviour, truncation_is_a_completion_error_with_lengths) {
         std::uint64_t overflow;
     };
     const std::string p = GetParam();
-    const expectation want = p == "udp;ofi_rxd"               ? expectation{0, 0}  // truncates silently
-                             : (p == "tcp" || p == "shm")     ? expectation{static_cast<int>(loom::errc::truncated), 0}
-                                                              : expectation{static_cast<int>(loom::errc::truncated), 512};
+    const expectation want = p == "udp;ofi_rxd"           ? expectation{0, 0}  // truncates silently
+                             : (p == "tcp" || p == "shm") ? expectation{static_cast<int>(loom::errc::truncated), 0}
+                                                          : expectation{static_cast<int>(loom::errc::truncated), 512};
     session s;
     if (!start(p, base_caps, s)) return;
     expect_ok(s.peer->run({.code = op::post_recv, .k = kind::msg, .slot = 0, .peer = -1, .size = 512}), "post");
@@ -220,10 +231,12 @@ TEST_P(provider_behaviour, inject_delivers_at_inject_size) {
         expect_ok(s.peer->run({.code = op::post_recv, .k = k, .slot = 0, .peer = -1, .size = size, .tag = 77}), "post");
         auto buf = s.bufs->send(size);
         fill_pattern(buf, 42);
-        auto ok = s.peer->local().retry([&] {
-            return k == kind::tagged ? s.local.ep.tagged_inject(buf, 77, s.peer->address())
-                                     : s.local.ep.inject(buf, s.peer->address());
-        }, 30s);
+        auto ok = s.peer->local().retry(
+            [&] {
+                return k == kind::tagged ? s.local.ep.tagged_inject(buf, 77, s.peer->address())
+                                         : s.local.ep.inject(buf, s.peer->address());
+            },
+            30s);
         ASSERT_TRUE(ok) << ok.error().message();
         std::memset(buf.data(), 0, buf.size());  // the buffer is ours again on return
         auto r = s.peer->run({.code = op::wait_recv, .slot = 0, .size = size, .seed = 42});

@@ -25,9 +25,15 @@ struct slot {
 
 class peer {
 public:
-    peer(stack& s, int fd, std::span<std::byte> recv_area, std::span<std::byte> send_area,
-         loom::memory_region& recv_mr, loom::memory_region& send_mr)
-        : s_(s), prog_(s.cq), fd_(fd), recv_area_(recv_area), send_area_(send_area), recv_mr_(recv_mr), send_mr_(send_mr) {}
+    peer(stack& s, int fd, std::span<std::byte> recv_area, std::span<std::byte> send_area, loom::memory_region& recv_mr,
+         loom::memory_region& send_mr)
+        : s_(s),
+          prog_(s.cq),
+          fd_(fd),
+          recv_area_(recv_area),
+          send_area_(send_area),
+          recv_mr_(recv_mr),
+          send_mr_(send_mr) {}
 
     void add_peer(loom::fabric_addr a) { peers_.push_back(a); }
 
@@ -84,7 +90,8 @@ private:
             }
             case op::multi_recv: {
                 auto buf = slot_buffer(c.slot).first(c.size);
-                if (c.ignore != multi_recv_min) return fail(r, loom::make_error_code(loom::errc::invalid_argument), "min");
+                if (c.ignore != multi_recv_min)
+                    return fail(r, loom::make_error_code(loom::errc::invalid_argument), "min");
                 auto ok = s_.ep.recv_multi(buf, recv_mr_.descriptor(), &sl.ctx);
                 if (!ok) return fail(r, ok.error(), "post multi-receive");
                 sl.posted = true;
@@ -106,10 +113,11 @@ private:
                     std::snprintf(r.text, sizeof r.text, "%s", ev->error_text.c_str());
                     return r;
                 }
-                const auto got = slot_buffer(c.slot).first(std::min<std::size_t>(ev->bytes_transferred, slot_buffer(c.slot).size()));
+                const auto got =
+                    slot_buffer(c.slot).first(std::min<std::size_t>(ev->bytes_transferred, slot_buffer(c.slot).size()));
                 if (ev->bytes_transferred != c.size) {
-                    std::snprintf(r.text, sizeof r.text, "received %zu bytes, expected %llu",
-                                  ev->bytes_transferred, static_cast<unsigned long long>(c.size));
+                    std::snprintf(r.text, sizeof r.text, "received %zu bytes, expected %llu", ev->bytes_transferred,
+                                  static_cast<unsigned long long>(c.size));
                     r.status = static_cast<int>(loom::errc::message_too_long);
                     return r;
                 }
@@ -150,10 +158,12 @@ private:
                 fill_pattern(buf, c.seed);
                 loom::request_context ctx;
                 const auto dst = peer_addr(c.peer);
-                auto ok = prog_.retry([&] {
-                    return c.k == kind::tagged ? s_.ep.tagged_send(buf, c.tag, dst, send_mr_.descriptor(), &ctx)
-                                               : s_.ep.send(buf, dst, send_mr_.descriptor(), &ctx);
-                }, op_timeout);
+                auto ok = prog_.retry(
+                    [&] {
+                        return c.k == kind::tagged ? s_.ep.tagged_send(buf, c.tag, dst, send_mr_.descriptor(), &ctx)
+                                                   : s_.ep.send(buf, dst, send_mr_.descriptor(), &ctx);
+                    },
+                    op_timeout);
                 if (!ok) return fail(r, ok.error(), "send");
                 auto ev = prog_.wait_for(&ctx, op_timeout);
                 if (!ev) return fail(r, ev.error(), "send completion");

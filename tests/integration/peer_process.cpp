@@ -104,8 +104,10 @@ auto peer_process::add_peer(const loom::address& a) -> std::int32_t {
 
 local_buffers::local_buffers(loom::domain& dom, std::size_t n)
     : send_area(std::make_unique<std::byte[]>(n)), recv_area(std::make_unique<std::byte[]>(n)), size(n) {
-    send_mr = loom::memory_region::register_memory(dom, std::span{send_area.get(), n}, loom::mr_access_flags::send).value();
-    recv_mr = loom::memory_region::register_memory(dom, std::span{recv_area.get(), n}, loom::mr_access_flags::recv).value();
+    send_mr =
+        loom::memory_region::register_memory(dom, std::span{send_area.get(), n}, loom::mr_access_flags::send).value();
+    recv_mr =
+        loom::memory_region::register_memory(dom, std::span{recv_area.get(), n}, loom::mr_access_flags::recv).value();
 }
 
 auto send_and_wait(stack& s, progress& prog, local_buffers& b, kind k, std::size_t size, std::uint64_t seed,
@@ -113,10 +115,12 @@ auto send_and_wait(stack& s, progress& prog, local_buffers& b, kind k, std::size
     auto buf = b.send(size);
     fill_pattern(buf, seed);
     loom::request_context ctx;
-    auto ok = prog.retry([&] {
-        return k == kind::tagged ? s.ep.tagged_send(buf, b.send_mr, tag, dest, &ctx)
-                                 : s.ep.send(buf, b.send_mr, dest, &ctx);
-    }, 30s);
+    auto ok = prog.retry(
+        [&] {
+            return k == kind::tagged ? s.ep.tagged_send(buf, b.send_mr, tag, dest, &ctx)
+                                     : s.ep.send(buf, b.send_mr, dest, &ctx);
+        },
+        30s);
     if (!ok) return std::unexpected(ok.error());
     return prog.wait_for(&ctx, 30s);
 }

@@ -59,7 +59,8 @@ protected:
 
 TEST_P(rma_two_process, write_to_lands_byte_exact_at_every_size) {
     std::size_t offset = 0;
-    for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{65536}, std::size_t{1} << 20}) {
+    for (std::size_t size :
+         {std::size_t{0}, std::size_t{1}, std::size_t{4096}, std::size_t{65536}, std::size_t{1} << 20}) {
         SCOPED_TRACE(size);
         const std::uint64_t seed = 40 + size;
         auto local = std::span{buf_}.first(size);
@@ -95,8 +96,7 @@ TEST_P(rma_two_process, read_to_fetches_byte_exact) {
         auto ev = complete(ctx);
         ASSERT_TRUE(ev) << ev.error().message();
         ASSERT_FALSE(ev->has_error()) << ev->error.message() << " " << ev->error_text;
-        for (std::size_t i = 0; i < size; ++i)
-            ASSERT_EQ(local[i], pattern_byte(3, offset + i)) << "byte " << i;
+        for (std::size_t i = 0; i < size; ++i) ASSERT_EQ(local[i], pattern_byte(3, offset + i)) << "byte " << i;
     }
 }
 
@@ -108,7 +108,8 @@ TEST_P(rma_two_process, vectored_write_and_read_across_segments) {
     fill_pattern(src, 77);
     const ::iovec iov[3] = {{buf_.data(), 300}, {buf_.data() + 300, 1000}, {buf_.data() + 1300, 700}};
     void* desc[3] = {mr_.descriptor(), mr_.descriptor(), mr_.descriptor()};
-    const loom::remote_memory segs[2] = {remote_.subregion(4096, 1200).value(), remote_.subregion(4096 + 1200, 800).value()};
+    const loom::remote_memory segs[2] = {remote_.subregion(4096, 1200).value(),
+                                         remote_.subregion(4096 + 1200, 800).value()};
     loom::request_context ctx;
     auto ok = submit([&] { return loom::rma::writev_to(local_->ep, iov, desc, peer_->address(), segs, &ctx); });
     ASSERT_TRUE(ok) << ok.error().message();
@@ -123,9 +124,7 @@ TEST_P(rma_two_process, vectored_write_and_read_across_segments) {
     const ::iovec riov[2] = {{back, 1500}, {back + 1500, 500}};
     void* rdesc[2] = {mr_.descriptor(), mr_.descriptor()};
     loom::request_context rctx;
-    ok = submit([&] {
-        return loom::rma::readv_to(local_->ep, riov, rdesc, peer_->address(), segs, &rctx);
-    });
+    ok = submit([&] { return loom::rma::readv_to(local_->ep, riov, rdesc, peer_->address(), segs, &rctx); });
     ASSERT_TRUE(ok) << ok.error().message();
     ev = complete(rctx);
     ASSERT_TRUE(ev && !ev->has_error());
@@ -153,7 +152,8 @@ TEST_P(rma_two_process, explicit_flags_and_write_only_rejections) {
     }
     // Out-of-range remote, local outside the registration, no peer on RDM.
     auto tail = remote_.offset_by(region - 4).value();
-    EXPECT_EQ(loom::rma::write_to(local_->ep, local, mr_, peer_->address(), tail, &ctx).error(), loom::errc::invalid_argument);
+    EXPECT_EQ(loom::rma::write_to(local_->ep, local, mr_, peer_->address(), tail, &ctx).error(),
+              loom::errc::invalid_argument);
     std::array<std::byte, 8> unregistered{};
     EXPECT_EQ(loom::rma::write_to(local_->ep, std::span{unregistered}, mr_, peer_->address(), remote_, &ctx).error(),
               loom::errc::invalid_argument);

@@ -42,7 +42,8 @@ TEST(SpecAllocators, every_object_allocates_its_state_from_the_resource_it_was_g
     default_watch def;
     counting_resource r;
     auto info = loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
-                                    .ep_type = loom::endpoint_types::rdm, .provider = "tcp"},
+                                    .ep_type = loom::endpoint_types::rdm,
+                                    .provider = "tcp"},
                                    &r);
     ASSERT_TRUE(info);
 
@@ -151,13 +152,13 @@ TEST(SpecAllocators, the_spec_example_runs_with_a_monotonic_arena) {
     auto cntr = counter::create(dom, {}, &arena).value();
     auto ep = endpoint::create(dom, info, &arena).value();
     std::array<std::byte, 4096> data{};
-    auto mr = memory_region::register_memory(dom, std::span{data}, mr_access_flags::send | mr_access_flags::recv,
-                                             &arena)
-                  .value();
+    auto mr =
+        memory_region::register_memory(dom, std::span{data}, mr_access_flags::send | mr_access_flags::recv, &arena)
+            .value();
     auto completed = counter::create(dom, {.wait_obj = true}, &arena).value();
-    auto deferred = trigger::deferred_work::create_counter_add(dom, trigger::threshold_condition{&cntr, 1},
-                                                               completed, 1, &arena)
-                        .value();
+    auto deferred =
+        trigger::deferred_work::create_counter_add(dom, trigger::threshold_condition{&cntr, 1}, completed, 1, &arena)
+            .value();
     cntr.add(1).value();
     completed.wait().value();
     deferred.mark_completed();

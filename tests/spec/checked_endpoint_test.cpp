@@ -176,8 +176,9 @@ TEST(SpecCheckedEndpoint, type_capabilities_modes_threading_and_progress_are_che
     auto with_mode = fabric_info::copy_native(demanding);
     ::fi_freeinfo(demanding);
     ASSERT_TRUE(with_mode);
-    EXPECT_EQ((refused_before_opening<contract_endpoint<message_endpoint_profile<rdm_endpoint_tag, 8>>>(tcp, *with_mode)),
-              "not_supported");
+    EXPECT_EQ(
+        (refused_before_opening<contract_endpoint<message_endpoint_profile<rdm_endpoint_tag, 8>>>(tcp, *with_mode)),
+        "not_supported");
     EXPECT_EQ(refused_before_opening<contract_endpoint<takes_rx_cq_data>>(tcp, *with_mode), "accepted");
 
     domain none;
@@ -230,7 +231,8 @@ TEST(SpecCheckedEndpoint, release_returns_a_working_generic_endpoint) {
     request_context rctx, sctx;
     loom_test::progress prog(s.cq);
     ASSERT_EQ(core_test::outcome(plain.recv(std::span{in}, fabric_addrs::unspecified, nullptr, &rctx)), "ok");
-    ASSERT_EQ(core_test::outcome(prog.retry([&] { return plain.send(std::span<const std::byte>{out}, self, nullptr, &sctx); }, 2s)),
+    ASSERT_EQ(core_test::outcome(
+                  prog.retry([&] { return plain.send(std::span<const std::byte>{out}, self, nullptr, &sctx); }, 2s)),
               "ok");
     EXPECT_EQ(core_test::completed(prog, &rctx).bytes_transferred, 16u);
     EXPECT_EQ(in, out);

@@ -1,6 +1,6 @@
-// The spec's core examples that the section tests do not already run: "Atomic Operations", "RMA" over a connected endpoint, "Endpoint options" and the raw-key
-// mapping snippet. Each is the spec's text with its elided setup filled in (std::println as
-// printf); what the spec leaves to a comment is filled in so the test can see the outcome.
+// The spec's core examples that the section tests do not already run: "Atomic Operations", "RMA" over a connected
+// endpoint, "Endpoint options" and the raw-key mapping snippet. Each is the spec's text with its elided setup filled in
+// (std::println as printf); what the spec leaves to a comment is filled in so the test can see the outcome.
 #include <loom/loom.hpp>
 
 #include <gtest/gtest.h>
@@ -15,7 +15,6 @@
 
 using core_test::outcome;
 
-
 namespace {
 
 /// "Atomic Operations": the example's body; `previous` is handed out when the completion
@@ -26,24 +25,22 @@ void atomic_example(loom::domain& domain, loom::endpoint& ep, loom::completion_q
     // ---- the spec's example
     std::uint64_t increment = 42;
     std::uint64_t previous = 0;
-    auto input_mr = loom::memory_region::register_memory(
-        domain, std::as_writable_bytes(std::span{&increment, 1}),
-        loom::mr_access_flags::read).value();
-    auto result_mr = loom::memory_region::register_memory(
-        domain, std::as_writable_bytes(std::span{&previous, 1}),
-        loom::mr_access_flags::write).value();
+    auto input_mr = loom::memory_region::register_memory(domain, std::as_writable_bytes(std::span{&increment, 1}),
+                                                         loom::mr_access_flags::read)
+                        .value();
+    auto result_mr = loom::memory_region::register_memory(domain, std::as_writable_bytes(std::span{&previous, 1}),
+                                                          loom::mr_access_flags::write)
+                         .value();
 
     std::size_t max_count{};
-    if (!loom::atomic::is_fetch_valid(ep, loom::atomic::operation::sum,
-                                      loom::atomic::datatype::uint64, &max_count)
-        || max_count < 1) {
+    if (!loom::atomic::is_fetch_valid(ep, loom::atomic::operation::sum, loom::atomic::datatype::uint64, &max_count) ||
+        max_count < 1) {
         // Reject this transport profile before submitting work.
         return;
     }
     loom::request_context context;
-    auto submitted = loom::atomic::fetch_add_to(
-        ep, increment, &previous, &input_mr, &result_mr,
-        peer_address, remote, &context);
+    auto submitted =
+        loom::atomic::fetch_add_to(ep, increment, &previous, &input_mr, &result_mr, peer_address, remote, &context);
     if (!submitted) {
         // Nothing was accepted. Preserve the numeric error, including EAGAIN.
         return;
@@ -66,18 +63,13 @@ void rma_example(loom::domain& domain, loom::endpoint& ep, loom::completion_queu
     using namespace loom;
     // ---- the spec's example
     std::array<std::byte, 4096> local_buf{};
-    auto local_mr = memory_region::register_memory(
-        domain, std::span{local_buf},
-        mr_access_flags::read | mr_access_flags::write |
-        mr_access_flags::remote_read | mr_access_flags::remote_write
-    ).value();
+    auto local_mr = memory_region::register_memory(domain, std::span{local_buf},
+                                                   mr_access_flags::read | mr_access_flags::write |
+                                                       mr_access_flags::remote_read | mr_access_flags::remote_write)
+                        .value();
 
     // Remote memory info (exchanged out-of-band with peer)
-    remote_memory remote{
-        .addr = peer_addr,
-        .key = peer_key,
-        .length = 4096
-    };
+    remote_memory remote{.addr = peer_addr, .key = peer_key, .length = 4096};
 
     // One-sided write: copy local data to remote memory
     std::memcpy(local_buf.data(), "Hello, RDMA!", 12);
@@ -87,8 +79,7 @@ void rma_example(loom::domain& domain, loom::endpoint& ep, loom::completion_queu
     rma::read(ep, std::span{local_buf}, local_mr, remote).value();
 
     // Write with immediate data (notifies remote of write completion)
-    rma::write_data(ep, std::span{local_buf}, local_mr, remote,
-                    0xDEADBEEF /* immediate data */).value();
+    rma::write_data(ep, std::span{local_buf}, local_mr, remote, 0xDEADBEEF /* immediate data */).value();
     // ---- filled in: the three operations retire before the buffer goes
     int done = 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -109,7 +100,8 @@ void rma_example(loom::domain& domain, loom::endpoint& ep, loom::completion_queu
 // program (opening_example.cpp) with those providers left out of discovery.
 TEST(SpecExamples, a_receive_without_context_is_refused_where_the_provider_needs_one) {
     auto info = loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
-                                    .ep_type = loom::endpoint_types::rdm, .provider = "psm3"});
+                                    .ep_type = loom::endpoint_types::rdm,
+                                    .provider = "psm3"});
     if (!info) GTEST_SKIP() << "no psm3 here";
     ASSERT_TRUE(info->mode().any(loom::mode_flags::context | loom::mode_flags::context2));
     core_test::loop_stack s;
@@ -123,12 +115,12 @@ TEST(SpecExamples, a_receive_without_context_is_refused_where_the_provider_needs
 
 TEST(SpecExamples, atomic_fetch_add_returns_the_previous_value) {
     core_test::loop_stack s;
-    ASSERT_NO_FATAL_FAILURE(core_test::must_open_loop(
-        "sockets", {.caps = loom::capability::msg | loom::capability::atomic}, s));
+    ASSERT_NO_FATAL_FAILURE(
+        core_test::must_open_loop("sockets", {.caps = loom::capability::msg | loom::capability::atomic}, s));
     alignas(8) std::array<std::uint64_t, 1> target{100};
-    auto target_mr = loom::memory_region::register_memory(s.domain, std::as_writable_bytes(std::span{target}),
-                                                          loom::mr_access_flags::remote_read |
-                                                              loom::mr_access_flags::remote_write);
+    auto target_mr =
+        loom::memory_region::register_memory(s.domain, std::as_writable_bytes(std::span{target}),
+                                             loom::mr_access_flags::remote_read | loom::mr_access_flags::remote_write);
     ASSERT_TRUE(target_mr);
     auto remote = loom::remote_memory::from_mr(*target_mr);
     ASSERT_TRUE(remote);
@@ -168,8 +160,8 @@ TEST(SpecExamples, endpoint_options_query_the_connection_data_size) {
     auto& ep = pair.client.ep;
     // ---- the spec's snippet
     std::size_t bytes{}, length{sizeof(bytes)};
-    auto queried = loom::get_endpoint_option(
-        ep, loom::ep_opt::level_endpoint, loom::ep_opt::cm_data_size, &bytes, &length);
+    auto queried =
+        loom::get_endpoint_option(ep, loom::ep_opt::level_endpoint, loom::ep_opt::cm_data_size, &bytes, &length);
     // ----
     ASSERT_TRUE(queried) << outcome(queried.error());
     EXPECT_EQ(length, sizeof(bytes));

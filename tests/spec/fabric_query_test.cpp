@@ -147,7 +147,8 @@ TEST(SpecFabricQuery, a_predicate_keeps_the_matches_it_accepts_in_order) {
     ASSERT_TRUE(automatic);
     std::vector<std::string> expected;
     for (const auto& info : *all)
-        if (info.get_domain_attr()->data_progress == progress_mode::auto_progress) expected.emplace_back(info.provider_name());
+        if (info.get_domain_attr()->data_progress == progress_mode::auto_progress)
+            expected.emplace_back(info.provider_name());
     std::vector<std::string> got;
     for (const auto& info : *automatic) got.emplace_back(info.provider_name());
     EXPECT_EQ(got, expected);

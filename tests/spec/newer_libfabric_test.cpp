@@ -19,9 +19,8 @@ namespace {
 
 auto runtime_at_least(unsigned major, unsigned minor) -> bool { return ::fi_version() >= FI_VERSION(major, minor); }
 
-constexpr auto rdm_tcp = loom::fabric_hints{.capabilities = loom::capability::msg,
-                                            .ep_type = loom::endpoint_types::rdm,
-                                            .provider = "tcp;ofi_rxm"};
+constexpr auto rdm_tcp = loom::fabric_hints{
+    .capabilities = loom::capability::msg, .ep_type = loom::endpoint_types::rdm, .provider = "tcp;ofi_rxm"};
 
 }  // namespace
 
@@ -93,8 +92,8 @@ TEST(XpuContexts, creation_checks_arguments_then_reports_not_supported) {
     EXPECT_EQ(outcome(loom::xpu_context::create(s.domain, static_cast<loom::hmem_iface>(99), 0).error()),
               "invalid_argument");
     if (runtime_at_least(2, 7)) GTEST_SKIP() << "libfabric 2.7 or newer: the provider decides";
-    for (auto iface : {loom::hmem_iface::cuda, loom::hmem_iface::rocr, loom::hmem_iface::ze,
-                       loom::hmem_iface::neuron, loom::hmem_iface::synapseai})
+    for (auto iface : {loom::hmem_iface::cuda, loom::hmem_iface::rocr, loom::hmem_iface::ze, loom::hmem_iface::neuron,
+                       loom::hmem_iface::synapseai})
         EXPECT_EQ(outcome(loom::xpu_context::create(s.domain, iface, 0).error()), "not_supported");
     EXPECT_EQ(s.domain.open_children(), children) << "a refused creation left a child";
 }

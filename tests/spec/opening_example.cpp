@@ -1,17 +1,17 @@
 // The spec's opening example as a program, unchanged but for std::println (GCC 12 has no
 // <print>). CTest runs it with the providers that require a context for every operation left
 // out of discovery (FI_PROVIDER=^psm3): its receive carries none.
-#include <loom/loom.hpp>
-#include <loom/async/completion_queue.hpp>
 #include <array>
 #include <cstdio>
+#include <loom/async/completion_queue.hpp>
+#include <loom/loom.hpp>
 
 auto main() -> int {
     using namespace loom;
 
     // Query for providers supporting tagged messaging
-    auto info_result = query_fabric({.capabilities = capability::msg | capability::tagged,
-                                     .ep_type = endpoint_types::rdm});
+    auto info_result =
+        query_fabric({.capabilities = capability::msg | capability::tagged, .ep_type = endpoint_types::rdm});
     if (!info_result) {
         std::fprintf(stderr, "No suitable fabric provider found\n");
         return 1;
@@ -36,11 +36,8 @@ auto main() -> int {
 
     // Allocate and register a buffer for RDMA operations
     std::array<std::byte, 4096> buffer{};
-    auto mr = memory_region::register_memory(
-        domain,
-        std::span{buffer},
-        mr_access_flags::send | mr_access_flags::recv
-    ).value();
+    auto mr = memory_region::register_memory(domain, std::span{buffer}, mr_access_flags::send | mr_access_flags::recv)
+                  .value();
 
     // Post a receive for incoming messages
     auto recv_result = ep.recv(std::span{buffer});

@@ -25,46 +25,40 @@ public:
     static constexpr bool supports_atomic = native_atomic_provider<Provider>;
     static constexpr bool supports_inject = provider_traits<Provider>::supports_inject;
 
-    explicit my_rdma_protocol(endpoint& ep, memory_region& mr)
-        : ep_(ep), mr_(mr) {}
+    explicit my_rdma_protocol(endpoint& ep, memory_region& mr) : ep_(ep), mr_(mr) {}
 
-    [[nodiscard]] auto name() const noexcept -> const char* {
-        return "my_rdma_protocol";
-    }
+    [[nodiscard]] auto name() const noexcept -> const char* { return "my_rdma_protocol"; }
 
-    [[nodiscard]] auto send(std::span<const std::byte> data, context_ptr<void> ctx = {})
-        -> void_result {
+    [[nodiscard]] auto send(std::span<const std::byte> data, context_ptr<void> ctx = {}) -> void_result {
         return ep_.send(data, ctx);
     }
 
-    [[nodiscard]] auto recv(std::span<std::byte> buf, context_ptr<void> ctx = {})
-        -> void_result {
+    [[nodiscard]] auto recv(std::span<std::byte> buf, context_ptr<void> ctx = {}) -> void_result {
         return ep_.recv(buf, ctx);
     }
 
-    [[nodiscard]] auto tagged_send(std::span<const std::byte> data, std::uint64_t tag,
-                                   context_ptr<void> ctx = {}) -> void_result {
+    [[nodiscard]] auto tagged_send(std::span<const std::byte> data, std::uint64_t tag, context_ptr<void> ctx = {})
+        -> void_result {
         return ep_.tagged_send(data, tag, ctx);
     }
 
-    [[nodiscard]] auto tagged_recv(std::span<std::byte> buf, std::uint64_t tag,
-                                   std::uint64_t ignore = 0, context_ptr<void> ctx = {})
-        -> void_result {
+    [[nodiscard]] auto tagged_recv(std::span<std::byte> buf, std::uint64_t tag, std::uint64_t ignore = 0,
+                                   context_ptr<void> ctx = {}) -> void_result {
         return ep_.tagged_recv(buf, tag, ignore, ctx);
     }
 
-    [[nodiscard]] auto read(std::span<std::byte> local, rma_addr remote,
-                            mr_key key, context_ptr<void> ctx = {}) -> void_result {
+    [[nodiscard]] auto read(std::span<std::byte> local, rma_addr remote, mr_key key, context_ptr<void> ctx = {})
+        -> void_result {
         return rma::read(ep_, local, mr_, remote_memory{remote.get(), key.get(), local.size()}, ctx);
     }
 
-    [[nodiscard]] auto write(std::span<const std::byte> local, rma_addr remote,
-                             mr_key key, context_ptr<void> ctx = {}) -> void_result {
+    [[nodiscard]] auto write(std::span<const std::byte> local, rma_addr remote, mr_key key, context_ptr<void> ctx = {})
+        -> void_result {
         return rma::write(ep_, local, mr_, remote_memory{remote.get(), key.get(), local.size()}, ctx);
     }
 
-    [[nodiscard]] auto inject(std::span<const std::byte> data,
-                              fabric_addr dest = fabric_addrs::unspecified) -> void_result
+    [[nodiscard]] auto inject(std::span<const std::byte> data, fabric_addr dest = fabric_addrs::unspecified)
+        -> void_result
         requires inject_capable_provider<Provider>
     {
         return ep_.inject(data, dest);
@@ -81,7 +75,9 @@ static_assert(rma_protocol<my_rdma_protocol<provider::verbs_tag>>);
 static_assert(has_static_capabilities<my_rdma_protocol<provider::verbs_tag>>);
 static_assert(provider_aware_protocol<my_rdma_protocol<provider::verbs_tag>>);
 
-void use_any_protocol(auto& proto) requires basic_protocol<decltype(proto)> {
+void use_any_protocol(auto& proto)
+    requires basic_protocol<decltype(proto)>
+{
     std::array<std::byte, 64> buf{};
     protocol::send(proto, std::span{buf});
 
@@ -100,8 +96,10 @@ static_assert(!inject_capable<my_rdma_protocol<provider::generic_tag>>, "the gen
 static_assert(protocol_capabilities<my_rdma_protocol<provider::verbs_tag>>::static_atomic);
 static_assert(!protocol_capabilities<my_rdma_protocol<provider::tcp_tag>>::static_atomic);
 static_assert(protocol_capabilities<my_rdma_protocol<provider::tcp_tag>>::static_rma);
-static_assert(std::is_same_v<protocol_capabilities<my_rdma_protocol<provider::efa_tag>>::provider_type, provider::efa_tag>);
-static_assert(basic_protocol<const my_rdma_protocol<provider::tcp_tag>&> == basic_protocol<my_rdma_protocol<provider::tcp_tag>>);
+static_assert(
+    std::is_same_v<protocol_capabilities<my_rdma_protocol<provider::efa_tag>>::provider_type, provider::efa_tag>);
+static_assert(basic_protocol<const my_rdma_protocol<provider::tcp_tag>&> ==
+              basic_protocol<my_rdma_protocol<provider::tcp_tag>>);
 
 namespace {
 
@@ -112,7 +110,8 @@ struct messages_only {
 };
 static_assert(basic_protocol<messages_only> && !tagged_protocol<messages_only> && !rma_protocol<messages_only>);
 static_assert(!has_static_capabilities<messages_only> && !provider_aware_protocol<messages_only>);
-static_assert(!protocol_capabilities<messages_only>::static_rma && !protocol_capabilities<messages_only>::static_tagged);
+static_assert(!protocol_capabilities<messages_only>::static_rma &&
+              !protocol_capabilities<messages_only>::static_tagged);
 static_assert(std::is_same_v<protocol_capabilities<messages_only>::provider_type, provider::generic_tag>);
 /// Declares RMA unsupported although it has the members: the declaration wins.
 struct rma_declared_off : my_rdma_protocol<provider::tcp_tag> {
@@ -133,7 +132,9 @@ struct loop_protocol {
     memory_region* mr;
     request_context* ctx;
     auto send(std::span<const std::byte> d) -> void_result { return s->ep.send(d, s->self, mr->descriptor(), ctx); }
-    auto recv(std::span<std::byte> b) -> void_result { return s->ep.recv(b, fabric_addrs::unspecified, mr->descriptor(), ctx); }
+    auto recv(std::span<std::byte> b) -> void_result {
+        return s->ep.recv(b, fabric_addrs::unspecified, mr->descriptor(), ctx);
+    }
     auto tagged_send(std::span<const std::byte> d, std::uint64_t tag) -> void_result {
         return s->ep.tagged_send(d, tag, s->self, mr->descriptor(), ctx);
     }
@@ -208,10 +209,15 @@ TEST(SpecProtocol, generic_calls_move_bytes_through_any_protocol) {
 
     // Write out -> [128, 160), read [128, 160) -> [160, 192): both through the generic calls.
     const auto at = [&](std::size_t off) { return rma_addr{remote->addr + off}; };
-    ASSERT_EQ(core_test::outcome(prog.retry([&] { return protocol::write(tx, out.first(32), at(128), mr_key{remote->key}); }, 2s)), "ok");
+    ASSERT_EQ(core_test::outcome(
+                  prog.retry([&] { return protocol::write(tx, out.first(32), at(128), mr_key{remote->key}); }, 2s)),
+              "ok");
     (void)core_test::completed(prog, &sctx);
     EXPECT_EQ(std::memcmp(mem.data() + 128, out.data(), 32), 0);
-    ASSERT_EQ(core_test::outcome(prog.retry([&] { return protocol::read(tx, std::span{mem}.subspan(160, 32), at(128), mr_key{remote->key}); }, 2s)), "ok");
+    ASSERT_EQ(
+        core_test::outcome(prog.retry(
+            [&] { return protocol::read(tx, std::span{mem}.subspan(160, 32), at(128), mr_key{remote->key}); }, 2s)),
+        "ok");
     (void)core_test::completed(prog, &sctx);
     EXPECT_EQ(std::memcmp(mem.data() + 160, out.data(), 32), 0);
 }

@@ -95,13 +95,9 @@ void expect_discovery_matches(std::string_view name) {
 
 }  // namespace
 
-TEST(SpecProviderTraits, tcp_traits_match_what_tcp_returns_here) {
-    expect_discovery_matches<provider::tcp_tag>("tcp");
-}
+TEST(SpecProviderTraits, tcp_traits_match_what_tcp_returns_here) { expect_discovery_matches<provider::tcp_tag>("tcp"); }
 
-TEST(SpecProviderTraits, shm_traits_match_what_shm_returns_here) {
-    expect_discovery_matches<provider::shm_tag>("shm");
-}
+TEST(SpecProviderTraits, shm_traits_match_what_shm_returns_here) { expect_discovery_matches<provider::shm_tag>("shm"); }
 
 // make_mr_cache takes provider tags: where the provider binds registrations to endpoints, the
 // form without one does not compile.
@@ -111,7 +107,7 @@ static_assert(cache_without_endpoint<provider::verbs_tag> && cache_without_endpo
 static_assert(!cache_without_endpoint<provider::slingshot_tag>);
 static_assert(!cache_without_endpoint<int>, "not a provider tag");
 static_assert(std::is_same_v<decltype(loom::make_mr_cache<provider::verbs_tag>(std::declval<loom::domain&>(),
-                                                                                 std::declval<loom::endpoint&>())),
+                                                                               std::declval<loom::endpoint&>())),
                              loom::mr_cache>);
 
 TEST(SpecProviderTraits, the_mr_cache_example_registers_through_a_tagged_cache) {

@@ -23,7 +23,9 @@ struct recorded {
     std::error_code error{};
     loom::execution::inplace_stop_source stop;
 
-    [[nodiscard]] auto done() const noexcept -> bool { return how.load(std::memory_order_acquire) != completion_kind::none; }
+    [[nodiscard]] auto done() const noexcept -> bool {
+        return how.load(std::memory_order_acquire) != completion_kind::none;
+    }
 };
 
 template <class V = void>

@@ -13,7 +13,8 @@
 namespace {
 
 struct op : loom::registered_completion {
-    explicit op(const void* owner = nullptr, bool passive = false) : registered_completion(&deliver_to, &retry_to, owner) {
+    explicit op(const void* owner = nullptr, bool passive = false)
+        : registered_completion(&deliver_to, &retry_to, owner) {
         if (passive) make_passive();
     }
     static void deliver_to(registered_completion& self, const loom::completion_event& ev) noexcept {

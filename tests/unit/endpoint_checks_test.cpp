@@ -84,12 +84,10 @@ TEST_F(DefaultEndpoint, RecvFamilyReportsBadState) {
     EXPECT_EQ(error_of(ep.recv(bytes(), &ctx)), errc::bad_state);
     EXPECT_EQ(error_of(ep.recv(bytes(), loom::fabric_addrs::unspecified, nullptr, &ctx)), errc::bad_state);
     EXPECT_EQ(error_of(ep.recv(bytes(), peer, nullptr, &ctx)), errc::bad_state);
-    EXPECT_EQ(error_of(ep.recvv(none_iov(), none_desc(), loom::fabric_addrs::unspecified, &ctx)),
-              errc::bad_state);
+    EXPECT_EQ(error_of(ep.recvv(none_iov(), none_desc(), loom::fabric_addrs::unspecified, &ctx)), errc::bad_state);
     EXPECT_EQ(error_of(ep.recv_multi(bytes(), nullptr, &ctx)), errc::bad_state);
     EXPECT_EQ(error_of(ep.recv_multi(bytes(), nullptr, nullptr)), errc::bad_state);
-    EXPECT_EQ(error_of(loom::recv(ep, bytes(), loom::fabric_addrs::unspecified, nullptr, &ctx)),
-              errc::bad_state);
+    EXPECT_EQ(error_of(loom::recv(ep, bytes(), loom::fabric_addrs::unspecified, nullptr, &ctx)), errc::bad_state);
 }
 
 TEST_F(DefaultEndpoint, TaggedFamilyReportsBadState) {
@@ -121,9 +119,8 @@ TEST_F(DefaultEndpoint, MessageHelpersReportBadState) {
     s.addr = peer;
     s.context = &ctx;
     EXPECT_EQ(error_of(loom::msg::sendmsg(ep, s)), errc::bad_state);
-    EXPECT_EQ(
-        error_of(loom::msg::sendmsg<loom::operation_defaults::inherit>(ep, s, loom::op_flag::completion)),
-        errc::bad_state);
+    EXPECT_EQ(error_of(loom::msg::sendmsg<loom::operation_defaults::inherit>(ep, s, loom::op_flag::completion)),
+              errc::bad_state);
     loom::msg::receive_message<> r;
     r.context = &ctx;
     EXPECT_EQ(error_of(loom::msg::recvmsg(ep, r, loom::op_flag::multi_recv)), errc::bad_state);
@@ -158,8 +155,7 @@ TEST_F(DefaultEndpoint, SendmsgWithMoreDescriptorsThanIovIsRejected) {
     loom::msg::tagged_receive_message<> tr;
     tr.desc = {nullptr};
     EXPECT_EQ(error_of(loom::msg::tagged_recvmsg(ep, tr)), errc::invalid_argument);
-    EXPECT_EQ(error_of(ep.sendv(none_iov(), std::span<void* const>(desc), peer, &ctx)),
-              errc::invalid_argument);
+    EXPECT_EQ(error_of(ep.sendv(none_iov(), std::span<void* const>(desc), peer, &ctx)), errc::invalid_argument);
     EXPECT_EQ(error_of(ep.recvv(none_iov(), std::span<void* const>(desc).first(1), peer, &ctx)),
               errc::invalid_argument);
     EXPECT_EQ(error_of(ep.tagged_sendv(none_iov(), std::span<void* const>(desc), 1, peer, &ctx)),
@@ -167,9 +163,8 @@ TEST_F(DefaultEndpoint, SendmsgWithMoreDescriptorsThanIovIsRejected) {
     EXPECT_EQ(error_of(ep.tagged_recvv(none_iov(), std::span<void* const>(desc), 1, 0, peer, &ctx)),
               errc::invalid_argument);
     // The direct check: 0 = accepted, otherwise a positive FI_E* code.
-    EXPECT_EQ(
-        ep.check_tx_iov(loom::capability::msg, none_iov(), std::span<void* const>(desc).first(1), peer, &ctx),
-        FI_EINVAL);
+    EXPECT_EQ(ep.check_tx_iov(loom::capability::msg, none_iov(), std::span<void* const>(desc).first(1), peer, &ctx),
+              FI_EINVAL);
     EXPECT_EQ(ep.check_tx_iov(loom::capability::msg, none_iov(), none_desc(), peer, &ctx), FI_EOPBADSTATE);
 }
 
@@ -210,8 +205,7 @@ TEST_F(DefaultEndpoint, SetupCallsFailCleanly) {
     loom::completion_queue cq;
     loom::address_vector av;
     loom::counter cntr;
-    EXPECT_EQ(error_of(ep.bind_cq(cq, loom::cq_bind::transmit | loom::cq_bind::recv)),
-              errc::invalid_argument);
+    EXPECT_EQ(error_of(ep.bind_cq(cq, loom::cq_bind::transmit | loom::cq_bind::recv)), errc::invalid_argument);
     EXPECT_EQ(error_of(ep.bind_av(av)), errc::invalid_argument);
     EXPECT_EQ(error_of(ep.bind_counter(cntr)), errc::invalid_argument);
     EXPECT_TRUE(ep.close().has_value());
@@ -229,11 +223,11 @@ static_assert(!std::is_constructible_v<loom::peer_addr, ::fi_addr_t>);
 static_assert(!std::is_constructible_v<loom::peer_addr, loom::fabric_addr>);
 static_assert(std::is_convertible_v<loom::peer_addr, loom::fabric_addr>);
 static_assert(std::is_nothrow_copy_constructible_v<loom::peer_addr>);
-static_assert(std::is_same_v<decltype(std::declval<loom::address_vector&>().insert(std::declval<const loom::address&>())),
-                             loom::result<loom::peer_addr>>);
 static_assert(
-    std::is_same_v<decltype(std::declval<loom::address_vector&>().insert_raw(std::span<const std::byte>{})),
+    std::is_same_v<decltype(std::declval<loom::address_vector&>().insert(std::declval<const loom::address&>())),
                    loom::result<loom::peer_addr>>);
+static_assert(std::is_same_v<decltype(std::declval<loom::address_vector&>().insert_raw(std::span<const std::byte>{})),
+                             loom::result<loom::peer_addr>>);
 
 TEST_F(DefaultEndpoint, GatesOfAnEndpointThatWasNeverEnabledRefuse) {
     // Every gated operation of an endpoint that was never enabled reaches a stand-in that

@@ -57,8 +57,7 @@ TEST(EndpointOptionSize, EveryOption) {
     }
     EXPECT_EQ(static_cast<int>(ep_opt::level_endpoint), FI_OPT_ENDPOINT);
     // Unknown identifiers have no size.
-    for (int bad : out_of_range_options)
-        EXPECT_EQ(ep_opt::value_size(static_cast<ep_opt::option>(bad)), 0u) << bad;
+    for (int bad : out_of_range_options) EXPECT_EQ(ep_opt::value_size(static_cast<ep_opt::option>(bad)), 0u) << bad;
 }
 
 TEST(GetEndpointOption, RejectsNullPointers) {
@@ -99,21 +98,20 @@ TEST(GetEndpointOption, RejectsXpuTriggerAndUnknownOptions) {
     const loom::endpoint ep;
     std::array<std::byte, 64> buf{};
     std::size_t len = buf.size();
-    EXPECT_EQ(error_of(loom::get_endpoint_option(ep, ep_opt::level_endpoint, ep_opt::xpu_trigger, buf.data(),
-                                                 &len)),
+    EXPECT_EQ(error_of(loom::get_endpoint_option(ep, ep_opt::level_endpoint, ep_opt::xpu_trigger, buf.data(), &len)),
               errc::invalid_argument);
     for (int bad : out_of_range_options) {
         len = buf.size();
-        EXPECT_EQ(error_of(loom::get_endpoint_option(ep, ep_opt::level_endpoint,
-                                                     static_cast<ep_opt::option>(bad), buf.data(), &len)),
+        EXPECT_EQ(error_of(loom::get_endpoint_option(ep, ep_opt::level_endpoint, static_cast<ep_opt::option>(bad),
+                                                     buf.data(), &len)),
                   errc::invalid_argument)
             << bad;
     }
     // Levels other than FI_OPT_ENDPOINT.
     for (int level : {1, -1, 42}) {
         len = buf.size();
-        EXPECT_EQ(error_of(loom::get_endpoint_option(ep, static_cast<ep_opt::level>(level), ep_opt::tx_size,
-                                                     buf.data(), &len)),
+        EXPECT_EQ(error_of(loom::get_endpoint_option(ep, static_cast<ep_opt::level>(level), ep_opt::tx_size, buf.data(),
+                                                     &len)),
                   errc::invalid_argument)
             << level;
     }
@@ -136,9 +134,8 @@ TEST(GetEndpointOption, ValidArgumentsReachTheEndpointCheck) {
             << row.native;
     }
     std::size_t len = buf.size();
-    EXPECT_EQ(
-        error_of(loom::get_native_endpoint_option(ep, FI_OPT_ENDPOINT, FI_OPT_XPU_TRIGGER, buf.data(), &len)),
-        errc::bad_state);
+    EXPECT_EQ(error_of(loom::get_native_endpoint_option(ep, FI_OPT_ENDPOINT, FI_OPT_XPU_TRIGGER, buf.data(), &len)),
+              errc::bad_state);
 }
 
 TEST(SetEndpointOption, RejectsNullValueAndWrongLengths) {
@@ -151,9 +148,8 @@ TEST(SetEndpointOption, RejectsNullValueAndWrongLengths) {
             << row.native;
         for (std::size_t wrong : {std::size_t{0}, row.size - 1, row.size + 1, 2 * row.size, buf.size()}) {
             if (wrong == row.size) continue;
-            EXPECT_EQ(
-                error_of(loom::set_endpoint_option(ep, ep_opt::level_endpoint, row.o, buf.data(), wrong)),
-                errc::invalid_argument)
+            EXPECT_EQ(error_of(loom::set_endpoint_option(ep, ep_opt::level_endpoint, row.o, buf.data(), wrong)),
+                      errc::invalid_argument)
                 << row.native << " len " << wrong;
         }
     }
@@ -163,23 +159,21 @@ TEST(SetEndpointOption, RejectsXpuTriggerAndUnknownOptions) {
     loom::endpoint ep;
     std::array<std::byte, 64> buf{};
     for (std::size_t len : {std::size_t{0}, sizeof(int), sizeof(std::size_t), buf.size()})
-        EXPECT_EQ(error_of(loom::set_endpoint_option(ep, ep_opt::level_endpoint, ep_opt::xpu_trigger,
-                                                     buf.data(), len)),
+        EXPECT_EQ(error_of(loom::set_endpoint_option(ep, ep_opt::level_endpoint, ep_opt::xpu_trigger, buf.data(), len)),
                   errc::invalid_argument)
             << len;
     for (int bad : out_of_range_options) {
-        EXPECT_EQ(
-            error_of(loom::set_endpoint_option(ep, ep_opt::level_endpoint, static_cast<ep_opt::option>(bad),
-                                               buf.data(), sizeof(std::size_t))),
-            errc::invalid_argument)
+        EXPECT_EQ(error_of(loom::set_endpoint_option(ep, ep_opt::level_endpoint, static_cast<ep_opt::option>(bad),
+                                                     buf.data(), sizeof(std::size_t))),
+                  errc::invalid_argument)
             << bad;
-        EXPECT_EQ(error_of(loom::set_endpoint_option(ep, ep_opt::level_endpoint,
-                                                     static_cast<ep_opt::option>(bad), buf.data(), 0)),
+        EXPECT_EQ(error_of(loom::set_endpoint_option(ep, ep_opt::level_endpoint, static_cast<ep_opt::option>(bad),
+                                                     buf.data(), 0)),
                   errc::invalid_argument)
             << bad;
     }
-    EXPECT_EQ(error_of(loom::set_endpoint_option(ep, static_cast<ep_opt::level>(3), ep_opt::tx_size,
-                                                 buf.data(), sizeof(std::size_t))),
+    EXPECT_EQ(error_of(loom::set_endpoint_option(ep, static_cast<ep_opt::level>(3), ep_opt::tx_size, buf.data(),
+                                                 sizeof(std::size_t))),
               errc::invalid_argument);
 }
 
@@ -188,9 +182,8 @@ TEST(SetEndpointOption, ValidArgumentsReachTheEndpointCheck) {
     std::array<std::byte, 64> buf{};
     for (const auto& row : all_options) {
         if (row.size == 0) continue;
-        EXPECT_EQ(
-            error_of(loom::set_endpoint_option(ep, ep_opt::level_endpoint, row.o, buf.data(), row.size)),
-            errc::bad_state)
+        EXPECT_EQ(error_of(loom::set_endpoint_option(ep, ep_opt::level_endpoint, row.o, buf.data(), row.size)),
+                  errc::bad_state)
             << row.native;
     }
     EXPECT_EQ(error_of(ep.set_min_multi_recv(4096)), errc::bad_state);

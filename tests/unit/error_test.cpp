@@ -148,8 +148,7 @@ TEST(ErrorCategory, PosixRangeCodesCompareEqualToStdErrc) {
     EXPECT_EQ(&cond.category(), &std::generic_category());
     EXPECT_EQ(cond.value(), EINVAL);
     // A loom code is still a different error_code from the std one (different categories).
-    EXPECT_NE(loom::make_error_code(errc::invalid_argument),
-              std::make_error_code(std::errc::invalid_argument));
+    EXPECT_NE(loom::make_error_code(errc::invalid_argument), std::make_error_code(std::errc::invalid_argument));
 }
 
 TEST(ErrorCategory, LibfabricSpecificCodesMatchNoStdErrc) {

@@ -295,8 +295,7 @@ TEST(FlagNames, UnknownBitsAsHex) {
     EXPECT_EQ(loom::to_string(capability::msg | capability{1ULL << 7}), "msg|0x80");
     EXPECT_EQ(loom::to_string(capability{(1ULL << 63) | (1ULL << 62)}), "0xc000000000000000");
     EXPECT_EQ(loom::to_string(mr_access_flags{FI_RMA}), "0x4");
-    EXPECT_EQ(loom::to_string(op_flag::inject | op_flag{1ULL << 40} | op_flag{1ULL << 0}),
-              "inject|0x10000000001");
+    EXPECT_EQ(loom::to_string(op_flag::inject | op_flag{1ULL << 40} | op_flag{1ULL << 0}), "inject|0x10000000001");
     EXPECT_EQ(loom::to_string(mr_mode_flags{1ULL << 40}), "0x10000000000");
     EXPECT_EQ(loom::to_string(mode_flags{1}), "0x1");
 }
@@ -320,11 +319,9 @@ TEST(EnumNames, NamesAndInvalidValues) {
 // ------------------------------------------------------------------ validation and parsing
 template <class E>
 void expect_valid_range(int count, const char* what) {
-    for (int i = 0; i < count; ++i)
-        EXPECT_TRUE(loom::validate(static_cast<E>(i)).has_value()) << what << " " << i;
+    for (int i = 0; i < count; ++i) EXPECT_TRUE(loom::validate(static_cast<E>(i)).has_value()) << what << " " << i;
     for (int bad : {count, count + 1, 100, -1, -1000, 0x7fffffff})
-        EXPECT_EQ(error_of(loom::validate(static_cast<E>(bad))), errc::invalid_argument)
-            << what << " " << bad;
+        EXPECT_EQ(error_of(loom::validate(static_cast<E>(bad))), errc::invalid_argument) << what << " " << bad;
 }
 
 TEST(EnumValidate, RejectsOutOfRangeValues) {

@@ -59,7 +59,7 @@ struct fake_state {
     loom::void_result config{};
     std::atomic<int> in_call{0};
     std::atomic<bool> overlap{false};
-    std::unique_ptr<std::atomic<bool>[]> alive { new std::atomic<bool>[max_ids] {} };
+    std::unique_ptr<std::atomic<bool>[]> alive{new std::atomic<bool>[max_ids] {}};
 };
 
 struct fake_registrar {
@@ -158,9 +158,8 @@ TEST_F(MrCacheTest, MissRegistersPageRoundedRangeThenHits) {
     auto h3 = get(c, base, 1, send);
     EXPECT_EQ(h3.region().id, h.region().id);
     EXPECT_EQ(st->register_calls, 1u);
-    EXPECT_EQ(
-        c.stats(),
-        (mr_cache_stats{.hits = 2, .misses = 1, .registrations = 1, .registered_bytes = ps, .entries = 1}));
+    EXPECT_EQ(c.stats(),
+              (mr_cache_stats{.hits = 2, .misses = 1, .registrations = 1, .registered_bytes = ps, .entries = 1}));
     EXPECT_EQ(c.check_invariants(), "");
 }
 
@@ -186,10 +185,18 @@ TEST_F(MrCacheTest, RangeNotContainedMisses) {
 
 TEST_F(MrCacheTest, ByteAccountingCountsRoundedPages) {
     auto c = make();
-    { auto h = get(c, base + 1, 1, send); }                 // 1 page
-    { auto h = get(c, base + 10 * ps - 1, 2, send); }       // crosses a boundary: 2 pages
-    { auto h = get(c, base + 20 * ps, 3 * ps, send); }      // aligned: 3 pages
-    { auto h = get(c, base + 30 * ps + 5, 3 * ps, send); }  // unaligned: 4 pages
+    {
+        auto h = get(c, base + 1, 1, send);
+    }  // 1 page
+    {
+        auto h = get(c, base + 10 * ps - 1, 2, send);
+    }  // crosses a boundary: 2 pages
+    {
+        auto h = get(c, base + 20 * ps, 3 * ps, send);
+    }  // aligned: 3 pages
+    {
+        auto h = get(c, base + 30 * ps + 5, 3 * ps, send);
+    }  // unaligned: 4 pages
     const auto s = c.stats();
     EXPECT_EQ(s.registered_bytes, 10 * ps);
     EXPECT_EQ(s.entries, 4u);
@@ -226,18 +233,17 @@ TEST_F(MrCacheTest, PermissionMustBeASuperset) {
     EXPECT_FALSE(st->live.contains(old_id)) << "last release of a replaced entry deregisters it";
     auto again = get(c, base, 1, send | rwrite);
     EXPECT_EQ(again.region().id, up.region().id);
-    EXPECT_EQ(c.stats(), (mr_cache_stats{.hits = 3,
-                                         .misses = 2,
-                                         .registrations = 2,
-                                         .evictions = 1,
-                                         .registered_bytes = ps,
-                                         .entries = 1}));
+    EXPECT_EQ(c.stats(),
+              (mr_cache_stats{
+                  .hits = 3, .misses = 2, .registrations = 2, .evictions = 1, .registered_bytes = ps, .entries = 1}));
     EXPECT_EQ(c.check_invariants(), "");
 }
 
 TEST_F(MrCacheTest, IdleReplacedEntryIsDeregisteredAtOnce) {
     auto c = make();
-    { auto h = get(c, base, 8, send); }
+    {
+        auto h = get(c, base, 8, send);
+    }
     ASSERT_EQ(st->live.size(), 1u);
     auto h = get(c, base, 8, rread);
     EXPECT_EQ(st->live.size(), 1u);
@@ -294,8 +300,7 @@ TEST_F(MrCacheTest, FailedRegistrationLeavesNoEntry) {
     EXPECT_EQ(c.stats(), (mr_cache_stats{.misses = 1}));
     EXPECT_EQ(c.indexed_entries(), 0u);
     auto h = get(c, base, 8, send);
-    EXPECT_EQ(c.stats(),
-              (mr_cache_stats{.misses = 2, .registrations = 1, .registered_bytes = ps, .entries = 1}));
+    EXPECT_EQ(c.stats(), (mr_cache_stats{.misses = 2, .registrations = 1, .registered_bytes = ps, .entries = 1}));
 }
 
 // ---------------------------------------------------------------- handles
@@ -402,11 +407,17 @@ TEST_F(MrCacheTest, LiveHandlesMayExceedBoundsUntilReleased) {
 
 TEST_F(MrCacheTest, ByteLimitCountsRoundedBytes) {
     auto c = make(mr_cache_limits{.max_registered_bytes = 4 * ps});
-    { auto h = get(c, base + 1, 2 * ps, send); }  // 3 pages
+    {
+        auto h = get(c, base + 1, 2 * ps, send);
+    }  // 3 pages
     EXPECT_EQ(c.stats().registered_bytes, 3 * ps);
-    { auto h = get(c, base + 10 * ps, 8, send); }  // 1 page: exactly at the bound
+    {
+        auto h = get(c, base + 10 * ps, 8, send);
+    }  // 1 page: exactly at the bound
     EXPECT_EQ(c.stats().entries, 2u);
-    { auto h = get(c, base + 20 * ps, 8, send); }  // needs room: evicts the 3-page entry
+    {
+        auto h = get(c, base + 20 * ps, 8, send);
+    }  // needs room: evicts the 3-page entry
     EXPECT_EQ(c.stats().entries, 2u);
     EXPECT_EQ(c.stats().registered_bytes, 2 * ps);
     EXPECT_EQ(c.stats().evictions, 1u);
@@ -422,7 +433,9 @@ TEST_F(MrCacheTest, ByteLimitCountsRoundedBytes) {
 
 TEST_F(MrCacheTest, EvictionHappensEvenWhenRegistrationFails) {
     auto c = make(mr_cache_limits{.max_entries = 1});
-    { auto h = get(c, base, 8, send); }
+    {
+        auto h = get(c, base, 8, send);
+    }
     st->fail_next = true;
     EXPECT_EQ(err(c.lookup(at(base + 4 * ps, 8), send)), "no_memory");
     EXPECT_TRUE(st->live.empty());
@@ -441,7 +454,9 @@ TEST_F(MrCacheTest, ZeroLimitsDisableIdleRetention) {
         EXPECT_EQ(r.st->live.size(), 1u);
         h2.release();
         EXPECT_TRUE(r.st->live.empty());
-        { auto h3 = c.lookup(at(base, 8), send).value(); }
+        {
+            auto h3 = c.lookup(at(base, 8), send).value();
+        }
         EXPECT_EQ(c.stats(), (mr_cache_stats{.hits = 1, .misses = 2, .registrations = 2, .evictions = 2}));
         EXPECT_EQ(c.check_invariants(), "");
     }
@@ -451,9 +466,13 @@ TEST_F(MrCacheTest, ZeroLimitsDisableIdleRetention) {
 
 TEST_F(MrCacheTest, InvalidateRemovesOverlappingRanges) {
     auto c = make();
-    auto held = get(c, base, 8, send);                 // [0, 1p)
-    { auto h = get(c, base + 2 * ps, 2 * ps, send); }  // [2p, 4p) idle
-    { auto h = get(c, base + 5 * ps, 8, send); }       // [5p, 6p) idle
+    auto held = get(c, base, 8, send);  // [0, 1p)
+    {
+        auto h = get(c, base + 2 * ps, 2 * ps, send);
+    }  // [2p, 4p) idle
+    {
+        auto h = get(c, base + 5 * ps, 8, send);
+    }  // [5p, 6p) idle
     const auto held_id = held.region().id;
     // [1p, 2p) touches no entry: the end of [0,1p) and start of [2p,4p) are exclusive/inclusive bounds.
     EXPECT_EQ(c.invalidate(at(base + ps, 1).data(), ps), 0u);
@@ -481,7 +500,9 @@ TEST_F(MrCacheTest, InvalidateRemovesOverlappingRanges) {
 TEST_F(MrCacheTest, InvalidateInBoundedCache) {
     auto c = make(mr_cache_limits{.max_entries = 4});
     auto held = get(c, base, 8, send);
-    { auto h = get(c, base + 2 * ps, 8, send); }
+    {
+        auto h = get(c, base + 2 * ps, 8, send);
+    }
     EXPECT_EQ(c.invalidate(at(base, 1).data(), 3 * ps), 2u);
     EXPECT_EQ(st->live.size(), 1u);
     EXPECT_EQ(c.check_invariants(), "");
@@ -555,8 +576,12 @@ TEST_F(MrCacheTest, StaleHintToRecycledNodeIsNotAHit) {
                                              .entries = 2}));
         EXPECT_EQ(c.check_invariants(), "");
         // Hits through the refreshed hint; the undone reference left X's count exact.
-        { auto h = c.lookup(at(base + 32, 8), send).value(); }
-        { auto h = c.lookup(at(base + 10 * ps + 8, 8), send).value(); }
+        {
+            auto h = c.lookup(at(base + 32, 8), send).value();
+        }
+        {
+            auto h = c.lookup(at(base + 10 * ps + 8, 8), send).value();
+        }
         EXPECT_EQ(c.stats().hits, 2u);
         EXPECT_EQ(c.evict_unreferenced(), 0u);  // both entries are held
         other.release();
@@ -613,8 +638,7 @@ struct model {
         while (over(ee, eb)) {
             const entry* oldest = nullptr;
             for (const auto& e : live)
-                if (e.indexed && e.refs == 0 && (oldest == nullptr || e.idle_seq < oldest->idle_seq))
-                    oldest = &e;
+                if (e.indexed && e.refs == 0 && (oldest == nullptr || e.idle_seq < oldest->idle_seq)) oldest = &e;
             if (oldest == nullptr) return;
             ++s.evictions;
             erase(oldest->id);
@@ -639,8 +663,8 @@ struct model {
 };
 
 void property_run(mr_cache_limits lim, std::uint64_t seed, int ops) {
-    SCOPED_TRACE("seed " + std::to_string(seed) + " max_entries " + std::to_string(lim.max_entries) +
-                 " max_bytes " + std::to_string(lim.max_registered_bytes));
+    SCOPED_TRACE("seed " + std::to_string(seed) + " max_entries " + std::to_string(lim.max_entries) + " max_bytes " +
+                 std::to_string(lim.max_registered_bytes));
     fake_registrar reg;
     auto& st = *reg.st;
     cache_t cache{reg, lim};
@@ -670,8 +694,7 @@ void property_run(mr_cache_limits lim, std::uint64_t seed, int ops) {
             st.fail_next = false;
             bool candidate = false;
             for (const auto& e : m.live)
-                if (e.indexed && e.start <= a && e.end >= a + n && (acc & ~e.access).empty())
-                    candidate = true;
+                if (e.indexed && e.start <= a && e.end >= a + n && (acc & ~e.access).empty()) candidate = true;
             if (candidate) {
                 ASSERT_TRUE(r.has_value()) << "op " << op << ": expected a hit";
                 const auto id = r->region().id;
@@ -703,8 +726,7 @@ void property_run(mr_cache_limits lim, std::uint64_t seed, int ops) {
                     m.live.push_back({id, ra, rb, want, 1, true, 0});
                     std::vector<std::uint64_t> replaced;
                     for (const auto& e : m.live)
-                        if (e.id != id && e.indexed && e.start == ra && e.end == rb &&
-                            (e.access & ~want).empty())
+                        if (e.id != id && e.indexed && e.start == ra && e.end == rb && (e.access & ~want).empty())
                             replaced.push_back(e.id);
                     for (auto rid : replaced) m.unindex(rid, false);
                     held.emplace_back(std::move(*r), id);
@@ -766,9 +788,7 @@ void property_run(mr_cache_limits lim, std::uint64_t seed, int ops) {
 
 TEST(MrCacheProperty, UnboundedAgainstModel) { property_run({}, 0xC0FFEE, 100'000); }
 TEST(MrCacheProperty, EntryBoundAgainstModel) { property_run({.max_entries = 12}, 0xBEEF, 100'000); }
-TEST(MrCacheProperty, ByteBoundAgainstModel) {
-    property_run({.max_registered_bytes = 20 * ps}, 0xFACE, 100'000);
-}
+TEST(MrCacheProperty, ByteBoundAgainstModel) { property_run({.max_registered_bytes = 20 * ps}, 0xFACE, 100'000); }
 TEST(MrCacheProperty, BothBoundsAgainstModel) {
     property_run({.max_entries = 6, .max_registered_bytes = 10 * ps}, 0xD00D, 100'000);
 }
@@ -807,8 +827,7 @@ void concurrent_run(mr_cache_limits lim) {
             ring[static_cast<std::size_t>(i) % ring.size()] = std::move(*r);
             for (const auto& h : ring)
                 if (h && !st.alive[h.region().id].load()) bad.fetch_add(1);
-            if (t == 0 && i % 50 == 0)
-                (void)cache.invalidate(at(base + uni(0, pages - 1) * ps, 1).data(), ps);
+            if (t == 0 && i % 50 == 0) (void)cache.invalidate(at(base + uni(0, pages - 1) * ps, 1).data(), ps);
             if (t == 1 && i % 1000 == 0) (void)cache.evict_unreferenced();
             if (t == 2 && i % 500 == 0) (void)cache.stats();
         }

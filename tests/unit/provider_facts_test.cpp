@@ -52,7 +52,8 @@ TEST(ProviderFacts, DefectsAndRegistrationPaths) {
     EXPECT_FALSE(loom::provider_facts_for("tcp").broken_self_insert);
     EXPECT_TRUE(loom::provider_facts_for("shm").getopt_needs_enable);
     EXPECT_TRUE(loom::provider_facts_for("tcp").srx_cancel_crashes);
-    for (auto p : {"tcp", "tcp;ofi_rxm", "sockets", "udp;ofi_rxd"}) EXPECT_TRUE(loom::provider_facts_for(p).translates_dmabuf) << p;
+    for (auto p : {"tcp", "tcp;ofi_rxm", "sockets", "udp;ofi_rxd"})
+        EXPECT_TRUE(loom::provider_facts_for(p).translates_dmabuf) << p;
     for (auto p : {"efa", "cxi", "verbs;ofi_rxm"}) {
         EXPECT_TRUE(loom::provider_facts_for(p).hardware_registrations) << p;
         EXPECT_FALSE(loom::provider_facts_for(p).translates_dmabuf) << p;

@@ -87,9 +87,8 @@ TEST_F(DefaultSrx, EveryReceiveHelperReportsBadState) {
     loom::msg::receive_message<loom::request_context*> rm{.context = &ctx};
     rm.iov.push_back(iov[0]);
     EXPECT_EQ(error_of(loom::msg::recvmsg(srx, rm)), errc::bad_state);
-    EXPECT_EQ(
-        error_of(loom::msg::recvmsg<loom::operation_defaults::inherit>(srx, rm, loom::op_flag::completion)),
-        errc::bad_state);
+    EXPECT_EQ(error_of(loom::msg::recvmsg<loom::operation_defaults::inherit>(srx, rm, loom::op_flag::completion)),
+              errc::bad_state);
     loom::msg::tagged_receive_message<loom::request_context*> tm{.tag = 1, .context = &ctx};
     EXPECT_EQ(error_of(loom::msg::tagged_recvmsg<loom::operation_defaults::inherit_without_more>(srx, tm)),
               errc::bad_state);
@@ -117,33 +116,25 @@ TEST(ReceiveChecks, SharedCheckRules) {
     const loom::fabric_addr peer{1};
     loom::request_context c;
     // ready, caps, needs_context, family, src, ctx
-    EXPECT_EQ(loom::detail::check_receive(false, capability::msg, false, capability::msg, any, &c),
-              FI_EOPBADSTATE);
+    EXPECT_EQ(loom::detail::check_receive(false, capability::msg, false, capability::msg, any, &c), FI_EOPBADSTATE);
     EXPECT_EQ(loom::detail::check_receive(true, capability::msg, false, capability::msg, any, nullptr), 0);
-    EXPECT_EQ(loom::detail::check_receive(true, capability::msg, false, capability::tagged, any, &c),
-              FI_EINVAL);
-    EXPECT_EQ(loom::detail::check_receive(true, capability::msg, true, capability::msg, any, nullptr),
-              FI_EINVAL);
-    EXPECT_EQ(loom::detail::check_receive(true, capability::msg, false, capability::msg, peer, &c),
-              FI_EINVAL);
-    EXPECT_EQ(loom::detail::check_receive(true, capability::msg | capability::directed_recv, false,
-                                          capability::msg, peer, &c),
+    EXPECT_EQ(loom::detail::check_receive(true, capability::msg, false, capability::tagged, any, &c), FI_EINVAL);
+    EXPECT_EQ(loom::detail::check_receive(true, capability::msg, true, capability::msg, any, nullptr), FI_EINVAL);
+    EXPECT_EQ(loom::detail::check_receive(true, capability::msg, false, capability::msg, peer, &c), FI_EINVAL);
+    EXPECT_EQ(loom::detail::check_receive(true, capability::msg | capability::directed_recv, false, capability::msg,
+                                          peer, &c),
               0);
     std::array<std::byte, 8> b{};
     std::array<::iovec, 3> three{{{b.data(), 2}, {b.data() + 2, 2}, {b.data() + 4, 4}}};
     std::array<void*, 3> d{};
-    EXPECT_EQ(
-        loom::detail::check_receive_iov(true, capability::msg, false, 2, capability::msg, three, d, any, &c),
-        FI_EINVAL)
+    EXPECT_EQ(loom::detail::check_receive_iov(true, capability::msg, false, 2, capability::msg, three, d, any, &c),
+              FI_EINVAL)
         << "above the IOV limit";
-    EXPECT_EQ(
-        loom::detail::check_receive_iov(true, capability::msg, false, 3, capability::msg, three, d, any, &c),
-        0);
+    EXPECT_EQ(loom::detail::check_receive_iov(true, capability::msg, false, 3, capability::msg, three, d, any, &c), 0);
     EXPECT_EQ(loom::detail::check_receive_iov(true, capability::msg, false, 3, capability::msg, three,
                                               std::span<void* const>{d}.first(2), any, &c),
               FI_EINVAL);
-    EXPECT_EQ(loom::detail::check_receive_iov(false, capability::msg, false, 3, capability::msg, three, {},
-                                              any, &c),
+    EXPECT_EQ(loom::detail::check_receive_iov(false, capability::msg, false, 3, capability::msg, three, {}, any, &c),
               FI_EOPBADSTATE);
 }
 

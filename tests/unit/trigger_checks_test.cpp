@@ -58,8 +58,7 @@ TEST(trigger_checks, rma_segments) {
     const std::array<void*, 2> desc{nullptr, nullptr};
     EXPECT_EQ(td::check_rma(local, desc, remote, limits), 0);
     EXPECT_EQ(td::check_rma(local, {}, remote, limits), 0) << "no descriptors at all is fine";
-    EXPECT_EQ(td::check_rma(local, std::span{desc}.first(1), remote, limits), FI_EINVAL)
-        << "descriptor count";
+    EXPECT_EQ(td::check_rma(local, std::span{desc}.first(1), remote, limits), FI_EINVAL) << "descriptor count";
     EXPECT_EQ(td::check_rma(local, {}, {}, limits), FI_EINVAL) << "no remote segment";
     EXPECT_EQ(td::check_rma({}, {}, {}, limits), FI_EINVAL) << "zero bytes still need a remote segment";
     const std::array<remote_memory, 1> empty_remote{remote_memory{0x1000, 7, 0}};
@@ -71,24 +70,18 @@ TEST(trigger_checks, rma_segments) {
     const std::array<remote_memory, 1> five_bytes{remote_memory{0, 1, 5}};
     EXPECT_EQ(td::check_rma(five, {}, five_bytes, limits), FI_EINVAL) << "local count above tx limit";
     EXPECT_EQ(td::check_rma(std::span{five}.first(4), {}, std::array{remote_memory{0, 1, 4}}, limits), 0);
-    const std::array<remote_memory, 3> three{remote_memory{0, 1, 1}, remote_memory{8, 1, 1},
-                                             remote_memory{16, 1, 1}};
-    EXPECT_EQ(td::check_rma(std::span{five}.first(3), {}, three, limits), FI_EINVAL)
-        << "remote count above rma limit";
+    const std::array<remote_memory, 3> three{remote_memory{0, 1, 1}, remote_memory{8, 1, 1}, remote_memory{16, 1, 1}};
+    EXPECT_EQ(td::check_rma(std::span{five}.first(3), {}, three, limits), FI_EINVAL) << "remote count above rma limit";
     // Overflow and wrap.
     constexpr auto max = std::numeric_limits<std::size_t>::max();
     const std::array<::iovec, 2> huge{iov(buf.data(), max), iov(buf.data(), 2)};
-    EXPECT_EQ(td::check_rma(huge, {}, std::array{remote_memory{0, 1, 1}}, limits), FI_EINVAL)
-        << "local sum overflows";
+    EXPECT_EQ(td::check_rma(huge, {}, std::array{remote_memory{0, 1, 1}}, limits), FI_EINVAL) << "local sum overflows";
     const std::array<remote_memory, 2> huge_remote{remote_memory{0, 1, max}, remote_memory{0, 1, 2}};
-    EXPECT_EQ(td::check_rma(std::span{local}.first(1), {}, huge_remote, limits), FI_EINVAL)
-        << "remote sum overflows";
+    EXPECT_EQ(td::check_rma(std::span{local}.first(1), {}, huge_remote, limits), FI_EINVAL) << "remote sum overflows";
     const std::array<remote_memory, 1> wraps{remote_memory{~std::uint64_t{0} - 3, 1, 8}};
-    EXPECT_EQ(td::check_rma(std::array{iov(buf.data(), 8)}, {}, wraps, limits), FI_EINVAL)
-        << "remote range wraps";
+    EXPECT_EQ(td::check_rma(std::array{iov(buf.data(), 8)}, {}, wraps, limits), FI_EINVAL) << "remote range wraps";
     const std::array<remote_memory, 1> at_end{remote_memory{~std::uint64_t{0} - 7, 1, 8}};
-    EXPECT_EQ(td::check_rma(std::array{iov(buf.data(), 8)}, {}, at_end, limits), 0)
-        << "ends at the last address";
+    EXPECT_EQ(td::check_rma(std::array{iov(buf.data(), 8)}, {}, at_end, limits), 0) << "ends at the last address";
 }
 
 // ---------------------------------------------------------------- atomics
@@ -96,11 +89,10 @@ TEST(trigger_checks, atomic_operations_and_datatypes) {
     std::uint64_t v[4]{};
     const remote_memory r32{0x100, 9, 32};
     EXPECT_EQ(td::check_atomic(FI_SUM, FI_UINT64, v, 4, r32), 0);
-    for (auto op :
-         {FI_MIN, FI_MAX, FI_PROD, FI_LOR, FI_LAND, FI_BOR, FI_BAND, FI_LXOR, FI_BXOR, FI_ATOMIC_WRITE})
+    for (auto op : {FI_MIN, FI_MAX, FI_PROD, FI_LOR, FI_LAND, FI_BOR, FI_BAND, FI_LXOR, FI_BXOR, FI_ATOMIC_WRITE})
         EXPECT_EQ(td::check_atomic(op, FI_UINT64, v, 1, r32), 0) << op;
-    for (auto op : {FI_ATOMIC_READ, FI_CSWAP, FI_CSWAP_NE, FI_CSWAP_LE, FI_CSWAP_LT, FI_CSWAP_GE, FI_CSWAP_GT,
-                    FI_MSWAP, FI_DIFF, FI_NOOP})
+    for (auto op : {FI_ATOMIC_READ, FI_CSWAP, FI_CSWAP_NE, FI_CSWAP_LE, FI_CSWAP_LT, FI_CSWAP_GE, FI_CSWAP_GT, FI_MSWAP,
+                    FI_DIFF, FI_NOOP})
         EXPECT_EQ(td::check_atomic(op, FI_UINT64, v, 1, r32), FI_EINVAL) << "not a base atomic: " << op;
     EXPECT_EQ(td::check_atomic(static_cast<::fi_op>(-1), FI_UINT64, v, 1, r32), FI_EINVAL);
     EXPECT_EQ(td::check_atomic(FI_SUM, static_cast<::fi_datatype>(99), v, 1, r32), FI_EINVAL);
@@ -113,8 +105,7 @@ TEST(trigger_checks, atomic_operations_and_datatypes) {
                                remote_memory{0, 1, std::numeric_limits<std::size_t>::max()}),
               FI_EINVAL)
         << "count * size overflows";
-    EXPECT_EQ(td::check_atomic(FI_SUM, FI_UINT64, v, 1, remote_memory{~std::uint64_t{0} - 3, 1, 8}),
-              FI_EINVAL)
+    EXPECT_EQ(td::check_atomic(FI_SUM, FI_UINT64, v, 1, remote_memory{~std::uint64_t{0} - 3, 1, 8}), FI_EINVAL)
         << "remote range wraps";
 }
 
@@ -155,38 +146,36 @@ TEST_F(DefaultObjects, nothing_supports_triggers) {
 }
 
 TEST_F(DefaultObjects, every_factory_rejects_invalid_objects) {
-    const auto rejected = [](const loom::result<deferred_work>& r) {
-        return r ? std::error_code{} : r.error();
-    };
+    const auto rejected = [](const loom::result<deferred_work>& r) { return r ? std::error_code{} : r.error(); };
     const remote_memory remote{0, 1, 32};
     std::uint64_t operand = 1;
     EXPECT_EQ(rejected(deferred_work::create_send(dom, ep, cond, &done, loom::msg::send_message<void*>{})),
               errc::invalid_argument);
     EXPECT_EQ(rejected(deferred_work::create_recv(dom, ep, cond, &done, loom::msg::receive_message<void*>{})),
               errc::invalid_argument);
-    EXPECT_EQ(rejected(deferred_work::create_tagged_send(dom, ep, cond, &done,
-                                                         loom::msg::tagged_send_message<void*>{})),
+    EXPECT_EQ(
+        rejected(deferred_work::create_tagged_send(dom, ep, cond, &done, loom::msg::tagged_send_message<void*>{})),
+        errc::invalid_argument);
+    EXPECT_EQ(
+        rejected(deferred_work::create_tagged_recv(dom, ep, cond, &done, loom::msg::tagged_receive_message<void*>{})),
+        errc::invalid_argument);
+    EXPECT_EQ(rejected(deferred_work::create_write(dom, ep, cond, &done, std::span<const std::byte>{buf}, nullptr,
+                                                   loom::fabric_addr{0}, remote)),
               errc::invalid_argument);
-    EXPECT_EQ(rejected(deferred_work::create_tagged_recv(dom, ep, cond, &done,
-                                                         loom::msg::tagged_receive_message<void*>{})),
-              errc::invalid_argument);
-    EXPECT_EQ(rejected(deferred_work::create_write(dom, ep, cond, &done, std::span<const std::byte>{buf},
-                                                   nullptr, loom::fabric_addr{0}, remote)),
-              errc::invalid_argument);
-    EXPECT_EQ(rejected(deferred_work::create_read(dom, ep, cond, &done, std::span{buf}, nullptr,
-                                                  loom::fabric_addr{0}, remote)),
+    EXPECT_EQ(rejected(deferred_work::create_read(dom, ep, cond, &done, std::span{buf}, nullptr, loom::fabric_addr{0},
+                                                  remote)),
               errc::invalid_argument);
     EXPECT_EQ(rejected(deferred_work::create_write(dom, ep, cond, &done, loom::trigger::rma_message{})),
               errc::invalid_argument);
     EXPECT_EQ(rejected(deferred_work::create_read(dom, ep, cond, &done, loom::trigger::rma_message{})),
               errc::invalid_argument);
-    EXPECT_EQ(rejected(deferred_work::create_atomic(dom, ep, cond, &done, FI_SUM, FI_UINT64, &operand, 1,
-                                                    nullptr, loom::fabric_addr{0}, remote)),
-              errc::invalid_argument);
-    EXPECT_EQ(rejected(deferred_work::create_atomic(dom, ep, cond, &done, FI_SUM,
-                                                    std::span<const std::uint64_t>{&operand, 1}, nullptr,
+    EXPECT_EQ(rejected(deferred_work::create_atomic(dom, ep, cond, &done, FI_SUM, FI_UINT64, &operand, 1, nullptr,
                                                     loom::fabric_addr{0}, remote)),
               errc::invalid_argument);
+    EXPECT_EQ(
+        rejected(deferred_work::create_atomic(dom, ep, cond, &done, FI_SUM, std::span<const std::uint64_t>{&operand, 1},
+                                              nullptr, loom::fabric_addr{0}, remote)),
+        errc::invalid_argument);
     EXPECT_EQ(rejected(deferred_work::create_counter_add(dom, cond, done, 1)), errc::invalid_argument);
     EXPECT_EQ(rejected(deferred_work::create_counter_set(dom, cond, done, 1)), errc::invalid_argument);
 }

@@ -35,8 +35,7 @@ class mpi_channel final : public channel {
 public:
     /// `initiators`: the communicator of every pair's rank 0, ranked by pair (MPI_COMM_NULL on
     /// the other ranks).
-    mpi_channel(MPI_Comm comm, int peer, MPI_Comm initiators)
-        : comm_(comm), peer_(peer), initiators_(initiators) {}
+    mpi_channel(MPI_Comm comm, int peer, MPI_Comm initiators) : comm_(comm), peer_(peer), initiators_(initiators) {}
     mpi_channel(const mpi_channel&) = delete;
     auto operator=(const mpi_channel&) -> mpi_channel& = delete;
     ~mpi_channel() override { drain(); }
@@ -47,8 +46,7 @@ public:
         auto& o = out_.emplace_back();
         o.bytes.resize(n);
         std::memcpy(o.bytes.data(), p, n);
-        if (MPI_Isend(o.bytes.data(), static_cast<int>(n), MPI_BYTE, peer_, tag, comm_, &o.request) !=
-            MPI_SUCCESS) {
+        if (MPI_Isend(o.bytes.data(), static_cast<int>(n), MPI_BYTE, peer_, tag, comm_, &o.request) != MPI_SUCCESS) {
             out_.pop_back();
             return false;
         }
@@ -82,8 +80,8 @@ public:
 
     [[nodiscard]] auto barrier() -> bool override { return MPI_Barrier(comm_) == MPI_SUCCESS; }
 
-    [[nodiscard]] auto gather_initiators(const std::vector<double>& mine,
-                                         std::vector<std::vector<double>>& all) -> bool override {
+    [[nodiscard]] auto gather_initiators(const std::vector<double>& mine, std::vector<std::vector<double>>& all)
+        -> bool override {
         all.clear();
         if (initiators_ == MPI_COMM_NULL || mine.size() > static_cast<std::size_t>(INT_MAX)) return false;
         int me = 0, n = 0;
@@ -91,8 +89,7 @@ public:
             return false;
         std::vector<double> flat(me == 0 ? mine.size() * static_cast<std::size_t>(n) : 0);
         const int count = static_cast<int>(mine.size());
-        if (MPI_Gather(mine.data(), count, MPI_DOUBLE, flat.data(), count, MPI_DOUBLE, 0, initiators_) !=
-            MPI_SUCCESS)
+        if (MPI_Gather(mine.data(), count, MPI_DOUBLE, flat.data(), count, MPI_DOUBLE, 0, initiators_) != MPI_SUCCESS)
             return false;
         if (me == 0)
             for (int k = 0; k < n; ++k)

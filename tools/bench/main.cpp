@@ -195,8 +195,7 @@ auto split(std::string_view s) -> std::vector<std::string> {
     std::size_t start = 0;
     for (;;) {
         const auto comma = s.find(',', start);
-        out.emplace_back(
-            s.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        out.emplace_back(s.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
         if (comma == std::string_view::npos) break;
         start = comma + 1;
     }
@@ -229,8 +228,8 @@ auto parse_args(int argc, char** argv, options& o) -> int {
             if (v == nullptr) return bad("--paths needs a list");
             o.paths = split(v);
             for (const auto& p : o.paths)
-                if (p != "raw" && p != "raw2" && p != "loom" && p != "sender" && p != "asio" && p != "nccl" && p != "nccl2" && p != "nixl" &&
-                    p != "nixl-ucx" && p != "nvshmem")
+                if (p != "raw" && p != "raw2" && p != "loom" && p != "sender" && p != "asio" && p != "nccl" &&
+                    p != "nccl2" && p != "nixl" && p != "nixl-ucx" && p != "nvshmem")
                     return bad("unknown path '" + p + "'");
         } else if (a == "--ops") {
             const char* v = value();
@@ -255,8 +254,7 @@ auto parse_args(int argc, char** argv, options& o) -> int {
             o.iface = v;
         } else if (a == "--ep-type") {
             const char* v = value();
-            if (v == nullptr || std::string_view(v) != "rdm")
-                return bad("--ep-type: only rdm is implemented");
+            if (v == nullptr || std::string_view(v) != "rdm") return bad("--ep-type: only rdm is implemented");
         } else if (a == "--sizes") {
             const char* v = value();
             if (v == nullptr) return bad("--sizes needs a list");
@@ -268,8 +266,7 @@ auto parse_args(int argc, char** argv, options& o) -> int {
         } else if (a == "--rounds") {
             if (!int_value(1, 1000, o.rounds)) return bad("--rounds wants 1..1000");
         } else if (a == "--iters") {
-            if (!int_value(1, 10000000, o.sched.fixed_iterations))
-                return bad("--iters wants a positive count");
+            if (!int_value(1, 10000000, o.sched.fixed_iterations)) return bad("--iters wants a positive count");
         } else if (a == "--budget") {
             const char* v = value();
             const auto b = v != nullptr ? parse_size(v) : std::nullopt;
@@ -327,9 +324,7 @@ auto parse_args(int argc, char** argv, options& o) -> int {
     // (std::sort on (rank, name): stable_sort trips clang's deprecation of libstdc++ 12's
     // get_temporary_buffer.)
     std::sort(o.paths.begin(), o.paths.end(), [](const std::string& a, const std::string& b) {
-        auto rank = [](const std::string& p) {
-            return p == "raw" ? 0 : p == "raw2" ? 1 : p == "loom" ? 2 : 3;
-        };
+        auto rank = [](const std::string& p) { return p == "raw" ? 0 : p == "raw2" ? 1 : p == "loom" ? 2 : 3; };
         return std::pair{rank(a), std::string_view{a}} < std::pair{rank(b), std::string_view{b}};
     });
     o.paths.erase(std::unique(o.paths.begin(), o.paths.end()), o.paths.end());
@@ -366,8 +361,7 @@ auto first_bad(const std::byte* p, std::size_t n) -> long {
 auto check_fetch_add(const buffers& buf, int rank, std::uint64_t adds, int w) -> std::string {
     if (rank == 1) {
         const std::uint64_t got = *buf.counter();
-        if (got != adds)
-            return "counter is " + std::to_string(got) + " after " + std::to_string(adds) + " fetch-adds";
+        if (got != adds) return "counter is " + std::to_string(got) + " after " + std::to_string(adds) + " fetch-adds";
         return {};
     }
     std::vector<std::uint64_t> fetched(buf.fetch_results(), buf.fetch_results() + w);
@@ -375,8 +369,8 @@ auto check_fetch_add(const buffers& buf, int rank, std::uint64_t adds, int w) ->
     for (int k = 0; k < w; ++k) {
         const std::uint64_t want = adds - static_cast<std::uint64_t>(w) + static_cast<std::uint64_t>(k);
         if (fetched[static_cast<std::size_t>(k)] != want)
-            return "the last window fetched " + std::to_string(fetched[static_cast<std::size_t>(k)]) +
-                   " where " + std::to_string(want) + " was due";
+            return "the last window fetched " + std::to_string(fetched[static_cast<std::size_t>(k)]) + " where " +
+                   std::to_string(want) + " was due";
     }
     return {};
 }
@@ -502,7 +496,7 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
             const auto& name = o.paths[k];
             const std::size_t at = path_offset(round, n_paths, k);  // a new layout every round
             const std::size_t copy = code_copy(round, k);           // and another copy of its code
-            auto p = name == "loom"                       ? make_loom_path(at, copy)
+            auto p = name == "loom"                      ? make_loom_path(at, copy)
                      : name == "sender"                  ? make_sender_path(at, copy)
                      : name == "asio"                    ? make_asio_path(at, copy)
                      : name == "nccl" || name == "nccl2" ? make_nccl_path(at, copy)
@@ -533,8 +527,7 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
             const operation op = pt.op;
             const std::size_t size = pt.size;
             const int warmup = warmup_for(pt.iterations);
-            const double messages =
-                static_cast<double>(pt.iterations) * messages_per_iteration(op, size, o.sched);
+            const double messages = static_cast<double>(pt.iterations) * messages_per_iteration(op, size, o.sched);
             // Every message of a window has its own buffer range, each filled with the pattern.
             for (int k = 0; k < pt.window; ++k) fill(buf.tx + static_cast<std::size_t>(k) * size, size);
             // Who checks payload bytes: both ranks after a ping-pong, the receiver of a stream or
@@ -544,17 +537,10 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
             switch (op) {
                 case operation::stream:
                 case operation::msgrate:
-                case operation::rma_write:
-                    receives_data = rank == 1;
-                    break;
-                case operation::rma_read:
-                    receives_data = rank == 0;
-                    break;
-                case operation::atomic_fadd:
-                    receives_data = false;
-                    break;
-                default:
-                    break;
+                case operation::rma_write: receives_data = rank == 1; break;
+                case operation::rma_read: receives_data = rank == 0; break;
+                case operation::atomic_fadd: receives_data = false; break;
+                default: break;
             }
             for (int rep = 0; rep < o.reps && !failed; ++rep) {
                 // The order the paths run in moves from repetition to repetition (and round to
@@ -568,14 +554,13 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
                         continue;
                     }
                     if (prog.tty || (rep == 0 && j == 0))
-                        prog.show("[loom-bench] " + o.provider + " " + std::string(name_of(op)) + " " +
-                                  format_size(size) + "  rep " + std::to_string(rep + 1) + "/" +
-                                  std::to_string(o.reps) +
-                                  (o.rounds > 1 ? "  round " + std::to_string(round + 1) + "/" +
-                                                      std::to_string(o.rounds)
-                                                : std::string{}) +
-                                  "  " + o.paths[k] + "  (" + std::to_string(done_points + 1) + "/" +
-                                  std::to_string(points.size()) + ")");
+                        prog.show(
+                            "[loom-bench] " + o.provider + " " + std::string(name_of(op)) + " " + format_size(size) +
+                            "  rep " + std::to_string(rep + 1) + "/" + std::to_string(o.reps) +
+                            (o.rounds > 1 ? "  round " + std::to_string(round + 1) + "/" + std::to_string(o.rounds)
+                                          : std::string{}) +
+                            "  " + o.paths[k] + "  (" + std::to_string(done_points + 1) + "/" +
+                            std::to_string(points.size()) + ")");
                     // The last repetition of every round checks the payload.
                     const bool verify = rep == o.reps - 1;
                     const std::size_t span = size * static_cast<std::size_t>(pt.window);
@@ -586,8 +571,7 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
                         return ch.abandon(1);
                     }
                     // Warm-up and timed run with the stack at this measurement's offset.
-                    auto [err,
-                          secs] = with_stack_offset(stack_offset(round, o.reps, rep, paths.size(), k), [&] {
+                    auto [err, secs] = with_stack_offset(stack_offset(round, o.reps, rep, paths.size(), k), [&] {
                         std::string e = p.run(op, rank, size, warmup, pt.window);
                         double t = 0;
                         if (e.empty()) {
@@ -604,14 +588,14 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
                             const long bad = first_bad(buf.rx + static_cast<std::size_t>(w) * size, size);
                             if (bad >= 0) {
                                 mine.verified = 0;
-                                err = "message " + std::to_string(w) + " of the window: byte " +
-                                      std::to_string(bad) + " of " + std::to_string(size) + " is wrong";
+                                err = "message " + std::to_string(w) + " of the window: byte " + std::to_string(bad) +
+                                      " of " + std::to_string(size) + " is wrong";
                             }
                         }
                     }
                     if (verify && err.empty() && op == operation::atomic_fadd) {
-                        const auto adds = static_cast<std::uint64_t>(warmup + pt.iterations) *
-                                          static_cast<std::uint64_t>(pt.window);
+                        const auto adds =
+                            static_cast<std::uint64_t>(warmup + pt.iterations) * static_cast<std::uint64_t>(pt.window);
                         if (auto why = check_fetch_add(buf, rank, adds, pt.window); !why.empty()) {
                             mine.verified = 0;
                             err = why;
@@ -637,9 +621,9 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
                         samples.error = !err.empty() ? err : "peer: " + peer_err;
                         wrong = true;
                         if (rank == 0)
-                            std::fprintf(stderr, "\nloom-bench: WRONG BYTES: %s %s %s: %s\n",
-                                         o.paths[k].c_str(), std::string(name_of(op)).c_str(),
-                                         format_size(size).c_str(), samples.error.c_str());
+                            std::fprintf(stderr, "\nloom-bench: WRONG BYTES: %s %s %s: %s\n", o.paths[k].c_str(),
+                                         std::string(name_of(op)).c_str(), format_size(size).c_str(),
+                                         samples.error.c_str());
                     }
                     samples.measured = true;
                     samples.seconds_per_message.push_back(secs / messages);
@@ -660,13 +644,11 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
                 const auto it = pt.paths.find(name);
                 const bool has = it != pt.paths.end() && it->second.measured && it->second.skipped.empty() &&
                                  !it->second.seconds_per_message.empty();
-                mine.push_back(has ? median(it->second.seconds_per_message)
-                                   : std::numeric_limits<double>::quiet_NaN());
+                mine.push_back(has ? median(it->second.seconds_per_message) : std::numeric_limits<double>::quiet_NaN());
             }
         std::vector<std::vector<double>> all;
         if (!ch.gather_initiators(mine, all)) {
-            std::fprintf(stderr, "loom-bench: rank 0 of pair %d: gathering the pairs' figures failed\n",
-                         pair);
+            std::fprintf(stderr, "loom-bench: rank 0 of pair %d: gathering the pairs' figures failed\n", pair);
             failed = true;
         } else if (reporter && all.size() > 1) {
             std::size_t k = 0;
@@ -674,8 +656,8 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
                 for (const auto& name : o.paths) {
                     if (auto it = pt.paths.find(name); it != pt.paths.end())
                         for (const auto& v : all)
-                            it->second.pair_seconds.push_back(
-                                k < v.size() ? v[k] : std::numeric_limits<double>::quiet_NaN());
+                            it->second.pair_seconds.push_back(k < v.size() ? v[k]
+                                                                           : std::numeric_limits<double>::quiet_NaN());
                     ++k;
                 }
         }
@@ -720,8 +702,8 @@ int main(int argc, char** argv) {
 
     // Under mpirun every process is one rank: MPI gives rank and size and carries the channel.
     // Else (or with --local / --launcher local) fork the two ranks here over a socketpair.
-    const bool mpi = o.launcher == options::launch::mpi ||
-                     (o.launcher == options::launch::automatic && started_by_mpirun());
+    const bool mpi =
+        o.launcher == options::launch::mpi || (o.launcher == options::launch::automatic && started_by_mpirun());
     if (mpi) {
         if (!mpi_available() && o.launcher == options::launch::automatic)
             std::fprintf(stderr, "loom-bench: started by mpirun (OMPI_COMM_WORLD_SIZE is set)\n");
@@ -759,8 +741,7 @@ int main(int argc, char** argv) {
     int st = 0;
     ::waitpid(child, &st, 0);
     const int child_rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-    if (child_rc != 0 && rc == 0)
-        std::fprintf(stderr, "loom-bench: rank 1 exited with status %d\n", child_rc);
+    if (child_rc != 0 && rc == 0) std::fprintf(stderr, "loom-bench: rank 1 exited with status %d\n", child_rc);
     // The NIXL wheel's UCX and libfabric bring two libnl-route copies whose destructors crash
     // at exit (rtnl_tc_unregister): once the results are out, end without them.
     if (std::find(o.paths.begin(), o.paths.end(), "nixl-ucx") != o.paths.end()) {

@@ -57,11 +57,11 @@ struct api {
     int (*opt_args_add_backend)(opt_args o, backend b);
     int (*create_reg_dlist)(int mem_type, reg_dlist* out);
     int (*destroy_reg_dlist)(reg_dlist d);
-    int (*reg_dlist_add_desc)(reg_dlist d, std::uintptr_t addr, std::size_t len, std::uint64_t dev,
-                              const void* meta, std::size_t meta_len);
+    int (*reg_dlist_add_desc)(reg_dlist d, std::uintptr_t addr, std::size_t len, std::uint64_t dev, const void* meta,
+                              std::size_t meta_len);
     int (*register_mem)(agent a, reg_dlist d, opt_args o);
     int (*deregister_mem)(agent a, reg_dlist d, opt_args o);
-    int (*get_local_md)(agent a, void** data, std::size_t* len);  ///< data: malloc'd
+    int (*get_local_md)(agent a, void** data, std::size_t* len);                     ///< data: malloc'd
     int (*load_remote_md)(agent a, const void* data, std::size_t len, char** name);  ///< name: malloc'd
     int (*invalidate_remote_md)(agent a, const char* remote);
     int (*make_connection)(agent a, const char* remote, opt_args o);

@@ -34,8 +34,8 @@ public:
     /// Called by the initiator (rank 0) of every pair of the job, each with a vector of the
     /// same length: the first pair's initiator receives all of them, pair by pair, in `all`;
     /// the others receive nothing. One pair (the default): `all` is just `mine`.
-    [[nodiscard]] virtual auto gather_initiators(const std::vector<double>& mine,
-                                                 std::vector<std::vector<double>>& all) -> bool {
+    [[nodiscard]] virtual auto gather_initiators(const std::vector<double>& mine, std::vector<std::vector<double>>& all)
+        -> bool {
         all.assign(1, mine);
         return true;
     }
@@ -73,9 +73,7 @@ struct buffers {
     [[nodiscard]] auto operand() const -> std::uint64_t* {
         return reinterpret_cast<std::uint64_t*>(tx + capacity + atomic_offset);
     }
-    [[nodiscard]] auto fetch_results() const -> std::uint64_t* {
-        return reinterpret_cast<std::uint64_t*>(rx);
-    }
+    [[nodiscard]] auto fetch_results() const -> std::uint64_t* { return reinterpret_cast<std::uint64_t*>(rx); }
     [[nodiscard]] auto registered_size() const -> std::size_t { return capacity + control_bytes; }
 };
 
@@ -141,7 +139,7 @@ struct path_deleter {
     void* block{nullptr};
     void operator()(path* p) const noexcept {
         p->~path();
-        ::operator delete (block, std::align_val_t{page_bytes});
+        ::operator delete(block, std::align_val_t{page_bytes});
     }
 };
 using path_ptr = std::unique_ptr<path, path_deleter>;
@@ -151,12 +149,12 @@ template <class T>
 [[nodiscard]] auto place_path(std::size_t offset) -> path_ptr {
     static_assert(alignof(T) <= 64, "path objects are placed at 64-byte granularity");
     offset = offset % page_bytes / 64 * 64;
-    void* block = ::operator new (sizeof(T) + page_bytes, std::align_val_t{page_bytes});
+    void* block = ::operator new(sizeof(T) + page_bytes, std::align_val_t{page_bytes});
     try {
         T* p = new (static_cast<std::byte*>(block) + offset) T();
         return path_ptr(p, path_deleter{block});
     } catch (...) {
-        ::operator delete (block, std::align_val_t{page_bytes});
+        ::operator delete(block, std::align_val_t{page_bytes});
         throw;
     }
 }
@@ -170,8 +168,7 @@ template <template <int> class T>
         using factory = path_ptr (*)(std::size_t);
         static constexpr std::array<factory, sizeof...(I)> table{&place_path<T<static_cast<int>(I)>>...};
         return table[copy % table.size()](offset);
-    }
-    (std::make_index_sequence<code_copies>{});
+    }(std::make_index_sequence<code_copies>{});
 }
 
 /// Each path placed `offset` bytes into a page of its own, from code copy `copy`.
@@ -195,9 +192,7 @@ inline constexpr int slot_count = 2 * max_window + 2;
 inline constexpr std::uint64_t tag_data = 0x10;
 inline constexpr std::uint64_t tag_ack = 0x20;
 inline constexpr std::size_t ack_bytes = 8;
-[[nodiscard]] constexpr auto is_receive_slot(int slot) -> bool {
-    return slot >= max_window && slot != 2 * max_window;
-}
+[[nodiscard]] constexpr auto is_receive_slot(int slot) -> bool { return slot >= max_window && slot != 2 * max_window; }
 
 /// Gives up on a wait after this long without the awaited completion (a hung peer).
 inline constexpr auto wait_limit = std::chrono::seconds(60);
@@ -236,13 +231,12 @@ struct alignas(64) slot_state {
 private:
     // Out of line: the error texts stay out of the loops' code.
     [[gnu::cold, gnu::noinline]] static auto timed_out(int slot, std::string& error) -> bool {
-        error = "no completion for slot " + std::to_string(slot) + " within " +
-                std::to_string(wait_limit.count()) + " s";
+        error =
+            "no completion for slot " + std::to_string(slot) + " within " + std::to_string(wait_limit.count()) + " s";
         return false;
     }
     [[gnu::cold, gnu::noinline]] auto wrong_length(int slot, std::string& error) const -> bool {
-        error = "receive of " + std::to_string(expect[slot]) + " bytes completed with " +
-                std::to_string(len[slot]);
+        error = "receive of " + std::to_string(expect[slot]) + " bytes completed with " + std::to_string(len[slot]);
         return false;
     }
 };
@@ -318,19 +312,15 @@ auto one_sided_loop(P& p, bool initiator, int iterations, int w, Post post) -> b
 template <class P>
 auto run_operation(P& p, operation op, int rank, std::size_t n, int iterations, int window) -> bool {
     switch (op) {
-        case operation::pingpong:
-            return pingpong_loop(p, rank == 0, n, iterations, true);
-        case operation::pingpong_untagged:
-            return pingpong_loop(p, rank == 0, n, iterations, false);
+        case operation::pingpong: return pingpong_loop(p, rank == 0, n, iterations, true);
+        case operation::pingpong_untagged: return pingpong_loop(p, rank == 0, n, iterations, false);
         case operation::stream:
-        case operation::msgrate:
-            return stream_loop(p, rank == 0, n, iterations, window);
+        case operation::msgrate: return stream_loop(p, rank == 0, n, iterations, window);
         case operation::rma_write:
         case operation::rma_read: {
             const bool read = op == operation::rma_read;
-            return one_sided_loop(p, rank == 0, iterations, window, [&](int k) {
-                return p.post_rma(k, static_cast<std::size_t>(k) * n, n, read);
-            });
+            return one_sided_loop(p, rank == 0, iterations, window,
+                                  [&](int k) { return p.post_rma(k, static_cast<std::size_t>(k) * n, n, read); });
         }
         case operation::atomic_fadd:
             return one_sided_loop(p, rank == 0, iterations, window, [&](int k) { return p.post_fadd(k); });

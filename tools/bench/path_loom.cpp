@@ -9,19 +9,17 @@
 // the io_context (run_one) whose fabric_service polls the queue: the cost of the Asio front end.
 #include <array>
 #include <cstring>
-#include <optional>
 #include <loom/asio.hpp>
 #include <loom/execution.hpp>
 #include <loom/loom.hpp>
+#include <optional>
 
 #include "path.hpp"
 
 namespace loom::bench {
 namespace {
 
-auto err(const char* what, const std::error_code& ec) -> std::string {
-    return std::string(what) + ": " + ec.message();
-}
+auto err(const char* what, const std::error_code& ec) -> std::string { return std::string(what) + ": " + ec.message(); }
 
 /// The sender path's receiver: marks its slot done with the length (receives, RMA) or the
 /// fetched value (atomics); an error ends the run.
@@ -121,8 +119,8 @@ public:
         if (auto r = ep_.enable(); !r) return err("enable", r.error());
         if (atomic) {
             std::size_t count = 0;
-            if (!loom::atomic::is_fetch_valid(ep_, loom::atomic::operation::sum,
-                                              loom::atomic::datatype::uint64, &count) ||
+            if (!loom::atomic::is_fetch_valid(ep_, loom::atomic::operation::sum, loom::atomic::datatype::uint64,
+                                              &count) ||
                 count < 1) {
                 atomic = false;
                 atomic_note_ = "provider " + cfg.provider + " has no uint64 fetch-add";
@@ -142,12 +140,10 @@ public:
             tx_access = tx_access | acc::write;
             rx_access = rx_access | acc::read | acc::remote_read | acc::remote_write;
         }
-        auto t = loom::memory_region::register_memory(domain_, std::span{buf.tx, buf.registered_size()},
-                                                      tx_access);
+        auto t = loom::memory_region::register_memory(domain_, std::span{buf.tx, buf.registered_size()}, tx_access);
         if (!t) return err("register tx", t.error());
         tx_mr_ = std::move(*t);
-        auto r = loom::memory_region::register_memory(domain_, std::span{buf.rx, buf.registered_size()},
-                                                      rx_access);
+        auto r = loom::memory_region::register_memory(domain_, std::span{buf.rx, buf.registered_size()}, rx_access);
         if (!r) return err("register rx", r.error());
         rx_mr_ = std::move(*r);
         tx_desc_ = tx_mr_.descriptor();
@@ -160,8 +156,7 @@ public:
         std::memcpy(mine.data(), &fmt, 4);
         std::memcpy(mine.data() + 4, raw.data(), raw.size());
         std::vector<std::byte> theirs;
-        if (!ch.send_blob(mine) || !ch.recv_blob(theirs) || theirs.size() < 4)
-            return "address exchange failed";
+        if (!ch.send_blob(mine) || !ch.recv_blob(theirs) || theirs.size() < 4) return "address exchange failed";
         std::uint32_t peer_fmt = 0;
         std::memcpy(&peer_fmt, theirs.data(), 4);
         auto peer = loom::address_from_raw(static_cast<loom::address_format>(peer_fmt),
@@ -210,20 +205,23 @@ public:
         const std::span<const std::byte> data{control ? buf_.tx + buf_.capacity : buf_.tx + offset, n};
         if constexpr (Asio) {
             const loom::asio::const_registered_buffer b{::asio::buffer(data.data(), n), &tx_mr_};
-            if (tagged) aep_->async_tagged_send_to(b, *peer_, control ? tag_ack : tag_data, slot_handler<loom_path>{this, slot});
-            else aep_->async_send_to(b, *peer_, slot_handler<loom_path>{this, slot});
+            if (tagged)
+                aep_->async_tagged_send_to(b, *peer_, control ? tag_ack : tag_data,
+                                           slot_handler<loom_path>{this, slot});
+            else
+                aep_->async_send_to(b, *peer_, slot_handler<loom_path>{this, slot});
             return !sender_failed_;
         }
         if constexpr (Senders) {
             auto messages = loom::async(ep_);
-            return start_in(send_ops_[slot], tagged ? messages.tagged_send_to(data, tx_desc_, *peer_,
-                                                                               control ? tag_ack : tag_data, &cq_)
-                                                    : messages.send_to(data, tx_desc_, *peer_, &cq_), slot);
+            return start_in(send_ops_[slot],
+                            tagged ? messages.tagged_send_to(data, tx_desc_, *peer_, control ? tag_ack : tag_data, &cq_)
+                                   : messages.send_to(data, tx_desc_, *peer_, &cq_),
+                            slot);
         }
         for (;;) {
-            auto r =
-                tagged ? ep_.tagged_send(data, control ? tag_ack : tag_data, *peer_, tx_desc_, &st_.ctx[slot])
-                       : ep_.send(data, *peer_, tx_desc_, &st_.ctx[slot]);
+            auto r = tagged ? ep_.tagged_send(data, control ? tag_ack : tag_data, *peer_, tx_desc_, &st_.ctx[slot])
+                            : ep_.send(data, *peer_, tx_desc_, &st_.ctx[slot]);
             if (r) [[likely]]
                 return true;
             if (!loom::is_again(r.error())) return fail("send", r.error());
@@ -235,20 +233,24 @@ public:
         st_.expect[slot] = n;
         if constexpr (Asio) {
             const loom::asio::mutable_registered_buffer b{::asio::buffer(data.data(), n), &rx_mr_};
-            if (tagged) aep_->async_tagged_receive(b, control ? tag_ack : tag_data, 0, slot_handler<loom_path>{this, slot});
-            else aep_->async_receive(b, slot_handler<loom_path>{this, slot});
+            if (tagged)
+                aep_->async_tagged_receive(b, control ? tag_ack : tag_data, 0, slot_handler<loom_path>{this, slot});
+            else
+                aep_->async_receive(b, slot_handler<loom_path>{this, slot});
             return !sender_failed_;
         }
         if constexpr (Senders) {
             auto messages = loom::async(ep_);
             const auto any = loom::fabric_addrs::unspecified;
-            return start_in(recv_ops_[slot], tagged ? messages.tagged_recv_from(data, rx_desc_, any,
-                                                                                 control ? tag_ack : tag_data, 0, &cq_)
-                                                    : messages.recv_from(data, rx_desc_, any, &cq_), slot);
+            return start_in(recv_ops_[slot],
+                            tagged
+                                ? messages.tagged_recv_from(data, rx_desc_, any, control ? tag_ack : tag_data, 0, &cq_)
+                                : messages.recv_from(data, rx_desc_, any, &cq_),
+                            slot);
         }
         for (;;) {
-            auto r = tagged ? ep_.tagged_recv(data, control ? tag_ack : tag_data, 0,
-                                              loom::fabric_addrs::unspecified, rx_desc_, &st_.ctx[slot])
+            auto r = tagged ? ep_.tagged_recv(data, control ? tag_ack : tag_data, 0, loom::fabric_addrs::unspecified,
+                                              rx_desc_, &st_.ctx[slot])
                             : ep_.recv(data, loom::fabric_addrs::unspecified, rx_desc_, &st_.ctx[slot]);
             if (r) [[likely]]
                 return true;
@@ -263,25 +265,30 @@ public:
             const auto& remote = read ? peer_tx_ : peer_rx_;
             auto at = remote.subregion(offset, n);
             if (!at) return fail("remote range", at.error());
-            if (read) aep_->async_read_from(::asio::buffer(buf_.rx + offset, n), rx_mr_, *peer_, *at, slot_handler<loom_path>{this, slot});
-            else aep_->async_write_to(::asio::buffer(buf_.tx + offset, n), tx_mr_, *peer_, *at, slot_handler<loom_path>{this, slot});
+            if (read)
+                aep_->async_read_from(::asio::buffer(buf_.rx + offset, n), rx_mr_, *peer_, *at,
+                                      slot_handler<loom_path>{this, slot});
+            else
+                aep_->async_write_to(::asio::buffer(buf_.tx + offset, n), tx_mr_, *peer_, *at,
+                                     slot_handler<loom_path>{this, slot});
             return !sender_failed_;
         }
         if constexpr (Senders) {
             auto remote = (read ? peer_tx_ : peer_rx_).subregion(offset, n);
             if (!remote) return fail("remote range", remote.error());
             auto one_sided = loom::rma_async(ep_);
-            return start_in(rma_ops_[slot], read ? one_sided.read_from({buf_.rx + offset, n}, rx_mr_, *peer_, *remote, &cq_)
-                                                 : one_sided.write_to({buf_.tx + offset, n}, tx_mr_, *peer_, *remote, &cq_),
+            return start_in(rma_ops_[slot],
+                            read ? one_sided.read_from({buf_.rx + offset, n}, rx_mr_, *peer_, *remote, &cq_)
+                                 : one_sided.write_to({buf_.tx + offset, n}, tx_mr_, *peer_, *remote, &cq_),
                             slot);
         }
         for (;;) {
             auto remote = (read ? peer_tx_ : peer_rx_).subregion(offset, n);
             if (!remote) return fail("remote range", remote.error());
-            auto r = read ? loom::rma::read_to(ep_, std::span{buf_.rx + offset, n}, rx_mr_, *peer_, *remote,
-                                               &st_.ctx[slot])
-                          : loom::rma::write_to(ep_, std::span<const std::byte>{buf_.tx + offset, n}, tx_mr_,
-                                                *peer_, *remote, &st_.ctx[slot]);
+            auto r =
+                read ? loom::rma::read_to(ep_, std::span{buf_.rx + offset, n}, rx_mr_, *peer_, *remote, &st_.ctx[slot])
+                     : loom::rma::write_to(ep_, std::span<const std::byte>{buf_.tx + offset, n}, tx_mr_, *peer_,
+                                           *remote, &st_.ctx[slot]);
             if (r) [[likely]]
                 return true;
             if (!loom::is_again(r.error())) return fail(read ? "rma read" : "rma write", r.error());
@@ -290,16 +297,16 @@ public:
     }
     /// Adds the operand (1) to the peer's counter, fetching the previous value into result slot `slot`.
     auto post_fadd(int slot) -> bool {
-        if constexpr (Asio) return fail("fetch_add", make_error_code(loom::errc::not_supported));
+        if constexpr (Asio)
+            return fail("fetch_add", make_error_code(loom::errc::not_supported));
         else if constexpr (Senders)
             return start_in(fadd_ops_[slot],
                             loom::rma_async(ep_).fetch_add_to(*buf_.operand(), &tx_mr_, buf_.fetch_results()[slot],
                                                               &rx_mr_, *peer_, peer_counter_, &cq_),
                             slot);
         for (;;) {
-            auto r = loom::atomic::fetch_add_to<std::uint64_t>(ep_, *buf_.operand(),
-                                                               buf_.fetch_results() + slot, &tx_mr_, &rx_mr_,
-                                                               *peer_, peer_counter_, &st_.ctx[slot]);
+            auto r = loom::atomic::fetch_add_to<std::uint64_t>(ep_, *buf_.operand(), buf_.fetch_results() + slot,
+                                                               &tx_mr_, &rx_mr_, *peer_, peer_counter_, &st_.ctx[slot]);
             if (r) [[likely]]
                 return true;
             if (!loom::is_again(r.error())) return fail("fetch_add", r.error());
@@ -386,8 +393,8 @@ private:
                           .read_from({}, std::declval<const loom::memory_region&>(), {}, {}, nullptr))>
         rma_ops_;
     op_slots<decltype(loom::rma_async(std::declval<loom::endpoint&>())
-                          .fetch_add_to(std::declval<const std::uint64_t&>(), nullptr,
-                                        std::declval<std::uint64_t&>(), nullptr, {}, {}, nullptr))>
+                          .fetch_add_to(std::declval<const std::uint64_t&>(), nullptr, std::declval<std::uint64_t&>(),
+                                        nullptr, {}, {}, nullptr))>
         fadd_ops_;
     // Destroyed first: the Asio endpoint (which holds the native endpoint), then its io_context.
     ::asio::io_context ioc_;
@@ -404,16 +411,12 @@ using asio_path = loom_path<Copy, front_end::asio>;
 template <int Copy>
 using core_path = loom_path<Copy, front_end::core>;
 
-auto make_loom_path(std::size_t offset, std::size_t copy) -> path_ptr {
-    return place_copy<core_path>(copy, offset);
-}
+auto make_loom_path(std::size_t offset, std::size_t copy) -> path_ptr { return place_copy<core_path>(copy, offset); }
 
 auto make_sender_path(std::size_t offset, std::size_t copy) -> path_ptr {
     return place_copy<sender_path>(copy, offset);
 }
 
-auto make_asio_path(std::size_t offset, std::size_t copy) -> path_ptr {
-    return place_copy<asio_path>(copy, offset);
-}
+auto make_asio_path(std::size_t offset, std::size_t copy) -> path_ptr { return place_copy<asio_path>(copy, offset); }
 
 }  // namespace loom::bench

@@ -45,15 +45,11 @@ public:
     auto name() const -> std::string override { return name_; }
     auto unsupported(operation op) const -> std::string override {
         switch (op) {
-            case operation::pingpong_untagged:
-                return "the NCCL net ABI has no untagged messages";
+            case operation::pingpong_untagged: return "the NCCL net ABI has no untagged messages";
             case operation::rma_write:
-            case operation::rma_read:
-                return "the NCCL net ABI has no RMA";
-            case operation::atomic_fadd:
-                return "the NCCL net ABI has no atomics";
-            default:
-                return {};
+            case operation::rma_read: return "the NCCL net ABI has no RMA";
+            case operation::atomic_fadd: return "the NCCL net ABI has no atomics";
+            default: return {};
         }
     }
     auto domain_name() const -> std::string override { return domain_; }
@@ -104,16 +100,10 @@ public:
         error_.clear();
         bool ok = false;
         switch (op) {
-            case operation::pingpong:
-                ok = pingpong_loop(*this, rank == 0, n, iterations, true);
-                break;
+            case operation::pingpong: ok = pingpong_loop(*this, rank == 0, n, iterations, true); break;
             case operation::stream:
-            case operation::msgrate:
-                ok = stream_loop(*this, rank == 0, n, iterations, window);
-                break;
-            default:
-                error_ = unsupported(op);
-                break;
+            case operation::msgrate: ok = stream_loop(*this, rank == 0, n, iterations, window); break;
+            default: error_ = unsupported(op); break;
         }
         return ok ? std::string{} : (error_.empty() ? std::string("failed") : error_);
     }
@@ -140,8 +130,7 @@ public:
         req_[slot] = nullptr;
         unsigned spins = 0;
         while (req_[slot] == nullptr) {
-            if (int rc = net_->irecv(recv_comm_, 1, &p, &size, &tag, &rx_mh_, nullptr, &req_[slot]);
-                rc != success)
+            if (int rc = net_->irecv(recv_comm_, 1, &p, &size, &tag, &rx_mh_, nullptr, &req_[slot]); rc != success)
                 return fail("irecv", rc);
             if (req_[slot] == nullptr && !spin_guard(spins)) return false;
         }
@@ -157,8 +146,7 @@ public:
         }
         const bool is_recv = is_receive_slot(slot);
         if (is_recv && static_cast<std::size_t>(size) != expect_[slot]) {
-            error_ = "receive of " + std::to_string(expect_[slot]) + " bytes completed with " +
-                     std::to_string(size);
+            error_ = "receive of " + std::to_string(expect_[slot]) + " bytes completed with " + std::to_string(size);
             return false;
         }
         return true;
@@ -201,8 +189,6 @@ private:
 
 }  // namespace
 
-auto make_nccl_path(std::size_t offset, std::size_t copy) -> path_ptr {
-    return place_copy<nccl_path>(copy, offset);
-}
+auto make_nccl_path(std::size_t offset, std::size_t copy) -> path_ptr { return place_copy<nccl_path>(copy, offset); }
 
 }  // namespace loom::bench

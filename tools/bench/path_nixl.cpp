@@ -24,7 +24,9 @@ namespace {
 
 namespace capi = nixl_capi;
 
-auto nixl_error(const char* what, int rc) -> std::string { return std::string(what) + ": NIXL status " + std::to_string(rc); }
+auto nixl_error(const char* what, int rc) -> std::string {
+    return std::string(what) + ": NIXL status " + std::to_string(rc);
+}
 
 /// NIXL reads one plugin directory: a private one holding links to our plugin and the wheel's
 /// UCX plugin, made once per process and removed by remove_nixl_plugin_dir (loom-bench ends
@@ -144,7 +146,8 @@ private:
         api_->destroy_params(params);
         if (rc != capi::success) return nixl_error(("create_backend " + backend_).c_str(), rc);
         if (int r = api_->create_opt_args(&opts_); r != capi::success) return nixl_error("create_opt_args", r);
-        if (int r = api_->opt_args_add_backend(opts_, b); r != capi::success) return nixl_error("opt_args_add_backend", r);
+        if (int r = api_->opt_args_add_backend(opts_, b); r != capi::success)
+            return nixl_error("opt_args_add_backend", r);
         return {};
     }
 
@@ -156,7 +159,8 @@ private:
                                                   nullptr, 0);
                 rc != capi::success)
                 return nixl_error("reg_dlist_add_desc", rc);
-        if (int rc = api_->register_mem(agent_, regs_, opts_); rc != capi::success) return nixl_error("register_mem", rc);
+        if (int rc = api_->register_mem(agent_, regs_, opts_); rc != capi::success)
+            return nixl_error("register_mem", rc);
         registered_ = true;
         return {};
     }
@@ -241,7 +245,8 @@ private:
         }
         const auto deadline = std::chrono::steady_clock::now() + wait_limit;
         for (;;) {
-            if (int rc = api_->get_notifs(agent_, notifs_, opts_); rc != capi::success) return nixl_error("get_notifs", rc);
+            if (int rc = api_->get_notifs(agent_, notifs_, opts_); rc != capi::success)
+                return nixl_error("get_notifs", rc);
             std::size_t got = 0;
             if (api_->notif_map_get_notifs_size(notifs_, remote_.c_str(), &got) == capi::success) pending_ += got;
             api_->notif_map_clear(notifs_);

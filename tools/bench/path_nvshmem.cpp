@@ -33,9 +33,7 @@ int channel_allgather(const void* send, void* recv, int bytes, abi::bootstrap_ha
     if (!s->ch->send(send, n) || !s->ch->recv(out + static_cast<std::size_t>(1 - s->rank) * n, n)) return 1;
     return 0;
 }
-int channel_barrier(abi::bootstrap_handle* h) {
-    return static_cast<boot_state*>(h->comm_state)->ch->barrier() ? 0 : 1;
-}
+int channel_barrier(abi::bootstrap_handle* h) { return static_cast<boot_state*>(h->comm_state)->ch->barrier() ? 0 : 1; }
 
 auto nvshmem_error(const char* what, int rc) -> std::string {
     return std::string(what) + ": NVSHMEM status " + std::to_string(rc);
@@ -65,9 +63,18 @@ public:
         auto init = reinterpret_cast<abi::init_fn>(::dlsym(lib, "nvshmemt_init"));
         if (init == nullptr) return "no nvshmemt_init in " + cfg.nvshmem_transport;
         if (int rc = init(&t_, nullptr, abi::interface_version); rc != 0) return nvshmem_error("nvshmemt_init", rc);
-        handle_ = {.version = 1, .pg_rank = rank, .pg_size = 2, .mype_node = rank, .npes_node = 2,
-                   .allgather = channel_allgather, .alltoall = nullptr, .barrier = channel_barrier,
-                   .global_exit = nullptr, .finalize = nullptr, .show_info = nullptr, .pre_init_ops = nullptr,
+        handle_ = {.version = 1,
+                   .pg_rank = rank,
+                   .pg_size = 2,
+                   .mype_node = rank,
+                   .npes_node = 2,
+                   .allgather = channel_allgather,
+                   .alltoall = nullptr,
+                   .barrier = channel_barrier,
+                   .global_exit = nullptr,
+                   .finalize = nullptr,
+                   .show_info = nullptr,
+                   .pre_init_ops = nullptr,
                    .comm_state = &boot_};
         t_->boot_handle = &handle_;
         t_->my_pe = rank;

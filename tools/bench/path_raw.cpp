@@ -49,8 +49,7 @@ public:
             hints->ep_attr->type = FI_EP_RDM;
             hints->fabric_attr->prov_name = ::strdup(cfg.provider.c_str());
             hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-            grc = ::fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints,
-                               &list_);
+            grc = ::fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints, &list_);
             ::fi_freeinfo(hints);
             // Exactly the provider asked for (as loom's query_all): fi_getinfo("tcp") with
             // FI_ATOMIC answers with tcp;ofi_rxm, a different provider.
@@ -67,32 +66,24 @@ public:
         for (::fi_info* i = list_; i != nullptr; i = i->next) {
             if (i->fabric_attr->prov_name == nullptr || cfg.provider != i->fabric_attr->prov_name) continue;
             const std::string_view dom = i->domain_attr->name != nullptr ? i->domain_attr->name : "";
-            const std::string_view prov =
-                i->fabric_attr->prov_name != nullptr ? i->fabric_attr->prov_name : "";
-            if ((!cfg.domain.empty() && dom == cfg.domain) ||
-                (cfg.domain.empty() && (dom == "lo" || prov == "shm"))) {
+            const std::string_view prov = i->fabric_attr->prov_name != nullptr ? i->fabric_attr->prov_name : "";
+            if ((!cfg.domain.empty() && dom == cfg.domain) || (cfg.domain.empty() && (dom == "lo" || prov == "shm"))) {
                 info_ = i;
                 break;
             }
         }
         domain_ = info_->domain_attr->name != nullptr ? info_->domain_attr->name : "";
-        if (int rc = ::fi_fabric(info_->fabric_attr, &fabric_, nullptr); rc != 0)
-            return fi_err("fi_fabric", rc);
-        if (int rc = ::fi_domain(fabric_, info_, &domain_h_, nullptr); rc != 0)
-            return fi_err("fi_domain", rc);
+        if (int rc = ::fi_fabric(info_->fabric_attr, &fabric_, nullptr); rc != 0) return fi_err("fi_fabric", rc);
+        if (int rc = ::fi_domain(fabric_, info_, &domain_h_, nullptr); rc != 0) return fi_err("fi_domain", rc);
         ::fi_cq_attr cq_attr{};
         cq_attr.size = 128;
         cq_attr.format = FI_CQ_FORMAT_TAGGED;
         cq_attr.wait_obj = FI_WAIT_NONE;
-        if (int rc = ::fi_cq_open(domain_h_, &cq_attr, &cq_, nullptr); rc != 0)
-            return fi_err("fi_cq_open", rc);
+        if (int rc = ::fi_cq_open(domain_h_, &cq_attr, &cq_, nullptr); rc != 0) return fi_err("fi_cq_open", rc);
         ::fi_av_attr av_attr{};
-        if (int rc = ::fi_av_open(domain_h_, &av_attr, &av_, nullptr); rc != 0)
-            return fi_err("fi_av_open", rc);
-        if (int rc = ::fi_endpoint(domain_h_, info_, &ep_, nullptr); rc != 0)
-            return fi_err("fi_endpoint", rc);
-        if (int rc = ::fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV); rc != 0)
-            return fi_err("fi_ep_bind cq", rc);
+        if (int rc = ::fi_av_open(domain_h_, &av_attr, &av_, nullptr); rc != 0) return fi_err("fi_av_open", rc);
+        if (int rc = ::fi_endpoint(domain_h_, info_, &ep_, nullptr); rc != 0) return fi_err("fi_endpoint", rc);
+        if (int rc = ::fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV); rc != 0) return fi_err("fi_ep_bind cq", rc);
         if (int rc = ::fi_ep_bind(ep_, &av_->fid, 0); rc != 0) return fi_err("fi_ep_bind av", rc);
         if (int rc = ::fi_enable(ep_); rc != 0) return fi_err("fi_enable", rc);
         if (atomic) {
@@ -117,12 +108,12 @@ public:
             tx_access |= FI_WRITE;
             rx_access |= FI_READ | FI_REMOTE_READ | FI_REMOTE_WRITE;
         }
-        if (int rc = ::fi_mr_reg(domain_h_, buf.tx, buf.registered_size(), tx_access, 0, prov_key ? 0 : 1, 0,
-                                 &tx_mr_, nullptr);
+        if (int rc = ::fi_mr_reg(domain_h_, buf.tx, buf.registered_size(), tx_access, 0, prov_key ? 0 : 1, 0, &tx_mr_,
+                                 nullptr);
             rc != 0)
             return fi_err("fi_mr_reg tx", rc);
-        if (int rc = ::fi_mr_reg(domain_h_, buf.rx, buf.registered_size(), rx_access, 0, prov_key ? 0 : 2, 0,
-                                 &rx_mr_, nullptr);
+        if (int rc = ::fi_mr_reg(domain_h_, buf.rx, buf.registered_size(), rx_access, 0, prov_key ? 0 : 2, 0, &rx_mr_,
+                                 nullptr);
             rc != 0)
             return fi_err("fi_mr_reg rx", rc);
         tx_desc_ = ::fi_mr_desc(tx_mr_);
@@ -139,10 +130,9 @@ public:
             // RMA addresses: virtual addresses under FI_MR_VIRT_ADDR, offsets into the
             // registration otherwise.
             const bool virt = (info_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
-            const remote_regions mine{virt ? reinterpret_cast<std::uintptr_t>(buf.tx) : 0,
-                                      ::fi_mr_key(tx_mr_),
-                                      virt ? reinterpret_cast<std::uintptr_t>(buf.rx) : 0,
-                                      ::fi_mr_key(rx_mr_), buf.registered_size()};
+            const remote_regions mine{virt ? reinterpret_cast<std::uintptr_t>(buf.tx) : 0, ::fi_mr_key(tx_mr_),
+                                      virt ? reinterpret_cast<std::uintptr_t>(buf.rx) : 0, ::fi_mr_key(rx_mr_),
+                                      buf.registered_size()};
             if (mine.tx_key == FI_KEY_NOTAVAIL || mine.rx_key == FI_KEY_NOTAVAIL)
                 return "fi_mr_key: no scalar key (raw keys are not handled)";
             if (!ch.send(&mine, sizeof mine) || !ch.recv(&remote_, sizeof remote_))
@@ -178,9 +168,8 @@ public:
         const std::uint64_t tag = control ? tag_ack : tag_data;
         st_.expect[slot] = n;
         for (;;) {
-            const ssize_t rc = tagged
-                                   ? ::fi_trecv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, tag, 0, &st_.ctx[slot])
-                                   : ::fi_recv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, &st_.ctx[slot]);
+            const ssize_t rc = tagged ? ::fi_trecv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, tag, 0, &st_.ctx[slot])
+                                      : ::fi_recv(ep_, p, n, rx_desc_, FI_ADDR_UNSPEC, &st_.ctx[slot]);
             if (rc == 0) [[likely]]
                 return true;
             if (rc != -FI_EAGAIN) return fail("fi_trecv", rc);
@@ -191,10 +180,10 @@ public:
     /// there into rx.
     auto post_rma(int slot, std::size_t offset, std::size_t n, bool read) -> bool {
         for (;;) {
-            const ssize_t rc = read ? ::fi_read(ep_, buf_.rx + offset, n, rx_desc_, peer_,
-                                                remote_.tx_addr + offset, remote_.tx_key, &st_.ctx[slot])
-                                    : ::fi_write(ep_, buf_.tx + offset, n, tx_desc_, peer_,
-                                                 remote_.rx_addr + offset, remote_.rx_key, &st_.ctx[slot]);
+            const ssize_t rc = read ? ::fi_read(ep_, buf_.rx + offset, n, rx_desc_, peer_, remote_.tx_addr + offset,
+                                                remote_.tx_key, &st_.ctx[slot])
+                                    : ::fi_write(ep_, buf_.tx + offset, n, tx_desc_, peer_, remote_.rx_addr + offset,
+                                                 remote_.rx_key, &st_.ctx[slot]);
             if (rc == 0) [[likely]]
                 return true;
             if (rc != -FI_EAGAIN) return fail(read ? "fi_read" : "fi_write", rc);
@@ -205,9 +194,9 @@ public:
     auto post_fadd(int slot) -> bool {
         for (;;) {
             const ssize_t rc =
-                ::fi_fetch_atomic(ep_, buf_.operand(), 1, tx_desc_, buf_.fetch_results() + slot, rx_desc_,
-                                  peer_, remote_.rx_addr + buf_.capacity + buffers::atomic_offset,
-                                  remote_.rx_key, FI_UINT64, FI_SUM, &st_.ctx[slot]);
+                ::fi_fetch_atomic(ep_, buf_.operand(), 1, tx_desc_, buf_.fetch_results() + slot, rx_desc_, peer_,
+                                  remote_.rx_addr + buf_.capacity + buffers::atomic_offset, remote_.rx_key, FI_UINT64,
+                                  FI_SUM, &st_.ctx[slot]);
             if (rc == 0) [[likely]]
                 return true;
             if (rc != -FI_EAGAIN) return fail("fi_fetch_atomic", rc);
@@ -289,8 +278,6 @@ private:
 
 }  // namespace
 
-auto make_raw_path(std::size_t offset, std::size_t copy) -> path_ptr {
-    return place_copy<raw_path>(copy, offset);
-}
+auto make_raw_path(std::size_t offset, std::size_t copy) -> path_ptr { return place_copy<raw_path>(copy, offset); }
 
 }  // namespace loom::bench

@@ -20,18 +20,10 @@ auto json_escape(std::string_view s) -> std::string {
     std::string out;
     for (char c : s) {
         switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\t': out += "\\t"; break;
             default:
                 if (static_cast<unsigned char>(c) < 0x20) {
                     char b[8];
@@ -49,23 +41,12 @@ auto xml_escape(std::string_view s) -> std::string {
     std::string out;
     for (char c : s) {
         switch (c) {
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '&':
-                out += "&amp;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            case '\'':
-                out += "&apos;";
-                break;
-            default:
-                out += c;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '&': out += "&amp;"; break;
+            case '"': out += "&quot;"; break;
+            case '\'': out += "&apos;"; break;
+            default: out += c;
         }
     }
     return out;
@@ -112,8 +93,7 @@ auto summarize(std::span<const double> values) -> summary {
 namespace {
 /// path[i] / base[i] over the pairs whose base is positive and whose path value is finite;
 /// nullopt when the lengths differ.
-auto pair_ratios(std::span<const double> path, std::span<const double> base)
-    -> std::optional<std::vector<double>> {
+auto pair_ratios(std::span<const double> path, std::span<const double> base) -> std::optional<std::vector<double>> {
     if (path.size() != base.size()) return std::nullopt;
     std::vector<double> r;
     for (std::size_t i = 0; i < path.size(); ++i)
@@ -135,8 +115,7 @@ auto median_interval(std::span<const double> values, double level) -> std::optio
     const double nd = static_cast<double>(n);
     auto term = [&](std::size_t j) {
         const double jd = static_cast<double>(j);
-        return std::exp(std::lgamma(nd + 1) - std::lgamma(jd + 1) - std::lgamma(nd - jd + 1) -
-                        nd * std::log(2.0));
+        return std::exp(std::lgamma(nd + 1) - std::lgamma(jd + 1) - std::lgamma(nd - jd + 1) - nd * std::log(2.0));
     };
     std::size_t k = 0;  // the interval is [x(k), x(n+1-k)], 1-based; 0: none reaches the level
     double below = 0;   // P(B < k + 1) after adding term(k)
@@ -164,20 +143,13 @@ auto paired_ratio_interval(std::span<const double> path, std::span<const double>
 // ---------------------------------------------------------------- operations, sizes, schedule
 auto name_of(operation op) -> std::string_view {
     switch (op) {
-        case operation::pingpong:
-            return "pingpong";
-        case operation::pingpong_untagged:
-            return "pingpong_untagged";
-        case operation::stream:
-            return "stream";
-        case operation::rma_write:
-            return "rma_write";
-        case operation::rma_read:
-            return "rma_read";
-        case operation::atomic_fadd:
-            return "atomic_fadd";
-        case operation::msgrate:
-            return "msgrate";
+        case operation::pingpong: return "pingpong";
+        case operation::pingpong_untagged: return "pingpong_untagged";
+        case operation::stream: return "stream";
+        case operation::rma_write: return "rma_write";
+        case operation::rma_read: return "rma_read";
+        case operation::atomic_fadd: return "atomic_fadd";
+        case operation::msgrate: return "msgrate";
     }
     return "?";
 }
@@ -196,15 +168,12 @@ auto parse_operation(std::string_view s) -> std::optional<operation> {
 auto metric_of(operation op) -> metric {
     switch (op) {
         case operation::pingpong:
-        case operation::pingpong_untagged:
-            return metric::latency;
+        case operation::pingpong_untagged: return metric::latency;
         case operation::stream:
         case operation::rma_write:
-        case operation::rma_read:
-            return metric::bandwidth;
+        case operation::rma_read: return metric::bandwidth;
         case operation::atomic_fadd:
-        case operation::msgrate:
-            return metric::rate;
+        case operation::msgrate: return metric::rate;
     }
     return metric::latency;
 }
@@ -234,17 +203,10 @@ auto parse_size(std::string_view s) -> std::optional<std::size_t> {
     int shift = 0;
     if (!rest.empty()) {
         switch (std::toupper(static_cast<unsigned char>(rest[0]))) {
-            case 'K':
-                shift = 10;
-                break;
-            case 'M':
-                shift = 20;
-                break;
-            case 'G':
-                shift = 30;
-                break;
-            default:
-                return std::nullopt;
+            case 'K': shift = 10; break;
+            case 'M': shift = 20; break;
+            case 'G': shift = 30; break;
+            default: return std::nullopt;
         }
         rest.remove_prefix(1);
         if (rest == "iB" || rest == "B" || rest == "ib" || rest == "b") rest = {};
@@ -270,11 +232,9 @@ auto parse_sizes(std::string_view s) -> std::expected<std::vector<std::size_t>, 
     std::size_t start = 0;
     while (start <= s.size()) {
         const auto comma = s.find(',', start);
-        const auto item =
-            s.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+        const auto item = s.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
         const auto v = parse_size(item);
-        if (!v || *v == 0)
-            return std::unexpected("bad size '" + std::string(item) + "' (want e.g. 8, 4K, 1M)");
+        if (!v || *v == 0) return std::unexpected("bad size '" + std::string(item) + "' (want e.g. 8, 4K, 1M)");
         out.push_back(*v);
         if (comma == std::string_view::npos) break;
         start = comma + 1;
@@ -305,8 +265,7 @@ auto format_size(std::size_t b) -> std::string {
 
 auto window_for(std::size_t size, const schedule_params& p) -> int {
     const std::size_t fits = p.window_bytes / std::max<std::size_t>(1, size);
-    return static_cast<int>(
-        std::clamp<std::size_t>(fits, 1, static_cast<std::size_t>(std::max(1, p.window))));
+    return static_cast<int>(std::clamp<std::size_t>(fits, 1, static_cast<std::size_t>(std::max(1, p.window))));
 }
 
 auto buffer_bytes(std::span<const std::size_t> sizes, const schedule_params& p) -> std::size_t {
@@ -337,8 +296,7 @@ auto iterations_for(operation op, std::size_t size, const schedule_params& p) ->
 auto path_offset(int round, std::size_t n_paths, std::size_t k) -> std::size_t {
     // 37 is odd, so i -> 37 i mod 64 visits all 64 lines; consecutive rounds and paths land far apart.
     constexpr std::size_t lines = page_bytes / 64;
-    const std::size_t i =
-        static_cast<std::size_t>(std::max(0, round)) * std::max<std::size_t>(1, n_paths) + k;
+    const std::size_t i = static_cast<std::size_t>(std::max(0, round)) * std::max<std::size_t>(1, n_paths) + k;
     return (i * 37 % lines) * 64;
 }
 
@@ -378,14 +336,12 @@ auto warmup_for(int iterations) -> int { return std::max(1, std::min(100, iterat
 // ---------------------------------------------------------------- derived numbers
 auto stats_of(const point& pt, const std::string& path) -> std::optional<path_stats> {
     const auto it = pt.paths.find(path);
-    if (it == pt.paths.end() || !it->second.measured || it->second.seconds_per_message.empty())
-        return std::nullopt;
+    if (it == pt.paths.end() || !it->second.measured || it->second.seconds_per_message.empty()) return std::nullopt;
     path_stats st;
     std::vector<double> us;
     for (double s : it->second.seconds_per_message) us.push_back(s * 1e6);
     st.time_us = summarize(us);
-    st.algbw_gbps =
-        st.time_us.median > 0 ? static_cast<double>(pt.size) / (st.time_us.median * 1e-6) / 1e9 : 0;
+    st.algbw_gbps = st.time_us.median > 0 ? static_cast<double>(pt.size) / (st.time_us.median * 1e-6) / 1e9 : 0;
     st.rate_per_s = st.time_us.median > 0 ? 1e6 / st.time_us.median : 0;
     if (path != "raw") {
         const auto raw = pt.paths.find("raw");
@@ -405,8 +361,7 @@ auto stats_of(const point& pt, const std::string& path) -> std::optional<path_st
 
 auto aggregate_of(const point& pt, const std::string& path) -> std::optional<aggregate_stats> {
     const auto it = pt.paths.find(path);
-    if (it == pt.paths.end() || it->second.pair_seconds.size() < 2 || !it->second.skipped.empty())
-        return std::nullopt;
+    if (it == pt.paths.end() || it->second.pair_seconds.size() < 2 || !it->second.skipped.empty()) return std::nullopt;
     aggregate_stats a;
     for (double s : it->second.pair_seconds) {
         if (!std::isfinite(s) || s <= 0) continue;
@@ -476,14 +431,12 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
             if (m == metric::bandwidth) window_note += " (fewer when a window exceeds 64M)";
         }
         const std::string pairs_note =
-            info.pairs > 1
-                ? ", " + std::to_string(info.pairs) + " pairs at once (figures of pair 0; all pairs below)"
-                : std::string{};
+            info.pairs > 1 ? ", " + std::to_string(info.pairs) + " pairs at once (figures of pair 0; all pairs below)"
+                           : std::string{};
         std::snprintf(line, sizeof line, "#\n# loom-bench %s: provider %s%s%s, %d ranks (%s)%s, %s%s\n",
-                      std::string(name_of(op)).c_str(), info.provider.c_str(),
-                      info.domain.empty() ? "" : " domain ", info.domain.c_str(), info.ranks,
-                      info.launcher.c_str(), pairs_note.c_str(), repetitions_note(info).c_str(),
-                      window_note.c_str());
+                      std::string(name_of(op)).c_str(), info.provider.c_str(), info.domain.empty() ? "" : " domain ",
+                      info.domain.c_str(), info.ranks, info.launcher.c_str(), pairs_note.c_str(),
+                      repetitions_note(info).c_str(), window_note.c_str());
         out += line;
         switch (m) {
             case metric::latency:
@@ -495,25 +448,22 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
                 out += op == operation::stream
                            ? "# time: us per message (median), algbw: GB/s, +-: spread (MAD %), ratio: bw / "
                              "raw bw\n"
-                           : "# time: us per RMA " +
-                                 std::string(op == operation::rma_write ? "write" : "read") +
+                           : "# time: us per RMA " + std::string(op == operation::rma_write ? "write" : "read") +
                                  " (median), algbw: GB/s, +-: spread (MAD %), ratio: bw / raw bw\n";
                 break;
             case metric::rate:
-                out +=
-                    op == operation::atomic_fadd
-                        ? "# time: us per uint64 fetch-add (median), Mops/s: million fetch-adds per second, "
-                          "+-: spread (MAD %), ratio: rate / raw rate\n"
-                        : "# time: us per message (median), Mmsg/s: million messages per second, +-: spread "
-                          "(MAD %), ratio: rate / raw rate\n";
+                out += op == operation::atomic_fadd
+                           ? "# time: us per uint64 fetch-add (median), Mops/s: million fetch-adds per second, "
+                             "+-: spread (MAD %), ratio: rate / raw rate\n"
+                           : "# time: us per message (median), Mmsg/s: million messages per second, +-: spread "
+                             "(MAD %), ratio: rate / raw rate\n";
                 break;
         }
         if (have_raw && info.paths.size() > 1)
             out +=
                 "# ci95: the ratio's 95 % interval (order statistics of the paired ratios; - below 6 "
                 "samples)\n";
-        const char* middle =
-            m == metric::rate ? (op == operation::atomic_fadd ? " Mops/s" : " Mmsg/s") : "  algbw";
+        const char* middle = m == metric::rate ? (op == operation::atomic_fadd ? " Mops/s" : " Mmsg/s") : "  algbw";
         // header
         std::string h1 = "#                     ", h2 = "#     size      count";
         for (const auto& p : info.paths) {
@@ -564,8 +514,7 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
                         std::snprintf(line, sizeof line, "  %6s", "-");
                     row += line;
                     if (st->ratio_ci)
-                        std::snprintf(line, sizeof line, "  %6.3f-%-6.3f", st->ratio_ci->lo,
-                                      st->ratio_ci->hi);
+                        std::snprintf(line, sizeof line, "  %6.3f-%-6.3f", st->ratio_ci->lo, st->ratio_ci->hi);
                     else
                         std::snprintf(line, sizeof line, "  %13s", "-");
                     row += line;
@@ -592,16 +541,15 @@ auto render_json(const run_info& info, std::span<const point> points) -> std::st
     o += "  \"repetitions\": " + std::to_string(info.repetitions) + ",\n";
     o += "  \"rounds\": " + std::to_string(info.rounds) + ",\n";
     o += "  \"paths\": [";
-    for (std::size_t i = 0; i < info.paths.size(); ++i)
-        o += (i ? ", \"" : "\"") + json_escape(info.paths[i]) + "\"";
+    for (std::size_t i = 0; i < info.paths.size(); ++i) o += (i ? ", \"" : "\"") + json_escape(info.paths[i]) + "\"";
     o += "],\n  \"results\": [";
     bool all_ok = true;
     for (std::size_t k = 0; k < points.size(); ++k) {
         const auto& pt = points[k];
         o += k ? ",\n    {" : "\n    {";
         o += "\"op\": \"" + std::string(name_of(pt.op)) + "\", \"size\": " + std::to_string(pt.size) +
-             ", \"iterations\": " + std::to_string(pt.iterations) +
-             ", \"window\": " + std::to_string(pt.window) + ", \"paths\": {";
+             ", \"iterations\": " + std::to_string(pt.iterations) + ", \"window\": " + std::to_string(pt.window) +
+             ", \"paths\": {";
         bool first = true;
         for (const auto& p : info.paths) {
             const auto it = pt.paths.find(p);
@@ -618,9 +566,8 @@ auto render_json(const run_info& info, std::span<const point> points) -> std::st
             o += "\"verified\": " + std::string(ok ? "true" : "false");
             if (!it->second.error.empty()) o += ", \"error\": \"" + json_escape(it->second.error) + "\"";
             if (const auto st = stats_of(pt, p)) {
-                o += ", \"time_us\": {\"median\": " + jnum(st->time_us.median) +
-                     ", \"min\": " + jnum(st->time_us.min) + ", \"max\": " + jnum(st->time_us.max) +
-                     ", \"spread_pct\": " + jnum(st->time_us.spread_pct) +
+                o += ", \"time_us\": {\"median\": " + jnum(st->time_us.median) + ", \"min\": " + jnum(st->time_us.min) +
+                     ", \"max\": " + jnum(st->time_us.max) + ", \"spread_pct\": " + jnum(st->time_us.spread_pct) +
                      ", \"samples\": " + std::to_string(st->time_us.samples) + "}";
                 o += ", \"algbw_gbps\": " + jnum(st->algbw_gbps);
                 if (metric_of(pt.op) == metric::rate) o += ", \"rate_per_s\": " + jnum(st->rate_per_s);
@@ -661,14 +608,13 @@ auto render_csv(const run_info& info, std::span<const point> points) -> std::str
             const auto st = stats_of(pt, p);
             const bool ok = it->second.verified && it->second.error.empty() && it->second.measured;
             const bool skipped = !it->second.skipped.empty();
-            o += "\"" + info.provider + "\"," + std::string(name_of(pt.op)) + "," + std::to_string(pt.size) +
-                 "," + std::to_string(pt.iterations) + "," + p + ",";
+            o += "\"" + info.provider + "\"," + std::string(name_of(pt.op)) + "," + std::to_string(pt.size) + "," +
+                 std::to_string(pt.iterations) + "," + p + ",";
             if (st) {
-                o += jnum(st->time_us.median) + "," + jnum(st->time_us.min) + "," + jnum(st->time_us.max) +
-                     "," + jnum(st->time_us.spread_pct) + "," + jnum(st->algbw_gbps) + "," +
+                o += jnum(st->time_us.median) + "," + jnum(st->time_us.min) + "," + jnum(st->time_us.max) + "," +
+                     jnum(st->time_us.spread_pct) + "," + jnum(st->algbw_gbps) + "," +
                      (st->ratio ? jnum(*st->ratio) : std::string()) + ",";
-                o += st->ratio_ci ? jnum(st->ratio_ci->lo) + "," + jnum(st->ratio_ci->hi) + ","
-                                  : std::string(",,");
+                o += st->ratio_ci ? jnum(st->ratio_ci->lo) + "," + jnum(st->ratio_ci->hi) + "," : std::string(",,");
             } else {
                 o += ",,,,,,,,";
             }
@@ -687,8 +633,7 @@ struct panel {
 };
 
 auto path_color(std::size_t i) -> const char* {
-    static constexpr const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c",
-                                             "#ff7f0e", "#9467bd", "#8c564b"};
+    static constexpr const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
     return colors[i % (sizeof colors / sizeof colors[0])];
 }
 
@@ -699,21 +644,15 @@ auto panel_title(std::optional<operation> op, int window) -> std::string {
     const std::string w = ", window " + std::to_string(window) + ")";
     if (!op) return "";
     switch (*op) {
-        case operation::pingpong_untagged:
-            return "latency (untagged ping-pong, one-way)";
-        case operation::rma_write:
-            return "bandwidth (RMA write" + w;
-        case operation::rma_read:
-            return "bandwidth (RMA read" + w;
-        case operation::stream:
-            return "bandwidth (streaming" + w;
-        default:
-            return "latency (tagged ping-pong, one-way)";
+        case operation::pingpong_untagged: return "latency (untagged ping-pong, one-way)";
+        case operation::rma_write: return "bandwidth (RMA write" + w;
+        case operation::rma_read: return "bandwidth (RMA read" + w;
+        case operation::stream: return "bandwidth (streaming" + w;
+        default: return "latency (tagged ping-pong, one-way)";
     }
 }
 
-void draw_panel(std::string& o, const panel& pn, const run_info& info, std::span<const point> points,
-                bool latency) {
+void draw_panel(std::string& o, const panel& pn, const run_info& info, std::span<const point> points, bool latency) {
     // Collect (size, value) per path.
     std::vector<std::vector<std::pair<double, double>>> series(info.paths.size());
     double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
@@ -734,13 +673,12 @@ void draw_panel(std::string& o, const panel& pn, const run_info& info, std::span
         }
     }
     char buf[512];
-    std::snprintf(
-        buf, sizeof buf,
-        "  <g class=\"panel\" id=\"%s\">\n"
-        "    <text x=\"%.1f\" y=\"%.1f\" font-size=\"15\" text-anchor=\"middle\">%s</text>\n"
-        "    <rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n",
-        latency ? "latency" : "bandwidth", pn.x0 + pn.w / 2, pn.y0 - 12, xml_escape(pn.title).c_str(), pn.x0,
-        pn.y0, pn.w, pn.h);
+    std::snprintf(buf, sizeof buf,
+                  "  <g class=\"panel\" id=\"%s\">\n"
+                  "    <text x=\"%.1f\" y=\"%.1f\" font-size=\"15\" text-anchor=\"middle\">%s</text>\n"
+                  "    <rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444\"/>\n",
+                  latency ? "latency" : "bandwidth", pn.x0 + pn.w / 2, pn.y0 - 12, xml_escape(pn.title).c_str(), pn.x0,
+                  pn.y0, pn.w, pn.h);
     o += buf;
     if (xmax <= 0) {
         std::snprintf(buf, sizeof buf,
@@ -782,26 +720,24 @@ void draw_panel(std::string& o, const panel& pn, const run_info& info, std::span
                   "(bytes)</text>\n"
                   "    <text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" "
                   "transform=\"rotate(-90 %.1f %.1f)\">%s</text>\n",
-                  pn.x0 + pn.w / 2, pn.y0 + pn.h + 32, pn.x0 - 46, pn.y0 + pn.h / 2, pn.x0 - 46,
-                  pn.y0 + pn.h / 2, xml_escape(pn.y_label).c_str());
+                  pn.x0 + pn.w / 2, pn.y0 + pn.h + 32, pn.x0 - 46, pn.y0 + pn.h / 2, pn.x0 - 46, pn.y0 + pn.h / 2,
+                  xml_escape(pn.y_label).c_str());
     o += buf;
     for (std::size_t i = 0; i < info.paths.size(); ++i) {
         if (series[i].empty()) continue;
-        std::snprintf(
-            buf, sizeof buf,
-            "    <polyline class=\"series\" data-path=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
-            "points=\"",
-            xml_escape(info.paths[i]).c_str(), path_color(i));
+        std::snprintf(buf, sizeof buf,
+                      "    <polyline class=\"series\" data-path=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
+                      "points=\"",
+                      xml_escape(info.paths[i]).c_str(), path_color(i));
         o += buf;
         for (std::size_t k = 0; k < series[i].size(); ++k) {
-            std::snprintf(buf, sizeof buf, "%s%.1f,%.1f", k ? " " : "", X(series[i][k].first),
-                          Y(series[i][k].second));
+            std::snprintf(buf, sizeof buf, "%s%.1f,%.1f", k ? " " : "", X(series[i][k].first), Y(series[i][k].second));
             o += buf;
         }
         o += "\"/>\n";
         for (const auto& [x, y] : series[i]) {
-            std::snprintf(buf, sizeof buf, "    <circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
-                          X(x), Y(y), path_color(i));
+            std::snprintf(buf, sizeof buf, "    <circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", X(x), Y(y),
+                          path_color(i));
             o += buf;
         }
     }
@@ -809,11 +745,10 @@ void draw_panel(std::string& o, const panel& pn, const run_info& info, std::span
     for (std::size_t i = 0; i < info.paths.size(); ++i) {
         const double ly = pn.y0 + 14 + 16 * static_cast<double>(i);
         const double lx = latency ? pn.x0 + 10 : pn.x0 + pn.w - 80;
-        std::snprintf(
-            buf, sizeof buf,
-            "    <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n"
-            "    <text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%s</text>\n",
-            lx, ly, lx + 20, ly, path_color(i), lx + 25, ly + 4, xml_escape(info.paths[i]).c_str());
+        std::snprintf(buf, sizeof buf,
+                      "    <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n"
+                      "    <text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%s</text>\n",
+                      lx, ly, lx + 20, ly, path_color(i), lx + 25, ly + 4, xml_escape(info.paths[i]).c_str());
         o += buf;
     }
     o += "  </g>\n";
@@ -840,16 +775,16 @@ auto render_svg(const run_info& info, std::span<const point> points) -> std::str
         "  <rect width=\"1000\" height=\"440\" fill=\"white\"/>\n";
     o += "  <title>loom-bench, provider " + xml_escape(info.provider) + "</title>\n";
     o += "  <text x=\"500\" y=\"20\" font-size=\"16\" text-anchor=\"middle\">loom-bench: provider " +
-         xml_escape(info.provider) + ", " + std::to_string(info.ranks) + " ranks (" +
-         xml_escape(info.launcher) + "), median of " + repetitions_note(info) + "</text>\n";
+         xml_escape(info.provider) + ", " + std::to_string(info.ranks) + " ranks (" + xml_escape(info.launcher) +
+         "), median of " + repetitions_note(info) + "</text>\n";
     const auto lat = plotted_op(points, true), bw = plotted_op(points, false);
+    draw_panel(
+        o,
+        {lat ? panel_title(lat, info.window) : "latency (tagged ping-pong, one-way)", "latency (us)", 80, 60, 380, 300},
+        info, points, true);
     draw_panel(o,
-               {lat ? panel_title(lat, info.window) : "latency (tagged ping-pong, one-way)", "latency (us)",
-                80, 60, 380, 300},
-               info, points, true);
-    draw_panel(o,
-               {bw ? panel_title(bw, info.window) : panel_title(operation::stream, info.window),
-                "bandwidth (GB/s)", 580, 60, 380, 300},
+               {bw ? panel_title(bw, info.window) : panel_title(operation::stream, info.window), "bandwidth (GB/s)",
+                580, 60, 380, 300},
                info, points, false);
     o += "</svg>\n";
     return o;

@@ -29,8 +29,7 @@ struct summary {
 [[nodiscard]] auto summarize(std::span<const double> values) -> summary;
 /// Paired ratio of two interleaved series: the median of path[i] / base[i]. Pairs whose base is
 /// not positive are skipped; nullopt when no pair is left or the lengths differ.
-[[nodiscard]] auto paired_ratio(std::span<const double> path, std::span<const double> base)
-    -> std::optional<double>;
+[[nodiscard]] auto paired_ratio(std::span<const double> path, std::span<const double> base) -> std::optional<double>;
 
 /// A distribution-free confidence interval of a median: [lo, hi] are order statistics of the
 /// samples, chosen so that the interval holds the true median with probability `level` or more.
@@ -42,8 +41,7 @@ struct interval {
 /// The interval for the median of `values` at `level` (e.g. 0.95): for n sorted samples,
 /// [x(k), x(n+1-k)] with the largest k whose coverage 1 - 2 P(Binomial(n, 1/2) < k) reaches the
 /// level. nullopt when even [min, max] falls short (n < 6 at 95 %) or the level is not in (0, 1).
-[[nodiscard]] auto median_interval(std::span<const double> values, double level = 0.95)
-    -> std::optional<interval>;
+[[nodiscard]] auto median_interval(std::span<const double> values, double level = 0.95) -> std::optional<interval>;
 /// The interval of paired_ratio: of the median of path[i] / base[i] over the same pairs.
 [[nodiscard]] auto paired_ratio_interval(std::span<const double> path, std::span<const double> base,
                                          double level = 0.95) -> std::optional<interval>;
@@ -81,7 +79,7 @@ inline constexpr std::size_t msgrate_max_size = 4096;
 
 struct schedule_params {
     std::size_t byte_budget{std::size_t{16} << 20};  ///< payload bytes one measurement aims to move
-    int max_iterations{10000};  ///< ping-pong; windowed operations get a quarter (windows)
+    int max_iterations{10000};                       ///< ping-pong; windowed operations get a quarter (windows)
     int min_iterations{2};
     int fixed_iterations{0};  ///< --iters: the same count at every size (0: scaled)
     int window{16};           ///< messages in flight per streaming iteration
@@ -125,8 +123,7 @@ inline constexpr std::size_t page_bytes = 4096;
 /// with it on, every process drew one such layout for all its rounds, and the ratio of one
 /// run differed from the next by up to 10 %. Each measurement therefore runs at another offset
 /// (all 256 before any repeats for one path), and a run's ratio is a mean over layouts.
-[[nodiscard]] auto stack_offset(int round, int reps, int rep, std::size_t n_paths, std::size_t k)
-    -> std::size_t;
+[[nodiscard]] auto stack_offset(int round, int reps, int rep, std::size_t n_paths, std::size_t k) -> std::size_t;
 /// How many copies of every path's code loom-bench carries (path.hpp: place_copy).
 inline constexpr std::size_t code_copies = 8;
 /// Which code copy path `k` runs in round `round`. Where a path's loops sit in the

@@ -90,8 +90,15 @@ using address = std::variant<ipv4_address, ipv6_address, ib_socket_address, opaq
 /// dispatches on the object itself. Not the native representation: use to_raw(), or
 /// opaque_address::bytes() for a provider format.
 [[nodiscard]] inline auto get_address_data(const address& a) noexcept -> const void* {
-    return std::visit([](const auto& alt) -> const void* { return &alt; }, a);
+    switch (a.index()) {  // not std::visit: it may throw, and this never does
+        case 0: return std::get_if<0>(&a);
+        case 1: return std::get_if<1>(&a);
+        case 2: return std::get_if<2>(&a);
+        case 3: return std::get_if<3>(&a);
+        default: return nullptr;  // valueless
+    }
 }
+static_assert(std::variant_size_v<address> == 4, "get_address_data handles every alternative");
 
 /// An InfiniBand endpoint identifier: GID (network byte order), queue pair number, LID. An
 /// identifier, not a socket address: it is no alternative of loom::address, so it cannot be
@@ -120,8 +127,7 @@ private:
 
 /// Decodes native address bytes of a given format. Malformed input (wrong length, wrong
 /// family, an unterminated string address, an unspecified format) -> invalid_argument.
-[[nodiscard]] auto address_from_raw(address_format format, std::span<const std::byte> bytes)
-    -> result<address>;
+[[nodiscard]] auto address_from_raw(address_format format, std::span<const std::byte> bytes) -> result<address>;
 
 /// The native format an address encodes to.
 [[nodiscard]] auto native_format(const address& a) noexcept -> address_format;

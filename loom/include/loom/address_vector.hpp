@@ -9,8 +9,8 @@
 
 #include <rdma/fi_domain.h>
 
-#include <span>
 #include <memory_resource>
+#include <span>
 #include <unordered_set>
 #include <vector>
 

@@ -9,8 +9,8 @@
 
 #include <complex>
 #include <concepts>
-#include <limits>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <type_traits>
 
@@ -18,13 +18,44 @@ namespace loom::atomic {
 
 /// Atomic operations (fi_op), same values.
 enum class operation : int {
-    min = 0, max, sum, prod, lor, land, bor, band, lxor, bxor, atomic_read, atomic_write,
-    cswap, cswap_ne, cswap_le, cswap_lt, cswap_ge, cswap_gt, mswap,
+    min = 0,
+    max,
+    sum,
+    prod,
+    lor,
+    land,
+    bor,
+    band,
+    lxor,
+    bxor,
+    atomic_read,
+    atomic_write,
+    cswap,
+    cswap_ne,
+    cswap_le,
+    cswap_lt,
+    cswap_ge,
+    cswap_gt,
+    mswap,
 };
 /// Atomic datatypes (fi_datatype), same values.
 enum class datatype : int {
-    int8 = 0, uint8, int16, uint16, int32, uint32, int64, uint64, float32, float64,
-    float_complex, double_complex, long_double, long_double_complex, int128, uint128,
+    int8 = 0,
+    uint8,
+    int16,
+    uint16,
+    int32,
+    uint32,
+    int64,
+    uint64,
+    float32,
+    float64,
+    float_complex,
+    double_complex,
+    long_double,
+    long_double_complex,
+    int128,
+    uint128,
 };
 /// Which libfabric interface an operation belongs to: base (fi_atomic), fetch
 /// (fi_fetch_atomic: base + atomic_read), compare (fi_compare_atomic: cswap* and mswap).
@@ -49,9 +80,11 @@ enum class family { base, fetch, compare };
 
 template <class T>
 struct datatype_traits;  // undefined: no libfabric datatype for T
-#define LOOM_DETAIL_DT(T, v) \
-    template <>              \
-    struct datatype_traits<T> { static constexpr datatype value = datatype::v; };
+#define LOOM_DETAIL_DT(T, v)                           \
+    template <>                                        \
+    struct datatype_traits<T> {                        \
+        static constexpr datatype value = datatype::v; \
+    };
 LOOM_DETAIL_DT(std::int8_t, int8)
 LOOM_DETAIL_DT(std::uint8_t, uint8)
 LOOM_DETAIL_DT(std::int16_t, int16)
@@ -80,8 +113,7 @@ inline constexpr datatype datatype_of = datatype_traits<std::remove_cv_t<T>>::va
 /// when the provider says no.
 [[nodiscard]] auto is_valid(const endpoint& ep, operation op, datatype dt, std::size_t* count) noexcept -> bool;
 [[nodiscard]] auto is_fetch_valid(const endpoint& ep, operation op, datatype dt, std::size_t* count) noexcept -> bool;
-[[nodiscard]] auto is_compare_valid(const endpoint& ep, operation op, datatype dt, std::size_t* count) noexcept
-    -> bool;
+[[nodiscard]] auto is_compare_valid(const endpoint& ep, operation op, datatype dt, std::size_t* count) noexcept -> bool;
 
 /// One operand/result/compare buffer with its (optional) registration.
 struct buffer_ref {
@@ -157,8 +189,8 @@ LOOM_SUBMIT_INLINE auto submit_now(endpoint& ep, const request& r, Dest peer) no
         case family::compare:
             return check_native(::fi_compare_atomic(gate, src.data, r.count, desc_of(src), r.compare.data,
                                                     desc_of(r.compare), const_cast<void*>(r.result.data),
-                                                    desc_of(r.result), r.peer.get(), r.remote.addr, r.remote.key,
-                                                    fdt, fop, r.context));
+                                                    desc_of(r.result), r.peer.get(), r.remote.addr, r.remote.key, fdt,
+                                                    fop, r.context));
     }
     return make_unexpected(errc::invalid_argument);
 }
@@ -166,12 +198,21 @@ LOOM_SUBMIT_INLINE auto submit_now(endpoint& ep, const request& r, Dest peer) no
 
 // ---------------------------------------------------------------- base interface
 template <atomic_value T, destination Dest = fabric_addr>
-LOOM_SUBMIT_INLINE auto execute_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr,
-                                   Dest peer, const remote_memory& remote, operation op,
-                                   context_ptr<void> ctx = {}) noexcept -> void_result {
+LOOM_SUBMIT_INLINE auto execute_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr, Dest peer,
+                                   const remote_memory& remote, operation op, context_ptr<void> ctx = {}) noexcept
+    -> void_result {
     return detail::submit_now(ep,
-                              {family::base, op, datatype_of<T>, operand.size(), sizeof(T),
-                               detail::ref(operand, operand_mr), {}, {}, peer, remote, ctx.get()},
+                              {family::base,
+                               op,
+                               datatype_of<T>,
+                               operand.size(),
+                               sizeof(T),
+                               detail::ref(operand, operand_mr),
+                               {},
+                               {},
+                               peer,
+                               remote,
+                               ctx.get()},
                               peer);
 }
 template <operation_defaults D = operation_defaults::replace, atomic_value T>
@@ -179,15 +220,35 @@ auto execute_to(endpoint& ep, std::span<const T> operand, const memory_region* o
                 const remote_memory& remote, operation op, op_flag flags, context_ptr<void> ctx) noexcept
     -> void_result {
     const auto f = effective_flags<D>(flags, ep.tx_op_flags());
-    return detail::submit(ep, {family::base, op, datatype_of<T>, operand.size(), sizeof(T),
-                               detail::ref(operand, operand_mr), {}, {}, peer, remote, ctx.get()}, &f);
+    return detail::submit(ep,
+                          {family::base,
+                           op,
+                           datatype_of<T>,
+                           operand.size(),
+                           sizeof(T),
+                           detail::ref(operand, operand_mr),
+                           {},
+                           {},
+                           peer,
+                           remote,
+                           ctx.get()},
+                          &f);
 }
 /// No completion; the operand is reusable on return.
 template <atomic_value T>
 auto inject_to(endpoint& ep, std::span<const T> operand, fabric_addr peer, const remote_memory& remote,
                operation op) noexcept -> void_result {
-    return detail::submit_inject(ep, {family::base, op, datatype_of<T>, operand.size(), sizeof(T),
-                                      detail::ref(operand, nullptr), {}, {}, peer, remote, nullptr});
+    return detail::submit_inject(ep, {family::base,
+                                      op,
+                                      datatype_of<T>,
+                                      operand.size(),
+                                      sizeof(T),
+                                      detail::ref(operand, nullptr),
+                                      {},
+                                      {},
+                                      peer,
+                                      remote,
+                                      nullptr});
 }
 
 // ---------------------------------------------------------------- fetch interface
@@ -199,8 +260,16 @@ LOOM_SUBMIT_INLINE auto fetch_to(endpoint& ep, std::span<const T> operand, const
     if (operand.size() != result.size() && !(op == operation::atomic_read && operand.empty()))
         return make_unexpected(errc::invalid_argument);
     return detail::submit_now(ep,
-                              {family::fetch, op, datatype_of<T>, result.size(), sizeof(T),
-                               detail::ref(operand, operand_mr), {}, detail::ref(result, result_mr), peer, remote,
+                              {family::fetch,
+                               op,
+                               datatype_of<T>,
+                               result.size(),
+                               sizeof(T),
+                               detail::ref(operand, operand_mr),
+                               {},
+                               detail::ref(result, result_mr),
+                               peer,
+                               remote,
                                ctx.get()},
                               peer);
 }
@@ -211,9 +280,19 @@ auto fetch_to(endpoint& ep, std::span<const T> operand, const memory_region* ope
     if (operand.size() != result.size() && !(op == operation::atomic_read && operand.empty()))
         return make_unexpected(errc::invalid_argument);
     const auto f = effective_flags<D>(flags, ep.tx_op_flags());
-    return detail::submit(ep, {family::fetch, op, datatype_of<T>, result.size(), sizeof(T),
-                               detail::ref(operand, operand_mr), {}, detail::ref(result, result_mr), peer, remote,
-                               ctx.get()}, &f);
+    return detail::submit(ep,
+                          {family::fetch,
+                           op,
+                           datatype_of<T>,
+                           result.size(),
+                           sizeof(T),
+                           detail::ref(operand, operand_mr),
+                           {},
+                           detail::ref(result, result_mr),
+                           peer,
+                           remote,
+                           ctx.get()},
+                          &f);
 }
 
 // ---------------------------------------------------------------- compare interface
@@ -225,11 +304,11 @@ LOOM_SUBMIT_INLINE auto compare_swap_to(endpoint& ep, std::span<const T> compare
                                         context_ptr<void> ctx = {}) noexcept -> void_result {
     if (compare.size() != desired.size() || result.size() != desired.size())
         return make_unexpected(errc::invalid_argument);
-    return detail::submit_now(ep,
-                              {family::compare, op, datatype_of<T>, desired.size(), sizeof(T),
-                               detail::ref(desired, desired_mr), detail::ref(compare, compare_mr),
-                               detail::ref(result, result_mr), peer, remote, ctx.get()},
-                              peer);
+    return detail::submit_now(
+        ep,
+        {family::compare, op, datatype_of<T>, desired.size(), sizeof(T), detail::ref(desired, desired_mr),
+         detail::ref(compare, compare_mr), detail::ref(result, result_mr), peer, remote, ctx.get()},
+        peer);
 }
 template <operation_defaults D = operation_defaults::replace, atomic_value T>
 auto compare_swap_to(endpoint& ep, std::span<const T> compare, const memory_region* compare_mr,
@@ -239,9 +318,11 @@ auto compare_swap_to(endpoint& ep, std::span<const T> compare, const memory_regi
     if (compare.size() != desired.size() || result.size() != desired.size())
         return make_unexpected(errc::invalid_argument);
     const auto f = effective_flags<D>(flags, ep.tx_op_flags());
-    return detail::submit(ep, {family::compare, op, datatype_of<T>, desired.size(), sizeof(T),
-                               detail::ref(desired, desired_mr), detail::ref(compare, compare_mr),
-                               detail::ref(result, result_mr), peer, remote, ctx.get()}, &f);
+    return detail::submit(
+        ep,
+        {family::compare, op, datatype_of<T>, desired.size(), sizeof(T), detail::ref(desired, desired_mr),
+         detail::ref(compare, compare_mr), detail::ref(result, result_mr), peer, remote, ctx.get()},
+        &f);
 }
 
 // ---------------------------------------------------------------- typed single-value helpers
@@ -252,8 +333,8 @@ LOOM_SUBMIT_INLINE auto add_to(endpoint& ep, const T& value, const memory_region
     return execute_to<T>(ep, std::span<const T>{&value, 1}, value_mr, peer, remote, operation::sum, ctx);
 }
 template <atomic_value T>
-auto add_to(endpoint&, const T&&, const memory_region*, fabric_addr, const remote_memory&,
-            context_ptr<void> = {}) -> void_result = delete;
+auto add_to(endpoint&, const T&&, const memory_region*, fabric_addr, const remote_memory&, context_ptr<void> = {})
+    -> void_result = delete;
 
 template <atomic_value T, destination Dest = fabric_addr>
 LOOM_SUBMIT_INLINE auto fetch_add_to(endpoint& ep, const T& increment, T* previous, const memory_region* input_mr,

@@ -26,9 +26,7 @@ struct completion_event {
                                      ///< a copy whose text allocation fails has every other field)
 
     [[nodiscard]] auto has_error() const noexcept -> bool { return static_cast<bool>(error); }
-    [[nodiscard]] auto request() const noexcept -> request_context* {
-        return request_context::from_native(context);
-    }
+    [[nodiscard]] auto request() const noexcept -> request_context* { return request_context::from_native(context); }
 };
 
 }  // namespace loom

@@ -32,17 +32,17 @@ enum class wait_object : int { none = 0, unspecified = 1, set = 2, fd = 3, mutex
 
 /// What completion_queue::dispatch_ready did.
 struct dispatch_result {
-    std::size_t completed{0};                    ///< events delivered to registered operations
+    std::size_t completed{0};                     ///< events delivered to registered operations
     std::optional<completion_event> unhandled{};  ///< the first event no operation owns
 };
 
 class xpu_context;
 
 struct cq_attr {
-    std::size_t size{0};                   ///< 0: provider default
+    std::size_t size{0};  ///< 0: provider default
     cq_format format{cq_format::tagged};
-    bool wait_obj{false};                  ///< request a wait object (enables blocking wait)
-    bool want_source{false};               ///< read source addresses (needs capability::source)
+    bool wait_obj{false};     ///< request a wait object (enables blocking wait)
+    bool want_source{false};  ///< read source addresses (needs capability::source)
     /// Device-side use through this XPU context of the same domain (FI_XPU, libfabric 2.7:
     /// not_supported before; loom/xpu.hpp). Untested on hardware.
     const xpu_context* xpu{nullptr};
@@ -101,8 +101,8 @@ private:
 class completion_queue {
 public:
     completion_queue() = default;
-    [[nodiscard]] static auto create(domain& dom, const cq_attr& attr = {},
-                                     std::pmr::memory_resource* mr = nullptr) -> result<completion_queue>;
+    [[nodiscard]] static auto create(domain& dom, const cq_attr& attr = {}, std::pmr::memory_resource* mr = nullptr)
+        -> result<completion_queue>;
 
     /// Reads one completion without blocking; nullopt when none is ready. Error entries
     /// (and failures reading the queue) come back as events with has_error().

@@ -130,7 +130,9 @@ public:
     auto dispatch_held_passive() noexcept -> std::size_t;
     /// The oldest held event into `out` (reusing its storage); false when none is held.
     auto take_held(completion_event& out) noexcept -> bool;
-    [[nodiscard]] auto held_count() const noexcept -> std::size_t { return held_count_.load(std::memory_order_acquire); }
+    [[nodiscard]] auto held_count() const noexcept -> std::size_t {
+        return held_count_.load(std::memory_order_acquire);
+    }
     /// True when an operation is registered with `context` (compared, not dereferenced).
     [[nodiscard]] auto owns(const void* context) const noexcept -> bool;
     [[nodiscard]] auto size() const noexcept -> std::size_t;

@@ -108,9 +108,12 @@ enum class operation_defaults {
 /// that direction when D inherits them.
 template <operation_defaults D>
 [[nodiscard]] constexpr auto effective_flags(op_flag requested, op_flag defaults) noexcept -> op_flag {
-    if constexpr (D == operation_defaults::replace) return requested;
-    else if constexpr (D == operation_defaults::inherit) return requested | defaults;
-    else return (requested | defaults).without(op_flag::more);
+    if constexpr (D == operation_defaults::replace)
+        return requested;
+    else if constexpr (D == operation_defaults::inherit)
+        return requested | defaults;
+    else
+        return (requested | defaults).without(op_flag::more);
 }
 
 }  // namespace loom

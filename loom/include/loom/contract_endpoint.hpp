@@ -75,7 +75,9 @@ public:
     }
 
     // ------------------------------------------------------------ set-up (each revalidates)
-    auto bind_cq(completion_queue& cq, cq_bind flags) noexcept -> void_result { return checked(ep_.bind_cq(cq, flags)); }
+    auto bind_cq(completion_queue& cq, cq_bind flags) noexcept -> void_result {
+        return checked(ep_.bind_cq(cq, flags));
+    }
     auto bind_av(address_vector& av) noexcept -> void_result { return checked(ep_.bind_av(av)); }
     auto bind_counter(counter& c, counter_bind flags) noexcept -> void_result {
         return checked(ep_.bind_counter(c, flags));
@@ -88,7 +90,8 @@ public:
     template <class T, std::size_t N>
         requires(detail::byte_like<T> && N != std::dynamic_extent && N <= inject_bound && inject_bound > 0)
     auto inject(std::span<T, N> data, fabric_addr dest = fabric_addrs::unspecified) noexcept -> void_result {
-        if (const int e = ready_for(dest)) [[unlikely]] return endpoint::fail(e);
+        if (const int e = ready_for(dest)) [[unlikely]]
+            return endpoint::fail(e);
         return check_native(::fi_inject(ep_.native(), data.data(), N, dest.get()));
     }
     /// A fixed span larger than the bound does not compile.
@@ -99,8 +102,10 @@ public:
     auto inject(std::span<const std::byte> data, fabric_addr dest = fabric_addrs::unspecified) noexcept -> void_result
         requires(inject_bound > 0)
     {
-        if (data.size() > inject_bound) [[unlikely]] return make_unexpected(errc::invalid_argument);
-        if (const int e = ready_for(dest)) [[unlikely]] return endpoint::fail(e);
+        if (data.size() > inject_bound) [[unlikely]]
+            return make_unexpected(errc::invalid_argument);
+        if (const int e = ready_for(dest)) [[unlikely]]
+            return endpoint::fail(e);
         return check_native(::fi_inject(ep_.native(), data.data(), data.size(), dest.get()));
     }
 
@@ -109,28 +114,32 @@ public:
     auto send(A&&... a) noexcept -> void_result
         requires requires(endpoint& e) { e.send(std::forward<A>(a)...); }
     {
-        if (broken_) [[unlikely]] return make_unexpected(errc::bad_state);
+        if (broken_) [[unlikely]]
+            return make_unexpected(errc::bad_state);
         return ep_.send(std::forward<A>(a)...);
     }
     template <class... A>
     auto recv(A&&... a) noexcept -> void_result
         requires requires(endpoint& e) { e.recv(std::forward<A>(a)...); }
     {
-        if (broken_) [[unlikely]] return make_unexpected(errc::bad_state);
+        if (broken_) [[unlikely]]
+            return make_unexpected(errc::bad_state);
         return ep_.recv(std::forward<A>(a)...);
     }
     template <class... A>
     auto tagged_send(A&&... a) noexcept -> void_result
         requires requires(endpoint& e) { e.tagged_send(std::forward<A>(a)...); }
     {
-        if (broken_) [[unlikely]] return make_unexpected(errc::bad_state);
+        if (broken_) [[unlikely]]
+            return make_unexpected(errc::bad_state);
         return ep_.tagged_send(std::forward<A>(a)...);
     }
     template <class... A>
     auto tagged_recv(A&&... a) noexcept -> void_result
         requires requires(endpoint& e) { e.tagged_recv(std::forward<A>(a)...); }
     {
-        if (broken_) [[unlikely]] return make_unexpected(errc::bad_state);
+        if (broken_) [[unlikely]]
+            return make_unexpected(errc::bad_state);
         return ep_.tagged_recv(std::forward<A>(a)...);
     }
     auto cancel(context_ptr<void> ctx) noexcept -> void_result { return ep_.cancel(ctx); }

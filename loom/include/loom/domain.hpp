@@ -12,8 +12,8 @@ namespace loom {
 class domain {
 public:
     domain() = default;
-    [[nodiscard]] static auto create(fabric& fab, const fabric_info& info,
-                                     std::pmr::memory_resource* mr = nullptr) -> result<domain>;
+    [[nodiscard]] static auto create(fabric& fab, const fabric_info& info, std::pmr::memory_resource* mr = nullptr)
+        -> result<domain>;
 
     [[nodiscard]] auto native() const noexcept -> ::fid_domain* { return h_.get(); }
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }

@@ -12,12 +12,12 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#include <cstddef>
+#include <sys/uio.h>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <span>
-#include <sys/uio.h>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -43,10 +43,26 @@ namespace ep_opt {
 enum class level : int { endpoint = 0 };
 inline constexpr level level_endpoint = level::endpoint;
 enum class option : int {
-    min_multi_recv = 0, cm_data_size, buffered_min, buffered_limit, send_buf_size, recv_buf_size,
-    tx_size, rx_size, hmem_p2p, xpu_trigger, cuda_api_permitted, shared_memory_permitted,
-    max_msg_size, max_tagged_size, max_rma_size, max_atomic_size, inject_msg_size,
-    inject_tagged_size, inject_rma_size, inject_atomic_size,
+    min_multi_recv = 0,
+    cm_data_size,
+    buffered_min,
+    buffered_limit,
+    send_buf_size,
+    recv_buf_size,
+    tx_size,
+    rx_size,
+    hmem_p2p,
+    xpu_trigger,
+    cuda_api_permitted,
+    shared_memory_permitted,
+    max_msg_size,
+    max_tagged_size,
+    max_rma_size,
+    max_atomic_size,
+    inject_msg_size,
+    inject_tagged_size,
+    inject_rma_size,
+    inject_atomic_size,
 };
 inline constexpr option min_multi_recv = option::min_multi_recv;
 inline constexpr option cm_data_size = option::cm_data_size;
@@ -79,7 +95,7 @@ template <class T>
 struct zero_on_move {
     T value{};
     zero_on_move() = default;
-    constexpr zero_on_move(T v) noexcept : value(v) {}  // NOLINT(google-explicit-constructor)
+    constexpr zero_on_move(T v) noexcept : value(v) {}       // NOLINT(google-explicit-constructor)
     constexpr operator T() const noexcept { return value; }  // NOLINT(google-explicit-constructor)
     zero_on_move(zero_on_move&& o) noexcept : value(std::exchange(o.value, T{})) {}
     auto operator=(zero_on_move&& o) noexcept -> zero_on_move& {
@@ -166,9 +182,7 @@ private:
     }
 };
 /// A positive FI_E* code as an error result.
-[[nodiscard]] inline auto fail_code(int code) noexcept -> void_result {
-    return std::unexpected(native_error(code));
-}
+[[nodiscard]] inline auto fail_code(int code) noexcept -> void_result { return std::unexpected(native_error(code)); }
 /// Receive-side pre-submission checks, shared by endpoints and shared receive contexts:
 /// 0 or a positive FI_E* code. `ready`: enabled endpoint / open SRX.
 [[nodiscard]] constexpr auto check_receive(bool ready, capability caps, bool needs_context, capability family,
@@ -179,10 +193,10 @@ private:
     if (src != fabric_addrs::unspecified && !caps.any(capability::directed_recv)) return FI_EINVAL;
     return 0;
 }
-[[nodiscard]] constexpr auto check_receive_iov(bool ready, capability caps, bool needs_context,
-                                               std::size_t iov_limit, capability family,
-                                               std::span<const ::iovec> iov, std::span<void* const> desc,
-                                               fabric_addr src, context_ptr<void> ctx) noexcept -> int {
+[[nodiscard]] constexpr auto check_receive_iov(bool ready, capability caps, bool needs_context, std::size_t iov_limit,
+                                               capability family, std::span<const ::iovec> iov,
+                                               std::span<void* const> desc, fabric_addr src,
+                                               context_ptr<void> ctx) noexcept -> int {
     if (!desc.empty() && desc.size() != iov.size()) return FI_EINVAL;
     if (!ready) return FI_EOPBADSTATE;
     if (iov.size() > iov_limit) return FI_EINVAL;
@@ -197,8 +211,7 @@ private:
 // there), after the target's full checks only for a source filter. Inline and allocation-free.
 template <class T>
 LOOM_SUBMIT_INLINE auto post_recv(T& t, std::span<std::byte> buffer, fabric_addr src, void* desc,
-                                  context_ptr<void> ctx) noexcept
-    -> void_result {
+                                  context_ptr<void> ctx) noexcept -> void_result {
     if (src != fabric_addrs::unspecified) [[unlikely]]
         if (const int e = t.check_rx(capability::msg, src, ctx)) return fail_code(e);
     return check_native(
@@ -207,7 +220,8 @@ LOOM_SUBMIT_INLINE auto post_recv(T& t, std::span<std::byte> buffer, fabric_addr
 template <class T>
 auto post_recvv(T& t, std::span<const ::iovec> iov, std::span<void* const> desc, fabric_addr src,
                 context_ptr<void> ctx) noexcept -> void_result {
-    if (const int e = t.check_rx_iov(capability::msg, iov, desc, src, ctx)) [[unlikely]] return fail_code(e);
+    if (const int e = t.check_rx_iov(capability::msg, iov, desc, src, ctx)) [[unlikely]]
+        return fail_code(e);
     return check_native(::fi_recvv(t.native(), iov.data(), desc_or_null(desc), iov.size(), src.get(), ctx.get()));
 }
 template <class T>
@@ -215,13 +229,14 @@ LOOM_SUBMIT_INLINE auto post_tagged_recv(T& t, std::span<std::byte> buffer, std:
                                          fabric_addr src, void* desc, context_ptr<void> ctx) noexcept -> void_result {
     if (src != fabric_addrs::unspecified) [[unlikely]]
         if (const int e = t.check_rx(capability::tagged, src, ctx)) return fail_code(e);
-    return check_native(::fi_trecv(t.receive_gate(capability::tagged), buffer.data(), buffer.size(), desc,
-                                   src.get(), tag, ignore, ctx.get()));
+    return check_native(::fi_trecv(t.receive_gate(capability::tagged), buffer.data(), buffer.size(), desc, src.get(),
+                                   tag, ignore, ctx.get()));
 }
 template <class T>
 auto post_tagged_recvv(T& t, std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag,
                        std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx) noexcept -> void_result {
-    if (const int e = t.check_rx_iov(capability::tagged, iov, desc, src, ctx)) [[unlikely]] return fail_code(e);
+    if (const int e = t.check_rx_iov(capability::tagged, iov, desc, src, ctx)) [[unlikely]]
+        return fail_code(e);
     return check_native(
         ::fi_trecvv(t.native(), iov.data(), desc_or_null(desc), iov.size(), src.get(), tag, ignore, ctx.get()));
 }
@@ -232,9 +247,8 @@ auto post_tagged_recvv(T& t, std::span<const ::iovec> iov, std::span<void* const
 /// checks.
 template <class T>
 concept receive_target =
-    !std::is_const_v<T> &&
-    requires(const T& t, capability family, fabric_addr addr, context_ptr<void> ctx, std::span<const ::iovec> iov,
-             std::span<void* const> desc) {
+    !std::is_const_v<T> && requires(const T& t, capability family, fabric_addr addr, context_ptr<void> ctx,
+                                    std::span<const ::iovec> iov, std::span<void* const> desc) {
         { t.native() } noexcept -> std::same_as<::fid_ep*>;
         { t.receive_gate(family) } noexcept -> std::same_as<::fid_ep*>;
         { t.rx_op_flags() } noexcept -> std::same_as<op_flag>;
@@ -245,8 +259,8 @@ concept receive_target =
 class endpoint {
 public:
     endpoint() = default;
-    [[nodiscard]] static auto create(domain& dom, const fabric_info& info,
-                                     std::pmr::memory_resource* mr = nullptr) -> result<endpoint>;
+    [[nodiscard]] static auto create(domain& dom, const fabric_info& info, std::pmr::memory_resource* mr = nullptr)
+        -> result<endpoint>;
     /// Takes ownership of a native endpoint-class object (a scalable endpoint's transmit or
     /// receive context, a shared context, ...) opened from `dom` with attributes `info`
     /// (tx/rx attributes may be the context's own). Counts as a child of `dom`.
@@ -255,15 +269,15 @@ public:
     /// `owner` counts it as open until it is closed; `av_bound` when the owner's address
     /// vector serves it (contexts cannot bind one themselves); it records `mr`.
     [[nodiscard]] static auto adopt_native(::fid_ep* native, const ::fi_info& info, domain& dom,
-                                           detail::child_link owner, bool av_bound,
-                                           std::pmr::memory_resource* mr) -> endpoint;
+                                           detail::child_link owner, bool av_bound, std::pmr::memory_resource* mr)
+        -> endpoint;
     /// Known defects of the provider behind this endpoint that loom steers around by refusing
     /// the affected operations (not_supported) instead of letting them hang or corrupt data.
     struct provider_quirks {
-        bool getopt_needs_enable{false};  ///< shm: fi_getopt before fi_enable crashes
-        bool broken_fetch_atomics{false}; ///< udp;ofi_rxd <= 2.1: fetch/compare atomics
-        bool broken_atomic_inject{false}; ///< udp;ofi_rxd <= 2.1: fi_inject_atomic
-        bool broken_self_insert{false};   ///< *;ofi_rxm: inserting its own address into an AV with peers crashes
+        bool getopt_needs_enable{false};   ///< shm: fi_getopt before fi_enable crashes
+        bool broken_fetch_atomics{false};  ///< udp;ofi_rxd <= 2.1: fetch/compare atomics
+        bool broken_atomic_inject{false};  ///< udp;ofi_rxd <= 2.1: fi_inject_atomic
+        bool broken_self_insert{false};    ///< *;ofi_rxm: inserting its own address into an AV with peers crashes
     };
     [[nodiscard]] auto quirks() const noexcept -> const provider_quirks& { return quirks_; }
     /// The quirks an endpoint opened from `info` will report.
@@ -288,9 +302,7 @@ public:
         return enabled_ && (gates_.recv(capability::msg) == ep || gates_.recv(capability::tagged) == ep);
     }
     /// The native endpoint receives of `family` go through (see op_gates).
-    [[nodiscard]] auto receive_gate(capability family) const noexcept -> ::fid_ep* {
-        return gates_.recv(family);
-    }
+    [[nodiscard]] auto receive_gate(capability family) const noexcept -> ::fid_ep* { return gates_.recv(family); }
     /// The native endpoint sends of `family` (msg, tagged), RMA reads and writes
     /// (capability::rma) or atomics with a completion (capability::atomic) go through.
     [[nodiscard]] auto send_gate(capability family) const noexcept -> ::fid_ep* { return gates_.send(family); }
@@ -298,9 +310,8 @@ public:
     // ------------------------------------------------------------ set-up
     auto bind_cq(completion_queue& cq, cq_bind flags) noexcept -> void_result;
     auto bind_av(address_vector& av) noexcept -> void_result;
-    auto bind_counter(counter& c, counter_bind flags = counter_bind::send | counter_bind::recv |
-                                                        counter_bind::read | counter_bind::write) noexcept
-        -> void_result;
+    auto bind_counter(counter& c, counter_bind flags = counter_bind::send | counter_bind::recv | counter_bind::read |
+                                                       counter_bind::write) noexcept -> void_result;
     /// Receives through `srx` (fi_ep_bind with the SRX): before enable(), same domain. The
     /// endpoint counts as an open child of the SRX until it is closed, so srx.close() is
     /// refused with busy meanwhile. bad_state after enable() or when already bound.
@@ -399,27 +410,29 @@ public:
     }
     auto sendv(std::span<const ::iovec> iov, std::span<void* const> desc, fabric_addr dest,
                context_ptr<void> ctx = {}) noexcept -> void_result {
-        if (const int e = check_tx_iov(capability::msg, iov, desc, dest, ctx)) [[unlikely]] return fail(e);
+        if (const int e = check_tx_iov(capability::msg, iov, desc, dest, ctx)) [[unlikely]]
+            return fail(e);
         return check_native(::fi_sendv(h_.get(), iov.data(), desc.empty() ? nullptr : const_cast<void**>(desc.data()),
                                        iov.size(), dest.get(), ctx.get()));
     }
     /// Sends without a completion; the buffer is reusable on return. invalid_argument above
     /// inject_size().
-    auto inject(std::span<const std::byte> data, fabric_addr dest = fabric_addrs::unspecified) noexcept
-        -> void_result {
-        if (const int e = check_inject(capability::msg, data.size(), dest)) [[unlikely]] return fail(e);
+    auto inject(std::span<const std::byte> data, fabric_addr dest = fabric_addrs::unspecified) noexcept -> void_result {
+        if (const int e = check_inject(capability::msg, data.size(), dest)) [[unlikely]]
+            return fail(e);
         return check_native(::fi_inject(h_.get(), data.data(), data.size(), dest.get()));
     }
     auto injectdata(std::span<const std::byte> data, std::uint64_t imm,
                     fabric_addr dest = fabric_addrs::unspecified) noexcept -> void_result {
-        if (const int e = check_inject(capability::msg, data.size(), dest)) [[unlikely]] return fail(e);
+        if (const int e = check_inject(capability::msg, data.size(), dest)) [[unlikely]]
+            return fail(e);
         return check_native(::fi_injectdata(h_.get(), data.data(), data.size(), imm, dest.get()));
     }
     auto recv(std::span<std::byte> buffer, context_ptr<void> ctx = {}) noexcept -> void_result {
         return recv(buffer, fabric_addrs::unspecified, nullptr, ctx);
     }
-    auto recv(std::span<std::byte> buffer, fabric_addr src, void* desc = nullptr,
-              context_ptr<void> ctx = {}) noexcept -> void_result {
+    auto recv(std::span<std::byte> buffer, fabric_addr src, void* desc = nullptr, context_ptr<void> ctx = {}) noexcept
+        -> void_result {
         return detail::post_recv(*this, buffer, src, desc, ctx);
     }
     auto recv(std::span<std::byte> buffer, const memory_region& mr, fabric_addr src,
@@ -448,36 +461,39 @@ public:
                                         void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
         return check_native(::fi_tsend(tx_tagged(), data.data(), data.size(), desc, dest.get(), tag, ctx.get()));
     }
-    auto tagged_send(std::span<const std::byte> data, const memory_region& mr, std::uint64_t tag,
-                     fabric_addr dest, context_ptr<void> ctx = {}) noexcept -> void_result;
+    auto tagged_send(std::span<const std::byte> data, const memory_region& mr, std::uint64_t tag, fabric_addr dest,
+                     context_ptr<void> ctx = {}) noexcept -> void_result;
     LOOM_SUBMIT_INLINE auto tagged_senddata(std::span<const std::byte> data, std::uint64_t tag, std::uint64_t imm,
-                                            fabric_addr dest, void* desc = nullptr,
-                                            context_ptr<void> ctx = {}) noexcept -> void_result {
+                                            fabric_addr dest, void* desc = nullptr, context_ptr<void> ctx = {}) noexcept
+        -> void_result {
         if (dest == fabric_addrs::unspecified) [[unlikely]]
             if (const int e = check_tx_full(capability::tagged, data.size(), dest, ctx)) return fail(e);
         return check_native(
             ::fi_tsenddata(tx_tagged(), data.data(), data.size(), desc, imm, dest.get(), tag, ctx.get()));
     }
     LOOM_SUBMIT_INLINE auto tagged_senddata(std::span<const std::byte> data, std::uint64_t tag, std::uint64_t imm,
-                                            peer_addr dest, void* desc = nullptr,
-                                            context_ptr<void> ctx = {}) noexcept -> void_result {
+                                            peer_addr dest, void* desc = nullptr, context_ptr<void> ctx = {}) noexcept
+        -> void_result {
         return check_native(
             ::fi_tsenddata(tx_tagged(), data.data(), data.size(), desc, imm, dest.get(), tag, ctx.get()));
     }
-    auto tagged_sendv(std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag,
-                      fabric_addr dest, context_ptr<void> ctx = {}) noexcept -> void_result {
-        if (const int e = check_tx_iov(capability::tagged, iov, desc, dest, ctx)) [[unlikely]] return fail(e);
+    auto tagged_sendv(std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag, fabric_addr dest,
+                      context_ptr<void> ctx = {}) noexcept -> void_result {
+        if (const int e = check_tx_iov(capability::tagged, iov, desc, dest, ctx)) [[unlikely]]
+            return fail(e);
         return check_native(::fi_tsendv(h_.get(), iov.data(), desc.empty() ? nullptr : const_cast<void**>(desc.data()),
                                         iov.size(), dest.get(), tag, ctx.get()));
     }
     auto tagged_inject(std::span<const std::byte> data, std::uint64_t tag,
                        fabric_addr dest = fabric_addrs::unspecified) noexcept -> void_result {
-        if (const int e = check_inject(capability::tagged, data.size(), dest)) [[unlikely]] return fail(e);
+        if (const int e = check_inject(capability::tagged, data.size(), dest)) [[unlikely]]
+            return fail(e);
         return check_native(::fi_tinject(h_.get(), data.data(), data.size(), dest.get(), tag));
     }
     auto tagged_injectdata(std::span<const std::byte> data, std::uint64_t tag, std::uint64_t imm,
                            fabric_addr dest = fabric_addrs::unspecified) noexcept -> void_result {
-        if (const int e = check_inject(capability::tagged, data.size(), dest)) [[unlikely]] return fail(e);
+        if (const int e = check_inject(capability::tagged, data.size(), dest)) [[unlikely]]
+            return fail(e);
         return check_native(::fi_tinjectdata(h_.get(), data.data(), data.size(), imm, dest.get(), tag));
     }
     /// Matches messages whose tag equals `tag` in every bit not set in `ignore`.
@@ -486,17 +502,14 @@ public:
         return tagged_recv(buffer, tag, ignore, fabric_addrs::unspecified, nullptr, ctx);
     }
     /// Directed form: only messages from `src` match (needs capability::directed_recv).
-    auto tagged_recv(std::span<std::byte> buffer, std::uint64_t tag, std::uint64_t ignore,
-                     fabric_addr src, void* desc = nullptr, context_ptr<void> ctx = {}) noexcept
-        -> void_result {
+    auto tagged_recv(std::span<std::byte> buffer, std::uint64_t tag, std::uint64_t ignore, fabric_addr src,
+                     void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
         return detail::post_tagged_recv(*this, buffer, tag, ignore, src, desc, ctx);
     }
-    auto tagged_recv(std::span<std::byte> buffer, const memory_region& mr, std::uint64_t tag,
-                     std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx = {}) noexcept
-        -> void_result;
+    auto tagged_recv(std::span<std::byte> buffer, const memory_region& mr, std::uint64_t tag, std::uint64_t ignore,
+                     fabric_addr src, context_ptr<void> ctx = {}) noexcept -> void_result;
     auto tagged_recvv(std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag,
-                      std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx = {}) noexcept
-        -> void_result {
+                      std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx = {}) noexcept -> void_result {
         return detail::post_tagged_recvv(*this, iov, desc, tag, ignore, src, ctx);
     }
 
@@ -531,17 +544,15 @@ public:
     [[nodiscard]] auto check_rx(capability family, fabric_addr src, context_ptr<void> ctx) const noexcept -> int {
         return detail::check_receive(enabled_, caps_, needs_context_, family, src, ctx);
     }
-    [[nodiscard]] auto check_tx_iov(capability family, std::span<const ::iovec> iov,
-                                    std::span<void* const> desc, fabric_addr dest,
-                                    context_ptr<void> ctx) const noexcept -> int {
+    [[nodiscard]] auto check_tx_iov(capability family, std::span<const ::iovec> iov, std::span<void* const> desc,
+                                    fabric_addr dest, context_ptr<void> ctx) const noexcept -> int {
         if (!desc.empty() && desc.size() != iov.size()) return FI_EINVAL;
         if (!enabled_) return FI_EOPBADSTATE;
         if (iov.size() > limits_.tx) return FI_EINVAL;
         return check_tx(family, total_length(iov), dest, ctx);
     }
-    [[nodiscard]] auto check_rx_iov(capability family, std::span<const ::iovec> iov,
-                                    std::span<void* const> desc, fabric_addr src,
-                                    context_ptr<void> ctx) const noexcept -> int {
+    [[nodiscard]] auto check_rx_iov(capability family, std::span<const ::iovec> iov, std::span<void* const> desc,
+                                    fabric_addr src, context_ptr<void> ctx) const noexcept -> int {
         return detail::check_receive_iov(enabled_, caps_, needs_context_, limits_.rx, family, iov, desc, src, ctx);
     }
     [[nodiscard]] static auto total_length(std::span<const ::iovec> iov) noexcept -> std::size_t {
@@ -604,26 +615,26 @@ auto get_endpoint_option(const endpoint& ep, ep_opt::level level, ep_opt::option
 auto set_endpoint_option(endpoint& ep, ep_opt::level level, ep_opt::option name, const void* value,
                          std::size_t length) noexcept -> void_result;
 /// Native FI_OPT_* (or provider extension) identifiers, forwarded unchanged.
-auto get_native_endpoint_option(const endpoint& ep, int level, int name, void* value,
-                                std::size_t* length) noexcept -> void_result;
-auto set_native_endpoint_option(endpoint& ep, int level, int name, const void* value,
-                                std::size_t length) noexcept -> void_result;
+auto get_native_endpoint_option(const endpoint& ep, int level, int name, void* value, std::size_t* length) noexcept
+    -> void_result;
+auto set_native_endpoint_option(endpoint& ep, int level, int name, const void* value, std::size_t length) noexcept
+    -> void_result;
 
 // ---------------------------------------------------------------- free-function spellings
 inline auto send(endpoint& ep, std::span<const std::byte> data, fabric_addr dest, void* desc,
                  context_ptr<void> ctx = {}) noexcept -> void_result {
     return ep.send(data, dest, desc, ctx);
 }
-inline auto tagged_send(endpoint& ep, std::span<const std::byte> data, std::uint64_t tag,
-                        fabric_addr dest, void* desc, context_ptr<void> ctx = {}) noexcept -> void_result {
+inline auto tagged_send(endpoint& ep, std::span<const std::byte> data, std::uint64_t tag, fabric_addr dest, void* desc,
+                        context_ptr<void> ctx = {}) noexcept -> void_result {
     return ep.tagged_send(data, tag, dest, desc, ctx);
 }
 inline auto send(endpoint& ep, std::span<const std::byte> data, peer_addr dest, void* desc,
                  context_ptr<void> ctx = {}) noexcept -> void_result {
     return ep.send(data, dest, desc, ctx);
 }
-inline auto tagged_send(endpoint& ep, std::span<const std::byte> data, std::uint64_t tag, peer_addr dest,
-                        void* desc, context_ptr<void> ctx = {}) noexcept -> void_result {
+inline auto tagged_send(endpoint& ep, std::span<const std::byte> data, std::uint64_t tag, peer_addr dest, void* desc,
+                        context_ptr<void> ctx = {}) noexcept -> void_result {
     return ep.tagged_send(data, tag, dest, desc, ctx);
 }
 // Receives accept an endpoint or a shared receive context (receive_target). Source filters,

@@ -45,7 +45,7 @@ struct cm_event {
 };
 
 struct eq_attr {
-    std::size_t size{0};                          ///< 0: the provider's default
+    std::size_t size{0};                         ///< 0: the provider's default
     wait_object wait{wait_object::unspecified};  ///< none: wait() is not available
 };
 

@@ -116,8 +116,7 @@ public:
 
     /// Owns a copy of one native entry (its `next` chain excluded). Fabric, domain and
     /// context handles it references stay borrowed. errc::other when fi_dupinfo fails.
-    [[nodiscard]] static auto copy_native(const ::fi_info* native,
-                                          std::pmr::memory_resource* mr = nullptr)
+    [[nodiscard]] static auto copy_native(const ::fi_info* native, std::pmr::memory_resource* mr = nullptr)
         -> result<fabric_info>;
 
     /// Takes ownership of an entry libfabric allocated (a connection request's info): freed
@@ -149,8 +148,7 @@ public:
 private:
     friend class provider_range;
     friend auto query_all(const fabric_hints&, std::pmr::memory_resource*) -> result<class provider_range>;
-    fabric_info(std::shared_ptr<::fi_info> list, ::fi_info* entry) noexcept
-        : list_(std::move(list)), entry_(entry) {}
+    fabric_info(std::shared_ptr<::fi_info> list, ::fi_info* entry) noexcept : list_(std::move(list)), entry_(entry) {}
 
     std::shared_ptr<::fi_info> list_;
     ::fi_info* entry_{nullptr};
@@ -169,8 +167,15 @@ public:
         iterator() = default;
         iterator(const std::shared_ptr<::fi_info>* list, ::fi_info* p) : list_(list), p_(p) {}
         auto operator*() const -> fabric_info { return fabric_info{*list_, p_}; }
-        auto operator++() -> iterator& { p_ = p_->next; return *this; }
-        auto operator++(int) -> iterator { auto t = *this; ++*this; return t; }
+        auto operator++() -> iterator& {
+            p_ = p_->next;
+            return *this;
+        }
+        auto operator++(int) -> iterator {
+            auto t = *this;
+            ++*this;
+            return t;
+        }
         friend auto operator==(const iterator& a, const iterator& b) noexcept -> bool { return a.p_ == b.p_; }
 
     private:

@@ -92,7 +92,8 @@ public:
         return query_all(hints(), mr);
     }
     /// The preferred match, or nullopt when no provider matches (other failures are errors).
-    [[nodiscard]] static auto query_first(std::pmr::memory_resource* mr = nullptr) -> result<std::optional<fabric_info>> {
+    [[nodiscard]] static auto query_first(std::pmr::memory_resource* mr = nullptr)
+        -> result<std::optional<fabric_info>> {
         auto all = query(mr);
         if (!all) {
             if (all.error() == make_error_code(errc::no_data)) return std::optional<fabric_info>{};

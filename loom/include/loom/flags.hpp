@@ -14,35 +14,38 @@ template <class Tag>
 class flag_set {
 public:
     using underlying_type = std::uint64_t;
+    // NOLINTBEGIN(bugprone-crtp-constructor-accessibility): the operators build plain values of it
     constexpr flag_set() noexcept = default;
     constexpr explicit flag_set(underlying_type bits) noexcept : bits_(bits) {}
+    // NOLINTEND(bugprone-crtp-constructor-accessibility)
 
     [[nodiscard]] constexpr auto get() const noexcept -> underlying_type { return bits_; }
     [[nodiscard]] constexpr auto has(flag_set other) const noexcept -> bool {
         return other.bits_ != 0 && (bits_ & other.bits_) == other.bits_;
     }
-    [[nodiscard]] constexpr auto any(flag_set other) const noexcept -> bool {
-        return (bits_ & other.bits_) != 0;
-    }
+    [[nodiscard]] constexpr auto any(flag_set other) const noexcept -> bool { return (bits_ & other.bits_) != 0; }
     [[nodiscard]] constexpr auto empty() const noexcept -> bool { return bits_ == 0; }
     [[nodiscard]] constexpr auto without(flag_set other) const noexcept -> flag_set {
         return flag_set{bits_ & ~other.bits_};
     }
     constexpr explicit operator bool() const noexcept { return bits_ != 0; }
 
-    friend constexpr auto operator|(flag_set a, flag_set b) noexcept -> flag_set {
-        return flag_set{a.bits_ | b.bits_};
-    }
-    friend constexpr auto operator&(flag_set a, flag_set b) noexcept -> flag_set {
-        return flag_set{a.bits_ & b.bits_};
-    }
-    friend constexpr auto operator^(flag_set a, flag_set b) noexcept -> flag_set {
-        return flag_set{a.bits_ ^ b.bits_};
-    }
+    friend constexpr auto operator|(flag_set a, flag_set b) noexcept -> flag_set { return flag_set{a.bits_ | b.bits_}; }
+    friend constexpr auto operator&(flag_set a, flag_set b) noexcept -> flag_set { return flag_set{a.bits_ & b.bits_}; }
+    friend constexpr auto operator^(flag_set a, flag_set b) noexcept -> flag_set { return flag_set{a.bits_ ^ b.bits_}; }
     friend constexpr auto operator~(flag_set a) noexcept -> flag_set { return flag_set{~a.bits_}; }
-    constexpr auto operator|=(flag_set b) noexcept -> flag_set& { bits_ |= b.bits_; return *this; }
-    constexpr auto operator&=(flag_set b) noexcept -> flag_set& { bits_ &= b.bits_; return *this; }
-    constexpr auto operator^=(flag_set b) noexcept -> flag_set& { bits_ ^= b.bits_; return *this; }
+    constexpr auto operator|=(flag_set b) noexcept -> flag_set& {
+        bits_ |= b.bits_;
+        return *this;
+    }
+    constexpr auto operator&=(flag_set b) noexcept -> flag_set& {
+        bits_ &= b.bits_;
+        return *this;
+    }
+    constexpr auto operator^=(flag_set b) noexcept -> flag_set& {
+        bits_ ^= b.bits_;
+        return *this;
+    }
     friend constexpr auto operator==(flag_set, flag_set) noexcept -> bool = default;
 
 private:
@@ -50,22 +53,21 @@ private:
 };
 
 // Each family is a distinct type whose named members are constants of that type.
-#define LOOM_DETAIL_FLAG_FAMILY(name)                                   \
-    struct name : flag_set<name> {                                      \
-        using flag_set<name>::flag_set;                                 \
+#define LOOM_DETAIL_FLAG_FAMILY(name)                                    \
+    struct name : flag_set<name> {                                       \
+        using flag_set<name>::flag_set;                                  \
         constexpr name(flag_set<name> f) noexcept : flag_set<name>(f) {} \
-        static const name none;                                         \
-        LOOM_DETAIL_##name##_MEMBERS                                    \
-    };                                                                  \
+        static const name none;                                          \
+        LOOM_DETAIL_##name##_MEMBERS                                     \
+    };                                                                   \
     inline constexpr name name::none{0};
 
 // ---------------------------------------------------------------- capability
-#define LOOM_DETAIL_capability_MEMBERS                                                    \
-    static const capability msg, rma, tagged, atomic, multicast, collective, read, write, \
-        recv, send, remote_read, remote_write, multi_recv, remote_cq_data, trigger, fence, \
-        peer_transfer, av_user_id, peer, tagged_directed_recv, tagged_multi_recv, hmem,    \
-        exact_directed_recv, rma_pmem, source_err, local_comm, remote_comm, shared_av,     \
-        rma_event, source, named_rx_ctx, directed_recv, xpu;
+#define LOOM_DETAIL_capability_MEMBERS                                                                             \
+    static const capability msg, rma, tagged, atomic, multicast, collective, read, write, recv, send, remote_read, \
+        remote_write, multi_recv, remote_cq_data, trigger, fence, peer_transfer, av_user_id, peer,                 \
+        tagged_directed_recv, tagged_multi_recv, hmem, exact_directed_recv, rma_pmem, source_err, local_comm,      \
+        remote_comm, shared_av, rma_event, source, named_rx_ctx, directed_recv, xpu;
 LOOM_DETAIL_FLAG_FAMILY(capability)
 inline constexpr capability capability::msg{1ULL << 1};
 inline constexpr capability capability::rma{1ULL << 2};
@@ -116,11 +118,10 @@ inline constexpr mr_access_flags mr_access_flags::collective{1ULL << 6};
 
 // ---------------------------------------------------------------- op_flag
 // Per-operation flags (fi_*msg flags, endpoint op_flags) and CQ completion flags.
-#define LOOM_DETAIL_op_flag_MEMBERS                                                          \
-    static const op_flag msg, rma, tagged, atomic, read, write, recv, send, remote_read,     \
-        remote_write, multi_recv, remote_cq_data, more, peek, trigger, fence, completion,    \
-        inject, inject_complete, transmit_complete, delivery_complete, commit_complete,       \
-        match_complete, claim, discard, auth_key;
+#define LOOM_DETAIL_op_flag_MEMBERS                                                                                \
+    static const op_flag msg, rma, tagged, atomic, read, write, recv, send, remote_read, remote_write, multi_recv, \
+        remote_cq_data, more, peek, trigger, fence, completion, inject, inject_complete, transmit_complete,        \
+        delivery_complete, commit_complete, match_complete, claim, discard, auth_key;
 LOOM_DETAIL_FLAG_FAMILY(op_flag)
 inline constexpr op_flag op_flag::msg{1ULL << 1};
 inline constexpr op_flag op_flag::rma{1ULL << 2};
@@ -157,8 +158,7 @@ inline constexpr cq_bind cq_bind::recv{1ULL << 10};
 inline constexpr cq_bind cq_bind::selective_completion{1ULL << 59};
 
 // ---------------------------------------------------------------- counter_bind
-#define LOOM_DETAIL_counter_bind_MEMBERS \
-    static const counter_bind send, recv, read, write, remote_read, remote_write;
+#define LOOM_DETAIL_counter_bind_MEMBERS static const counter_bind send, recv, read, write, remote_read, remote_write;
 LOOM_DETAIL_FLAG_FAMILY(counter_bind)
 inline constexpr counter_bind counter_bind::send{1ULL << 11};
 inline constexpr counter_bind counter_bind::recv{1ULL << 10};
@@ -168,9 +168,9 @@ inline constexpr counter_bind counter_bind::remote_read{1ULL << 12};
 inline constexpr counter_bind counter_bind::remote_write{1ULL << 13};
 
 // ---------------------------------------------------------------- mr_mode_flags
-#define LOOM_DETAIL_mr_mode_flags_MEMBERS                                                  \
-    static const mr_mode_flags unspec, basic, scalable, local, raw, virt_addr, allocated,   \
-        prov_key, mmu_notify, rma_event, endpoint, hmem, collective, xpu_desc;
+#define LOOM_DETAIL_mr_mode_flags_MEMBERS                                                                       \
+    static const mr_mode_flags unspec, basic, scalable, local, raw, virt_addr, allocated, prov_key, mmu_notify, \
+        rma_event, endpoint, hmem, collective, xpu_desc;
 LOOM_DETAIL_FLAG_FAMILY(mr_mode_flags)
 inline constexpr mr_mode_flags mr_mode_flags::unspec{0};
 inline constexpr mr_mode_flags mr_mode_flags::basic{1ULL << 0};
@@ -212,9 +212,24 @@ enum class threading_mode : int { unspecified = 0, safe = 1, fid = 2, domain = 3
 enum class av_type : int { unspecified = 0, map = 1, table = 2 };
 /// Address formats (FI_SOCKADDR_*, FI_ADDR_*).
 enum class address_format : std::uint32_t {
-    unspecified = 0, sockaddr = 1, sockaddr_in = 2, sockaddr_in6 = 3, sockaddr_ib = 4,
-    psmx = 5, gni = 6, bgq = 7, mlx = 8, str = 9, psmx2 = 10, ib_ud = 11, efa = 12,
-    psmx3 = 13, opx = 14, cxi = 15, ucx = 16, sockaddr_ip = 17,
+    unspecified = 0,
+    sockaddr = 1,
+    sockaddr_in = 2,
+    sockaddr_in6 = 3,
+    sockaddr_ib = 4,
+    psmx = 5,
+    gni = 6,
+    bgq = 7,
+    mlx = 8,
+    str = 9,
+    psmx2 = 10,
+    ib_ud = 11,
+    efa = 12,
+    psmx3 = 13,
+    opx = 14,
+    cxi = 15,
+    ucx = 16,
+    sockaddr_ip = 17,
 };
 
 [[nodiscard]] auto to_string(endpoint_types v) -> std::string;

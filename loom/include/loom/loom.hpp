@@ -18,14 +18,14 @@
 #include <loom/flags.hpp>
 #include <loom/memory_region.hpp>
 #include <loom/mr_cache.hpp>
+#include <loom/msg.hpp>
+#include <loom/passive_endpoint.hpp>
 #include <loom/provider_atomic.hpp>
 #include <loom/provider_facts.hpp>
 #include <loom/provider_traits.hpp>
-#include <loom/msg.hpp>
-#include <loom/passive_endpoint.hpp>
+#include <loom/rma.hpp>
 #include <loom/scalable_endpoint.hpp>
 #include <loom/shared_rx_context.hpp>
-#include <loom/rma.hpp>
 #include <loom/tagged_claim.hpp>
 #include <loom/trigger.hpp>
 #include <loom/xpu.hpp>

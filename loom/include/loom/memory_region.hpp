@@ -10,8 +10,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <memory_resource>
+#include <span>
 #include <vector>
 
 namespace loom {
@@ -49,44 +49,34 @@ struct memory_registration {
 class memory_region {
 public:
     memory_region() = default;
-    [[nodiscard]] static auto register_memory(domain& dom, std::span<std::byte> buffer,
-                                              mr_access_flags access,
-                                              std::pmr::memory_resource* mr = nullptr)
-        -> result<memory_region>;
+    [[nodiscard]] static auto register_memory(domain& dom, std::span<std::byte> buffer, mr_access_flags access,
+                                              std::pmr::memory_resource* mr = nullptr) -> result<memory_region>;
     /// Read-only memory: only send/read/remote_read access is accepted.
-    [[nodiscard]] static auto register_memory(domain& dom, std::span<const std::byte> buffer,
-                                              mr_access_flags access,
-                                              std::pmr::memory_resource* mr = nullptr)
-        -> result<memory_region>;
+    [[nodiscard]] static auto register_memory(domain& dom, std::span<const std::byte> buffer, mr_access_flags access,
+                                              std::pmr::memory_resource* mr = nullptr) -> result<memory_region>;
     /// Fixed-extent spans (std::span{array}) of writable or read-only bytes.
     template <std::size_t N>
         requires(N != std::dynamic_extent)
-    [[nodiscard]] static auto register_memory(domain& dom, std::span<std::byte, N> buffer,
-                                              mr_access_flags access,
-                                              std::pmr::memory_resource* mr = nullptr)
-        -> result<memory_region> {
+    [[nodiscard]] static auto register_memory(domain& dom, std::span<std::byte, N> buffer, mr_access_flags access,
+                                              std::pmr::memory_resource* mr = nullptr) -> result<memory_region> {
         return register_memory(dom, std::span<std::byte>{buffer}, access, mr);
     }
     template <std::size_t N>
         requires(N != std::dynamic_extent)
-    [[nodiscard]] static auto register_memory(domain& dom, std::span<const std::byte, N> buffer,
-                                              mr_access_flags access,
-                                              std::pmr::memory_resource* mr = nullptr)
-        -> result<memory_region> {
+    [[nodiscard]] static auto register_memory(domain& dom, std::span<const std::byte, N> buffer, mr_access_flags access,
+                                              std::pmr::memory_resource* mr = nullptr) -> result<memory_region> {
         return register_memory(dom, std::span<const std::byte>{buffer}, access, mr);
     }
     [[nodiscard]] static auto register_memory(domain& dom, std::span<std::byte> buffer,
                                               const memory_registration& request,
-                                              std::pmr::memory_resource* mr = nullptr)
-        -> result<memory_region>;
+                                              std::pmr::memory_resource* mr = nullptr) -> result<memory_region>;
 
     /// Registers a DMA-BUF (FI_MR_DMABUF) of memory on `request.iface`/`request.device`. The
     /// region's address() is base_addr + offset (null for an unmapped buffer). invalid_argument
     /// for a negative fd, an empty or wrapping range; not_supported as for register_memory.
     [[nodiscard]] static auto register_dmabuf(domain& dom, const dmabuf_region& buffer,
                                               const memory_registration& request,
-                                              std::pmr::memory_resource* mr = nullptr)
-        -> result<memory_region>;
+                                              std::pmr::memory_resource* mr = nullptr) -> result<memory_region>;
 
     /// The local descriptor to pass with operations (may be null for a valid registration).
     [[nodiscard]] auto descriptor() const noexcept -> void* { return desc_; }
@@ -199,8 +189,7 @@ struct remote_memory {
     /// its exclusive end address is not representable. Inline: initiators call it per operation.
     [[nodiscard]] auto subregion(std::size_t offset, std::size_t len) const noexcept -> result<remote_memory> {
         const std::uint64_t start = addr + offset;
-        if (offset > length || len > length - offset || start < addr || len > UINT64_MAX - start)
-            [[unlikely]]
+        if (offset > length || len > length - offset || start < addr || len > UINT64_MAX - start) [[unlikely]]
             return make_unexpected(errc::invalid_argument);
         return remote_memory{start, key, len};
     }
@@ -220,8 +209,8 @@ struct remote_memory {
 /// What a peer needs to map a raw-key registration (mr_mode_flags::raw): exchange every
 /// field, and every key byte, through the application's own protocol.
 struct raw_remote_memory {
-    std::uint64_t base_addr{0};     ///< the native mapping base (fi_mr_raw_attr)
-    std::uint64_t addr{0};          ///< the RMA address of the region's first byte
+    std::uint64_t base_addr{0};  ///< the native mapping base (fi_mr_raw_attr)
+    std::uint64_t addr{0};       ///< the RMA address of the region's first byte
     std::size_t length{0};
     std::pmr::vector<std::uint8_t> key;  ///< the raw protection key
     friend auto operator==(const raw_remote_memory&, const raw_remote_memory&) -> bool = default;

@@ -16,8 +16,8 @@
 #include <loom/domain.hpp>
 #include <loom/error.hpp>
 #include <loom/flags.hpp>
-#include <loom/provider_traits.hpp>
 #include <loom/memory_region.hpp>
+#include <loom/provider_traits.hpp>
 #include <memory>
 #include <memory_resource>
 #include <mutex>
@@ -30,7 +30,6 @@
 namespace loom {
 
 class endpoint;
-
 
 // ---------------------------------------------------------------- keys, limits, statistics
 
@@ -67,8 +66,7 @@ struct mr_cache_limits {
     [[nodiscard]] constexpr auto bounded() const noexcept -> bool {
         return max_entries != unbounded || max_registered_bytes != unbounded;
     }
-    friend constexpr auto operator==(const mr_cache_limits&, const mr_cache_limits&) noexcept
-        -> bool = default;
+    friend constexpr auto operator==(const mr_cache_limits&, const mr_cache_limits&) noexcept -> bool = default;
 };
 
 /// Exact counters. Every lookup that passes argument checks counts as exactly one hit or miss.
@@ -99,19 +97,16 @@ struct mr_cache_request {
 /// A registration back end. register_range/deregister calls are serialized by the cache;
 /// descriptor/key are called concurrently through handles.
 template <class R>
-concept mr_cache_registrar = std::movable<R> && std::default_initializable<typename R::region_type> &&
-    std::movable<typename R::region_type> &&
+concept mr_cache_registrar =
+    std::movable<R> && std::default_initializable<typename R::region_type> && std::movable<typename R::region_type> &&
     requires(R& r, const R& cr, const mr_cache_request& req, typename R::region_type& region,
              const typename R::region_type& cregion) {
-    { cr.check() } -> std::same_as<void_result>;
-    { r.register_range(req) } -> std::same_as<result<typename R::region_type>>;
-    { r.deregister(region) }
-    noexcept;
-    { R::descriptor(cregion) }
-    noexcept->std::same_as<void*>;
-    { R::key(cregion) }
-    noexcept->std::same_as<result<std::uint64_t>>;
-};
+        { cr.check() } -> std::same_as<void_result>;
+        { r.register_range(req) } -> std::same_as<result<typename R::region_type>>;
+        { r.deregister(region) } noexcept;
+        { R::descriptor(cregion) } noexcept -> std::same_as<void*>;
+        { R::key(cregion) } noexcept -> std::same_as<result<std::uint64_t>>;
+    };
 
 /// Access bits a cache lookup accepts, and the subset a read-only buffer accepts.
 inline constexpr mr_access_flags mr_cache_known_access =
@@ -156,16 +151,12 @@ struct alignas(64) mr_cache_node {
     static constexpr std::uint64_t hits_mask = retired_bit - hit_unit;
     /// Hits kept in the word before the hit that reaches this many moves them to the total.
     static constexpr std::uint64_t drain_at = std::uint64_t{1} << 30;
-    [[nodiscard]] static constexpr auto count_of(std::uint64_t w) noexcept -> std::uint64_t {
-        return w & count_mask;
-    }
+    [[nodiscard]] static constexpr auto count_of(std::uint64_t w) noexcept -> std::uint64_t { return w & count_mask; }
     [[nodiscard]] static constexpr auto hits_of(std::uint64_t w) noexcept -> std::uint64_t {
         return (w & hits_mask) >> hit_shift;
     }
     /// The word without its hit bits (for comparisons of count and retired state).
-    [[nodiscard]] static constexpr auto state_of(std::uint64_t w) noexcept -> std::uint64_t {
-        return w & ~hits_mask;
-    }
+    [[nodiscard]] static constexpr auto state_of(std::uint64_t w) noexcept -> std::uint64_t { return w & ~hits_mask; }
 
     mr_cache_node() = default;
     mr_cache_node(const mr_cache_node&) = delete;
@@ -217,8 +208,8 @@ public:
         const auto a = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
         const std::uint64_t b = a + n;
         const bool plain = !access.empty() && (access & ~mr_cache_known_access).empty() &&
-                           (!read_only || (access & ~mr_cache_read_only_access).empty()) && p != nullptr &&
-                           n != 0 && b >= a && b <= ~page_mask_;
+                           (!read_only || (access & ~mr_cache_read_only_access).empty()) && p != nullptr && n != 0 &&
+                           b >= a && b <= ~page_mask_;
         if (plain) [[likely]] {
             const std::uint64_t tag = (a >> page_shift_) + 1;
             const mr_cache_hint_table& t = *hints_.load(std::memory_order_acquire);
@@ -245,8 +236,8 @@ public:
 
     /// Device memory and DMA-BUF ranges: [a, a+n) in `space` (kind hmem or dmabuf), exact (no
     /// page rounding), found under the shared lock or registered under the exclusive one.
-    [[nodiscard]] auto lookup_space(const memory_space& space, std::uint64_t a, std::uint64_t n,
-                                    mr_access_flags access) -> result<mr_cache_node*>;
+    [[nodiscard]] auto lookup_space(const memory_space& space, std::uint64_t a, std::uint64_t n, mr_access_flags access)
+        -> result<mr_cache_node*>;
 
     auto invalidate_host(const void* p, std::size_t n) -> std::size_t;
     /// Unindexes every DMA-BUF entry of descriptor `fd`.
@@ -297,8 +288,7 @@ private:
     /// a bounded cache), then validation of the node against the request. The CAS synchronizes
     /// with the registration that set up this incarnation of the node, whose fields cannot
     /// change while a reference is held.
-    [[nodiscard]] auto try_fast(node* e, std::uint64_t a, std::uint64_t b, mr_access_flags access) noexcept
-        -> bool {
+    [[nodiscard]] auto try_fast(node* e, std::uint64_t a, std::uint64_t b, mr_access_flags access) noexcept -> bool {
         auto cur = e->refs.load(std::memory_order_relaxed);
         do {
             if ((cur & node::retired_bit) != 0 || (bounded_ && node::count_of(cur) == 0)) return false;
@@ -479,13 +469,13 @@ public:
         return wrap(p_->lookup_host(buffer.data(), buffer.size(), access, true));
     }
     template <std::size_t N>
-    requires(N != std::dynamic_extent)
-        [[nodiscard]] auto lookup(std::span<std::byte, N> buffer, mr_access_flags access) -> result<handle> {
+        requires(N != std::dynamic_extent)
+    [[nodiscard]] auto lookup(std::span<std::byte, N> buffer, mr_access_flags access) -> result<handle> {
         return lookup(std::span<std::byte>{buffer}, access);
     }
     template <std::size_t N>
-    requires(N != std::dynamic_extent) [[nodiscard]] auto lookup(std::span<const std::byte, N> buffer,
-                                                                 mr_access_flags access) -> result<handle> {
+        requires(N != std::dynamic_extent)
+    [[nodiscard]] auto lookup(std::span<const std::byte, N> buffer, mr_access_flags access) -> result<handle> {
         return lookup(std::span<const std::byte>{buffer}, access);
     }
 
@@ -494,7 +484,8 @@ public:
     /// lookups. not_supported when the domain was opened without capability::hmem.
     [[nodiscard]] auto lookup_device(std::span<std::byte> buffer, hmem_iface iface, std::uint64_t device,
                                      mr_access_flags access) -> result<handle> {
-        const memory_space space{.kind = memory_kind::hmem, .iface = static_cast<std::uint32_t>(iface), .device = device};
+        const memory_space space{
+            .kind = memory_kind::hmem, .iface = static_cast<std::uint32_t>(iface), .device = device};
         return wrap(p_->lookup_space(space, reinterpret_cast<std::uintptr_t>(buffer.data()), buffer.size(), access));
     }
     /// A DMA-BUF range of device memory on `iface`/`device` (FI_MR_DMABUF). Hits need the same
@@ -504,8 +495,11 @@ public:
                                      mr_access_flags access) -> result<handle> {
         if (buffer.fd < 0) return make_unexpected(errc::invalid_argument);
         const auto base = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(buffer.base_addr));
-        const memory_space space{.kind = memory_kind::dmabuf, .iface = static_cast<std::uint32_t>(iface),
-                                 .device = device, .fd_identity = static_cast<std::uint64_t>(buffer.fd), .base = base};
+        const memory_space space{.kind = memory_kind::dmabuf,
+                                 .iface = static_cast<std::uint32_t>(iface),
+                                 .device = device,
+                                 .fd_identity = static_cast<std::uint64_t>(buffer.fd),
+                                 .base = base};
         if (base != 0 && base + buffer.offset < base) return make_unexpected(errc::invalid_argument);
         return wrap(p_->lookup_space(space, base + buffer.offset, buffer.length, access));
     }
@@ -525,9 +519,7 @@ public:
     [[nodiscard]] auto indexed_entries() const -> std::size_t { return p_->indexed_entries(); }
     [[nodiscard]] auto check_invariants() const -> std::string { return p_->check_invariants(); }
     [[nodiscard]] auto registrar() const noexcept -> const R& { return p_->reg; }
-    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* {
-        return p_->memory_resource();
-    }
+    [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return p_->memory_resource(); }
     /// invalid_argument when the registrar is misconfigured (see mr_cache).
     [[nodiscard]] auto status() const -> void_result { return p_->check(); }
 
@@ -596,9 +588,7 @@ public:
     [[nodiscard]] auto register_range(const mr_cache_request& req) -> result<memory_region>;
     void deregister(memory_region& r) noexcept { (void)r.close(); }
     [[nodiscard]] static auto descriptor(const memory_region& r) noexcept -> void* { return r.descriptor(); }
-    [[nodiscard]] static auto key(const memory_region& r) noexcept -> result<std::uint64_t> {
-        return r.key();
-    }
+    [[nodiscard]] static auto key(const memory_region& r) noexcept -> result<std::uint64_t> { return r.key(); }
 
     [[nodiscard]] auto domain_ptr() const noexcept -> domain* { return dom_; }
     [[nodiscard]] auto endpoint_ptr() const noexcept -> endpoint* { return ep_; }

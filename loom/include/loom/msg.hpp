@@ -52,8 +52,10 @@ struct tagged_receive_message {
 namespace detail {
 template <class Ctx>
 auto to_void(Ctx c) noexcept -> void* {
-    if constexpr (std::is_pointer_v<Ctx>) return const_cast<void*>(static_cast<const void*>(c));
-    else return reinterpret_cast<void*>(c);
+    if constexpr (std::is_pointer_v<Ctx>)
+        return const_cast<void*>(static_cast<const void*>(c));
+    else
+        return reinterpret_cast<void*>(c);
 }
 inline auto desc_ptr(const desc_array& d) noexcept -> void** {
     return d.empty() ? nullptr : const_cast<void**>(d.data());
@@ -77,17 +79,15 @@ auto recvmsg(T& target, const receive_message<Ctx>& m, op_flag flags = {}) noexc
     if (const int e = target.check_rx_iov(capability::msg, m.iov, m.desc, m.addr, ctx)) [[unlikely]]
         return loom::detail::fail_code(e);
     const ::fi_msg native{m.iov.data(), detail::desc_ptr(m.desc), m.iov.size(), m.addr.get(), ctx, 0};
-    return check_native(
-        ::fi_recvmsg(target.native(), &native, effective_flags<D>(flags, target.rx_op_flags()).get()));
+    return check_native(::fi_recvmsg(target.native(), &native, effective_flags<D>(flags, target.rx_op_flags()).get()));
 }
 
 template <operation_defaults D = operation_defaults::replace, class Ctx>
-auto tagged_sendmsg(endpoint& ep, const tagged_send_message<Ctx>& m, op_flag flags = {}) noexcept
-    -> void_result {
+auto tagged_sendmsg(endpoint& ep, const tagged_send_message<Ctx>& m, op_flag flags = {}) noexcept -> void_result {
     void* ctx = detail::to_void(m.context);
     if (const int e = ep.check_tx_iov(capability::tagged, m.iov, m.desc, m.addr, ctx)) return endpoint::fail(e);
-    const ::fi_msg_tagged native{m.iov.data(), detail::desc_ptr(m.desc), m.iov.size(), m.addr.get(),
-                                 m.tag, 0, ctx, m.data};
+    const ::fi_msg_tagged native{m.iov.data(), detail::desc_ptr(m.desc), m.iov.size(), m.addr.get(), m.tag, 0, ctx,
+                                 m.data};
     return check_native(::fi_tsendmsg(ep.native(), &native, effective_flags<D>(flags, ep.tx_op_flags()).get()));
 }
 
@@ -97,10 +97,9 @@ auto tagged_recvmsg(T& target, const tagged_receive_message<Ctx>& m, op_flag fla
     void* ctx = detail::to_void(m.context);
     if (const int e = target.check_rx_iov(capability::tagged, m.iov, m.desc, m.addr, ctx)) [[unlikely]]
         return loom::detail::fail_code(e);
-    const ::fi_msg_tagged native{m.iov.data(), detail::desc_ptr(m.desc), m.iov.size(), m.addr.get(),
-                                 m.tag, m.ignore, ctx, 0};
-    return check_native(
-        ::fi_trecvmsg(target.native(), &native, effective_flags<D>(flags, target.rx_op_flags()).get()));
+    const ::fi_msg_tagged native{
+        m.iov.data(), detail::desc_ptr(m.desc), m.iov.size(), m.addr.get(), m.tag, m.ignore, ctx, 0};
+    return check_native(::fi_trecvmsg(target.native(), &native, effective_flags<D>(flags, target.rx_op_flags()).get()));
 }
 
 }  // namespace loom::msg

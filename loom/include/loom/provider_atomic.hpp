@@ -154,9 +154,7 @@ public:
     /// False for every provider: the provider's atomic interface is used, staged or not.
     [[nodiscard]] static constexpr auto requires_staging() noexcept -> bool { return false; }
     /// True when P's atomics are carried out by the target's software rather than the NIC.
-    [[nodiscard]] static constexpr auto provider_stages_atomics() noexcept -> bool {
-        return staged_atomic_provider<P>;
-    }
+    [[nodiscard]] static constexpr auto provider_stages_atomics() noexcept -> bool { return staged_atomic_provider<P>; }
 
 private:
     domain* domain_;
@@ -185,8 +183,8 @@ template <provider_tag P, atomic::atomic_value T>
 }
 template <provider_tag P, atomic::atomic_value T>
 [[nodiscard]] auto fetch_op(provider_atomic_context<P>& ctx, endpoint& ep, atomic::operation op, const T& operand,
-                            T* result, memory_region& mr_result, remote_memory remote,
-                            void* context = nullptr) noexcept -> void_result {
+                            T* result, memory_region& mr_result, remote_memory remote, void* context = nullptr) noexcept
+    -> void_result {
     return ctx.execute(generic_fetch_op<T>{&ep, op, operand, result, &mr_result, remote, context});
 }
 }  // namespace provider_atomic

@@ -141,9 +141,8 @@ template <class P>
 concept auto_progress_provider = provider_tag<P> && provider_traits<P>::supports_auto_progress;
 /// The application must poll for control or data progress.
 template <class P>
-concept manual_progress_provider =
-    provider_tag<P> && (provider_traits<P>::control_progress == progress_mode::manual ||
-                        provider_traits<P>::data_progress == progress_mode::manual);
+concept manual_progress_provider = provider_tag<P> && (provider_traits<P>::control_progress == progress_mode::manual ||
+                                                       provider_traits<P>::data_progress == progress_mode::manual);
 
 /// True when a message of `size` bytes fits the provider's default inject bound.
 template <provider_tag P>

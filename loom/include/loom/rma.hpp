@@ -8,23 +8,23 @@
 
 #include <rdma/fi_rma.h>
 
-#include <span>
 #include <sys/uio.h>
+#include <span>
 
 namespace loom::rma {
 
 /// Flags that only make sense for writes; a read with any of them is invalid_argument.
-inline constexpr op_flag write_only_flags = op_flag::inject | op_flag::transmit_complete |
-                                            op_flag::delivery_complete | op_flag::remote_cq_data |
-                                            op_flag::inject_complete | op_flag::commit_complete;
+inline constexpr op_flag write_only_flags = op_flag::inject | op_flag::transmit_complete | op_flag::delivery_complete |
+                                            op_flag::remote_cq_data | op_flag::inject_complete |
+                                            op_flag::commit_complete;
 
 namespace detail {
 /// 0 or an FI_E* code: the checks every RMA submission makes before the provider.
 [[nodiscard]] auto check(const endpoint& ep, std::span<const std::byte> local, const memory_region* mr,
                          fabric_addr peer, const remote_memory& remote, context_ptr<void> ctx) noexcept -> int;
 [[nodiscard]] auto check_vector(const endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc,
-                                fabric_addr peer, std::span<const remote_memory> remote,
-                                context_ptr<void> ctx) noexcept -> int;
+                                fabric_addr peer, std::span<const remote_memory> remote, context_ptr<void> ctx) noexcept
+    -> int;
 [[nodiscard]] inline auto fail(int e) noexcept -> void_result { return std::unexpected(native_error(e)); }
 
 /// 0 when a one-buffer read or write may go to the endpoint's RMA gate (which refuses for the
@@ -40,14 +40,16 @@ LOOM_SUBMIT_INLINE auto precheck(const endpoint& ep, std::span<const std::byte> 
 template <destination Dest>
 LOOM_SUBMIT_INLINE auto read_one(endpoint& ep, std::span<std::byte> local, const memory_region& mr, Dest peer,
                                  const remote_memory& remote, context_ptr<void> ctx) noexcept -> void_result {
-    if (const int e = precheck(ep, local, mr, peer, remote, ctx)) [[unlikely]] return fail(e);
+    if (const int e = precheck(ep, local, mr, peer, remote, ctx)) [[unlikely]]
+        return fail(e);
     return check_native(::fi_read(ep.send_gate(capability::rma), local.data(), local.size(), mr.descriptor(),
                                   peer.get(), remote.addr, remote.key, ctx.get()));
 }
 template <destination Dest>
 LOOM_SUBMIT_INLINE auto write_one(endpoint& ep, std::span<const std::byte> local, const memory_region& mr, Dest peer,
                                   const remote_memory& remote, context_ptr<void> ctx) noexcept -> void_result {
-    if (const int e = precheck(ep, local, mr, peer, remote, ctx)) [[unlikely]] return fail(e);
+    if (const int e = precheck(ep, local, mr, peer, remote, ctx)) [[unlikely]]
+        return fail(e);
     return check_native(::fi_write(ep.send_gate(capability::rma), local.data(), local.size(), mr.descriptor(),
                                    peer.get(), remote.addr, remote.key, ctx.get()));
 }
@@ -55,9 +57,10 @@ template <destination Dest>
 LOOM_SUBMIT_INLINE auto write_data_one(endpoint& ep, std::span<const std::byte> local, const memory_region& mr,
                                        Dest peer, const remote_memory& remote, std::uint64_t data,
                                        context_ptr<void> ctx) noexcept -> void_result {
-    if (const int e = precheck(ep, local, mr, peer, remote, ctx)) [[unlikely]] return fail(e);
-    return check_native(::fi_writedata(ep.send_gate(capability::rma), local.data(), local.size(), mr.descriptor(),
-                                       data, peer.get(), remote.addr, remote.key, ctx.get()));
+    if (const int e = precheck(ep, local, mr, peer, remote, ctx)) [[unlikely]]
+        return fail(e);
+    return check_native(::fi_writedata(ep.send_gate(capability::rma), local.data(), local.size(), mr.descriptor(), data,
+                                       peer.get(), remote.addr, remote.key, ctx.get()));
 }
 auto submit_msg(endpoint& ep, bool is_read, std::span<const ::iovec> local, std::span<void* const> desc,
                 fabric_addr peer, std::span<const remote_memory> remote, std::uint64_t data, op_flag flags,
@@ -75,9 +78,8 @@ LOOM_SUBMIT_INLINE auto read_to(endpoint& ep, std::span<std::byte> local, const 
     -> void_result {
     return detail::read_one(ep, local, local_mr, peer, remote, ctx);
 }
-LOOM_SUBMIT_INLINE auto read_to(endpoint& ep, std::span<std::byte> local, const memory_region& local_mr,
-                                peer_addr peer, const remote_memory& remote, context_ptr<void> ctx = {}) noexcept
-    -> void_result {
+LOOM_SUBMIT_INLINE auto read_to(endpoint& ep, std::span<std::byte> local, const memory_region& local_mr, peer_addr peer,
+                                const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
     return detail::read_one(ep, local, local_mr, peer, remote, ctx);
 }
 LOOM_SUBMIT_INLINE auto write_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
@@ -140,8 +142,8 @@ template <operation_defaults D = operation_defaults::replace>
 auto writev_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc, fabric_addr peer,
                std::span<const remote_memory> remote, op_flag flags, context_ptr<void> ctx) noexcept -> void_result {
     if (const int e = detail::check_vector(ep, local, desc, peer, remote, ctx)) return detail::fail(e);
-    return detail::submit_msg(ep, false, local, desc, peer, remote, 0,
-                              effective_flags<D>(flags, ep.tx_op_flags()), ctx.get());
+    return detail::submit_msg(ep, false, local, desc, peer, remote, 0, effective_flags<D>(flags, ep.tx_op_flags()),
+                              ctx.get());
 }
 inline auto readv_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc, fabric_addr peer,
                      std::span<const remote_memory> remote, context_ptr<void> ctx = {}) noexcept -> void_result {
@@ -155,8 +157,8 @@ inline auto writev_to(endpoint& ep, std::span<const ::iovec> local, std::span<vo
 // ---------------------------------------------------------------- connected endpoints
 /// The peer is the endpoint's connection (fabric_addrs::unspecified): for connected
 /// endpoints only; an RDM endpoint needs the _to forms (invalid_argument otherwise).
-inline auto read(endpoint& ep, std::span<std::byte> local, const memory_region& local_mr,
-                 const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
+inline auto read(endpoint& ep, std::span<std::byte> local, const memory_region& local_mr, const remote_memory& remote,
+                 context_ptr<void> ctx = {}) noexcept -> void_result {
     return read_to(ep, local, local_mr, fabric_addrs::unspecified, remote, ctx);
 }
 inline auto write(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,

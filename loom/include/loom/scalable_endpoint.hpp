@@ -7,14 +7,14 @@
 #include <cstddef>
 #include <loom/address.hpp>
 #include <loom/detail/fid.hpp>
+#include <loom/detail/resource_alloc.hpp>
 #include <loom/domain.hpp>
 #include <loom/endpoint.hpp>
 #include <loom/fabric_info.hpp>
 #include <memory>
 #include <memory_resource>
-#include <span>
-#include <loom/detail/resource_alloc.hpp>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace loom {
@@ -56,8 +56,7 @@ public:
     /// fi_scalable_ep with `info` (ep_attr context counts overridden by `attr`). Counts above
     /// the domain's max_ep_tx_ctx / max_ep_rx_ctx, or FI_SHARED_CONTEXT, are invalid_argument
     /// before the provider is called.
-    [[nodiscard]] static auto create(domain& dom, const fabric_info& info,
-                                     const scalable_endpoint_attr& attr = {},
+    [[nodiscard]] static auto create(domain& dom, const fabric_info& info, const scalable_endpoint_attr& attr = {},
                                      std::pmr::memory_resource* mr = nullptr) -> result<scalable_endpoint>;
 
     /// Binds the address vector every context uses (RDM and datagram types need one before
@@ -108,8 +107,8 @@ public:
     }
 
 private:
-    [[nodiscard]] auto make_context(bool transmit, int index, const context_attr& attr,
-                                    std::pmr::memory_resource* mr) -> result<endpoint>;
+    [[nodiscard]] auto make_context(bool transmit, int index, const context_attr& attr, std::pmr::memory_resource* mr)
+        -> result<endpoint>;
     [[nodiscard]] auto needs_av() const noexcept -> bool;
 
     detail::unique_fid<::fid_ep> h_;

@@ -28,8 +28,8 @@ public:
     /// fi_srx_context with `info`'s receive attributes. invalid_argument for an invalid domain
     /// or an entry without receive attributes; providers without shared receive contexts
     /// report their own error (for example invalid_argument or not_implemented).
-    [[nodiscard]] static auto create(domain& dom, const fabric_info& info,
-                                     std::pmr::memory_resource* mr = nullptr) -> result<shared_rx_context>;
+    [[nodiscard]] static auto create(domain& dom, const fabric_info& info, std::pmr::memory_resource* mr = nullptr)
+        -> result<shared_rx_context>;
 
     /// Receive IOV bound (rx); tx and rma are 0.
     [[nodiscard]] auto iov_limits() const noexcept -> loom::iov_limits { return {0, rx_iov_limit_, 0}; }
@@ -59,15 +59,12 @@ public:
 
     // ------------------------------------------------------------ pre-submission checks
     // The same checks endpoints use (detail::check_receive); 0 or a positive FI_E* code.
-    [[nodiscard]] auto check_rx(capability family, fabric_addr src, context_ptr<void> ctx) const noexcept
-        -> int {
+    [[nodiscard]] auto check_rx(capability family, fabric_addr src, context_ptr<void> ctx) const noexcept -> int {
         return detail::check_receive(valid(), caps_, needs_context_, family, src, ctx);
     }
-    [[nodiscard]] auto check_rx_iov(capability family, std::span<const ::iovec> iov,
-                                    std::span<void* const> desc, fabric_addr src,
-                                    context_ptr<void> ctx) const noexcept -> int {
-        return detail::check_receive_iov(valid(), caps_, needs_context_, rx_iov_limit_, family, iov, desc,
-                                         src, ctx);
+    [[nodiscard]] auto check_rx_iov(capability family, std::span<const ::iovec> iov, std::span<void* const> desc,
+                                    fabric_addr src, context_ptr<void> ctx) const noexcept -> int {
+        return detail::check_receive_iov(valid(), caps_, needs_context_, rx_iov_limit_, family, iov, desc, src, ctx);
     }
 
 private:

@@ -57,8 +57,8 @@ public:
     /// `ignore` (from `source` only when given; that needs capability::directed_recv) and
     /// claims it. bad_state unless idle or when the endpoint is not enabled; provider errors
     /// (not_supported for providers without FI_PEEK/FI_CLAIM, again) leave the claim idle.
-    auto probe(std::uint64_t tag, std::uint64_t ignore = 0,
-               fabric_addr source = fabric_addrs::unspecified) noexcept -> void_result;
+    auto probe(std::uint64_t tag, std::uint64_t ignore = 0, fabric_addr source = fabric_addrs::unspecified) noexcept
+        -> void_result;
     /// Consumes the completion of the outstanding operation. invalid_argument when the
     /// event's context is not context(); bad_state when nothing is outstanding (an event
     /// observed twice). A probe gives no_match or reserved; a receive completed; a discard

@@ -153,17 +153,15 @@ public:
     }
     template <class Ctx>
     [[nodiscard]] static auto create_tagged_send(domain& dom, endpoint& ep, threshold_condition cond,
-                                                 counter* completion_counter,
-                                                 const msg::tagged_send_message<Ctx>& m, op_flag flags = {},
-                                                 std::pmr::memory_resource* mr = nullptr)
+                                                 counter* completion_counter, const msg::tagged_send_message<Ctx>& m,
+                                                 op_flag flags = {}, std::pmr::memory_resource* mr = nullptr)
         -> result<deferred_work> {
         return make_msg(work_kind::tagged_send, dom, ep, cond, completion_counter, m.iov, m.desc, m.addr,
                         msg::detail::to_void(m.context), m.data, m.tag, 0, flags, mr);
     }
     template <class Ctx>
     [[nodiscard]] static auto create_tagged_recv(domain& dom, endpoint& ep, threshold_condition cond,
-                                                 counter* completion_counter,
-                                                 const msg::tagged_receive_message<Ctx>& m,
+                                                 counter* completion_counter, const msg::tagged_receive_message<Ctx>& m,
                                                  op_flag flags = {}, std::pmr::memory_resource* mr = nullptr)
         -> result<deferred_work> {
         return make_msg(work_kind::tagged_recv, dom, ep, cond, completion_counter, m.iov, m.desc, m.addr,
@@ -172,20 +170,17 @@ public:
 
     /// One-sided write of the local segments to the remote segments of `m.addr`.
     [[nodiscard]] static auto create_write(domain& dom, endpoint& ep, threshold_condition cond,
-                                           counter* completion_counter, const rma_message& m,
-                                           op_flag flags = {}, std::pmr::memory_resource* mr = nullptr)
-        -> result<deferred_work>;
+                                           counter* completion_counter, const rma_message& m, op_flag flags = {},
+                                           std::pmr::memory_resource* mr = nullptr) -> result<deferred_work>;
     /// One-sided read of the remote segments of `m.addr` into the local segments.
     [[nodiscard]] static auto create_read(domain& dom, endpoint& ep, threshold_condition cond,
-                                          counter* completion_counter, const rma_message& m,
-                                          op_flag flags = {}, std::pmr::memory_resource* mr = nullptr)
-        -> result<deferred_work>;
+                                          counter* completion_counter, const rma_message& m, op_flag flags = {},
+                                          std::pmr::memory_resource* mr = nullptr) -> result<deferred_work>;
     /// Single-segment forms: `local` (registered with `desc`, may be null) and one remote segment.
     [[nodiscard]] static auto create_write(domain& dom, endpoint& ep, threshold_condition cond,
-                                           counter* completion_counter, std::span<const std::byte> local,
-                                           void* desc, fabric_addr peer, const remote_memory& remote,
-                                           op_flag flags = {}, std::pmr::memory_resource* mr = nullptr)
-        -> result<deferred_work>;
+                                           counter* completion_counter, std::span<const std::byte> local, void* desc,
+                                           fabric_addr peer, const remote_memory& remote, op_flag flags = {},
+                                           std::pmr::memory_resource* mr = nullptr) -> result<deferred_work>;
     [[nodiscard]] static auto create_read(domain& dom, endpoint& ep, threshold_condition cond,
                                           counter* completion_counter, std::span<std::byte> local, void* desc,
                                           fabric_addr peer, const remote_memory& remote, op_flag flags = {},
@@ -197,16 +192,15 @@ public:
     /// invalid_argument when `count` exceeds it.
     [[nodiscard]] static auto create_atomic(domain& dom, endpoint& ep, threshold_condition cond,
                                             counter* completion_counter, ::fi_op op, ::fi_datatype dt,
-                                            const void* operand, std::size_t count, void* desc,
-                                            fabric_addr peer, const remote_memory& remote, op_flag flags = {},
+                                            const void* operand, std::size_t count, void* desc, fabric_addr peer,
+                                            const remote_memory& remote, op_flag flags = {},
                                             std::pmr::memory_resource* mr = nullptr) -> result<deferred_work>;
     /// Typed form: the datatype follows from T.
     template <atomic_operand T>
     [[nodiscard]] static auto create_atomic(domain& dom, endpoint& ep, threshold_condition cond,
-                                            counter* completion_counter, ::fi_op op,
-                                            std::span<const T> operand, void* desc, fabric_addr peer,
-                                            const remote_memory& remote, op_flag flags = {},
-                                            std::pmr::memory_resource* mr = nullptr)
+                                            counter* completion_counter, ::fi_op op, std::span<const T> operand,
+                                            void* desc, fabric_addr peer, const remote_memory& remote,
+                                            op_flag flags = {}, std::pmr::memory_resource* mr = nullptr)
         -> result<deferred_work> {
         return create_atomic(dom, ep, cond, completion_counter, op, datatype_of<std::remove_cv_t<T>>::value,
                              operand.data(), operand.size(), desc, peer, remote, flags, mr);
@@ -244,20 +238,18 @@ private:
     [[nodiscard]] static auto make_msg(work_kind kind, domain& dom, endpoint& ep, threshold_condition cond,
                                        counter* completion_counter, std::span<const ::iovec> iov,
                                        std::span<void* const> desc, fabric_addr addr, const void* msg_ctx,
-                                       std::uint64_t data, std::uint64_t tag, std::uint64_t ignore,
-                                       op_flag flags, std::pmr::memory_resource* mr) -> result<deferred_work>;
+                                       std::uint64_t data, std::uint64_t tag, std::uint64_t ignore, op_flag flags,
+                                       std::pmr::memory_resource* mr) -> result<deferred_work>;
     [[nodiscard]] static auto make_rma(work_kind kind, domain& dom, endpoint& ep, threshold_condition cond,
                                        counter* completion_counter, std::span<const ::iovec> iov,
                                        std::span<void* const> desc, fabric_addr addr,
-                                       std::span<const remote_memory> remote, std::uint64_t data,
-                                       op_flag flags, std::pmr::memory_resource* mr) -> result<deferred_work>;
-    [[nodiscard]] static auto make_counter(work_kind kind, domain& dom, threshold_condition cond,
-                                           counter& target, std::uint64_t value,
-                                           std::pmr::memory_resource* mr) -> result<deferred_work>;
+                                       std::span<const remote_memory> remote, std::uint64_t data, op_flag flags,
+                                       std::pmr::memory_resource* mr) -> result<deferred_work>;
+    [[nodiscard]] static auto make_counter(work_kind kind, domain& dom, threshold_condition cond, counter& target,
+                                           std::uint64_t value, std::pmr::memory_resource* mr) -> result<deferred_work>;
     /// Allocates the native work block and fills the fields every kind shares.
-    [[nodiscard]] static auto prepare(work_kind kind, domain& dom, threshold_condition cond,
-                                      const detail::layout& l, std::pmr::memory_resource* mr)
-        -> result<deferred_work>;
+    [[nodiscard]] static auto prepare(work_kind kind, domain& dom, threshold_condition cond, const detail::layout& l,
+                                      std::pmr::memory_resource* mr) -> result<deferred_work>;
     auto submit(domain& dom) noexcept -> void_result;
     void release() noexcept;
     void abandon_or_terminate() noexcept;

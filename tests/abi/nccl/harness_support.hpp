@@ -10,29 +10,29 @@
 
 #include <dlfcn.h>
 #include <poll.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <ostream>
 #include <set>
-#include <memory>
-#include <tuple>
-#include <type_traits>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace nccl_harness {
@@ -40,16 +40,15 @@ namespace nccl_harness {
 using namespace loom::nccl_abi;
 using clk = std::chrono::steady_clock;
 
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            std::fprintf(stderr, "[pid %d] %s:%d: check failed: %s: ", ::getpid(), __FILE__, \
-                         __LINE__, #cond);                                                   \
-            std::fprintf(stderr, __VA_ARGS__);                                               \
-            std::fprintf(stderr, "\n");                                                      \
-            std::fflush(stderr);                                                             \
-            ::_exit(1);                                                                      \
-        }                                                                                    \
+#define CHECK(cond, ...)                                                                                       \
+    do {                                                                                                       \
+        if (!(cond)) {                                                                                         \
+            std::fprintf(stderr, "[pid %d] %s:%d: check failed: %s: ", ::getpid(), __FILE__, __LINE__, #cond); \
+            std::fprintf(stderr, __VA_ARGS__);                                                                 \
+            std::fprintf(stderr, "\n");                                                                        \
+            std::fflush(stderr);                                                                               \
+            ::_exit(1);                                                                                        \
+        }                                                                                                      \
     } while (0)
 
 inline void logger(int level, unsigned long, const char* file, int line, const char* fmt, ...) {
@@ -148,7 +147,8 @@ inline auto make_api(int version) -> api {
     auto ctx = std::make_shared<void*>(nullptr);  // v11+: the per-communicator context
     if constexpr (requires { t->finalize; }) {
         a.init = [t, ctx] { return static_cast<int>(t->init(ctx.get(), 42, nullptr, logger, g_init_prof)); };
-    } else if constexpr (requires { t->makeVDevice; } && std::is_same_v<decltype(t->init), result_t (*)(logger_t, profiler_callback_t)>) {
+    } else if constexpr (requires { t->makeVDevice; } &&
+                         std::is_same_v<decltype(t->init), result_t (*)(logger_t, profiler_callback_t)>) {
         a.init = [t] { return static_cast<int>(t->init(logger, g_init_prof)); };
     } else {
         a.init = [t] { return static_cast<int>(t->init(logger)); };
@@ -178,7 +178,8 @@ inline auto make_api(int version) -> api {
     } else {
         a.listen = [t](int d, void* h, void** l) { return static_cast<int>(t->listen(d, h, l)); };
         if constexpr (requires { t->getDeviceMr; }) {
-            if constexpr (std::is_invocable_v<decltype(t->connect), int, comm_config_v10*, void*, void**, device_handle_v7**>) {
+            if constexpr (std::is_invocable_v<decltype(t->connect), int, comm_config_v10*, void*, void**,
+                                              device_handle_v7**>) {
                 a.connect = [t](int d, void* h, void** s) {
                     device_handle_v7* dh = nullptr;
                     comm_config_v10 cfg{-1};
@@ -242,7 +243,9 @@ inline auto make_api(int version) -> api {
             return static_cast<int>(t->irecv(c, n, d, sizes, tags, m, ph, r));
         };
     }
-    a.iflush = [t](void* c, int n, void** d, int* s, void** m, void** r) { return static_cast<int>(t->iflush(c, n, d, s, m, r)); };
+    a.iflush = [t](void* c, int n, void** d, int* s, void** m, void** r) {
+        return static_cast<int>(t->iflush(c, n, d, s, m, r));
+    };
     a.test = [t](void* r, int* done, int* sizes) { return static_cast<int>(t->test(r, done, sizes)); };
     a.close_send = [t](void* c) { return static_cast<int>(t->closeSend(c)); };
     a.close_recv = [t](void* c) { return static_cast<int>(t->closeRecv(c)); };
@@ -267,13 +270,13 @@ inline auto make_api(int version) -> api {
 
 inline auto load(int version) -> api {
     switch (version) {
-    case 6: return make_api<net_v6, properties_v6>(6);
-    case 7: return make_api<net_v7, properties_v7>(7);
-    case 8: return make_api<net_v8, properties_v8>(8);
-    case 9: return make_api<net_v9, properties_v9>(9);
-    case 10: return make_api<net_v10, properties_v10>(10);
-    case 11: return make_api<net_v11, properties_v11>(11);
-    default: return make_api<net_v12, properties_v12>(12);
+        case 6: return make_api<net_v6, properties_v6>(6);
+        case 7: return make_api<net_v7, properties_v7>(7);
+        case 8: return make_api<net_v8, properties_v8>(8);
+        case 9: return make_api<net_v9, properties_v9>(9);
+        case 10: return make_api<net_v10, properties_v10>(10);
+        case 11: return make_api<net_v11, properties_v11>(11);
+        default: return make_api<net_v12, properties_v12>(12);
     }
 }
 
@@ -399,8 +402,9 @@ inline void await_peer(int fd) {
 
 /// Runs receiver and sender in two fresh processes; returns their exit codes.
 inline auto run_pair(const std::string& provider, const std::string& extra_env,
-              const std::function<void(const pipes&)>& receiver,
-              const std::function<void(const pipes&, pid_t)>& sender, int* recv_status, int* send_status) -> void {
+                     const std::function<void(const pipes&)>& receiver,
+                     const std::function<void(const pipes&, pid_t)>& sender, int* recv_status, int* send_status)
+    -> void {
     pipes p;
     ASSERT_EQ(::pipe(p.to_sender), 0);
     ASSERT_EQ(::pipe(p.to_receiver), 0);
@@ -467,8 +471,16 @@ protected:
         const int version = GetParam().version;
         int rs = 0, ss = 0;
         run_pair(
-            GetParam().provider, GetParam().env, [&](const pipes& p) { api a = load(version); receiver(a, p); },
-            [&](const pipes& p, pid_t rpid) { api a = load(version); sender(a, p, rpid); }, &rs, &ss);
+            GetParam().provider, GetParam().env,
+            [&](const pipes& p) {
+                api a = load(version);
+                receiver(a, p);
+            },
+            [&](const pipes& p, pid_t rpid) {
+                api a = load(version);
+                sender(a, p, rpid);
+            },
+            &rs, &ss);
         EXPECT_TRUE(exited_ok(rs)) << "receiver status " << rs;
         if (!sender_dies) {
             EXPECT_TRUE(exited_ok(ss)) << "sender status " << ss;
@@ -477,8 +489,8 @@ protected:
 };
 
 inline constexpr std::size_t big = std::size_t{16} << 20;
-inline const std::vector<std::size_t> sizes{0, 1, 8, 100, 4096, 16384, 16385, 65536, 65537, std::size_t{1} << 20,
-                                     std::size_t{4} << 20, big};
+inline const std::vector<std::size_t> sizes{
+    0, 1, 8, 100, 4096, 16384, 16385, 65536, 65537, std::size_t{1} << 20, std::size_t{4} << 20, big};
 
 /// A pointer that is no object of the plugin (stale or foreign handles).
 inline auto fake(std::uintptr_t v) -> void* { return reinterpret_cast<void*>(v); }

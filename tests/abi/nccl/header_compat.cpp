@@ -102,20 +102,20 @@ consteval std::size_t field_count() {
 // ---------------------------------------------------------------- the checks
 // LOOM_ABI_STRUCT(ours, theirs, n): declares the pair as twins and checks size, alignment and
 // that both have exactly n fields; LOOM_ABI_MEMBER must then be listed for each of them.
-#define LOOM_ABI_STRUCT(ours, theirs, n)                                                                   \
-    namespace {                                                                                            \
-    template <>                                                                                            \
-    struct twin<ours, theirs> : std::true_type {};                                                         \
-    }                                                                                                      \
+#define LOOM_ABI_STRUCT(ours, theirs, n)                                                                     \
+    namespace {                                                                                              \
+    template <>                                                                                              \
+    struct twin<ours, theirs> : std::true_type {};                                                           \
+    }                                                                                                        \
     static_assert(std::is_standard_layout_v<ours> && std::is_trivially_copyable_v<ours>, #ours ": not POD"); \
-    static_assert(sizeof(ours) == sizeof(theirs), #ours ": sizeof differs from " #theirs);                 \
-    static_assert(alignof(ours) == alignof(theirs), #ours ": alignof differs from " #theirs);              \
-    static_assert(field_count<ours>() == (n) && field_count<theirs>() == (n),                              \
+    static_assert(sizeof(ours) == sizeof(theirs), #ours ": sizeof differs from " #theirs);                   \
+    static_assert(alignof(ours) == alignof(theirs), #ours ": alignof differs from " #theirs);                \
+    static_assert(field_count<ours>() == (n) && field_count<theirs>() == (n),                                \
                   #ours " / " #theirs ": number of fields is not " #n)
 
-#define LOOM_ABI_MEMBER(ours, theirs, m)                                                                   \
-    static_assert(offsetof(ours, m) == offsetof(theirs, m), #ours "::" #m ": offset differs");             \
-    static_assert(sizeof(ours::m) == sizeof(theirs::m), #ours "::" #m ": size differs");                   \
+#define LOOM_ABI_MEMBER(ours, theirs, m)                                                       \
+    static_assert(offsetof(ours, m) == offsetof(theirs, m), #ours "::" #m ": offset differs"); \
+    static_assert(sizeof(ours::m) == sizeof(theirs::m), #ours "::" #m ": size differs");       \
     static_assert(equiv_v<decltype(ours::m), decltype(theirs::m)>, #ours "::" #m ": type is not ABI-equivalent")
 
 // Scalars and callbacks.
@@ -137,9 +137,9 @@ static_assert(equiv_v<ours::device_handle_v10, ncclNetDeviceHandle_v10_t>);
 static_assert(equiv_v<ours::device_handle_v11, ncclNetDeviceHandle_v11_t>);
 
 // Virtual-device properties (1 + NCCL_NET_MAX_DEVS_PER_NIC fields).
-#define LOOM_ABI_VDEV(ours, theirs)                 \
-    LOOM_ABI_STRUCT(ours, theirs, 5);               \
-    LOOM_ABI_MEMBER(ours, theirs, ndevs);           \
+#define LOOM_ABI_VDEV(ours, theirs)       \
+    LOOM_ABI_STRUCT(ours, theirs, 5);     \
+    LOOM_ABI_MEMBER(ours, theirs, ndevs); \
     LOOM_ABI_MEMBER(ours, theirs, devs)
 LOOM_ABI_VDEV(ours::vdevice_props_v9, ncclNetVDeviceProps_v9_t);
 LOOM_ABI_VDEV(ours::vdevice_props_v10, ncclNetVDeviceProps_v10_t);
@@ -165,15 +165,15 @@ LOOM_ABI_MEMBER(ours::net_attr_v11, ncclNetAttr_v11_t, algo);
 LOOM_ABI_MEMBER(ours::net_attr_v11, ncclNetAttr_v11_t, proto);
 
 // ---------------------------------------------------------------- properties
-#define LOOM_ABI_PROPS_V6_COMMON(ours, theirs)      \
-    LOOM_ABI_MEMBER(ours, theirs, name);            \
-    LOOM_ABI_MEMBER(ours, theirs, pciPath);         \
-    LOOM_ABI_MEMBER(ours, theirs, guid);            \
-    LOOM_ABI_MEMBER(ours, theirs, ptrSupport);      \
-    LOOM_ABI_MEMBER(ours, theirs, speed);           \
-    LOOM_ABI_MEMBER(ours, theirs, port);            \
-    LOOM_ABI_MEMBER(ours, theirs, latency);         \
-    LOOM_ABI_MEMBER(ours, theirs, maxComms);        \
+#define LOOM_ABI_PROPS_V6_COMMON(ours, theirs) \
+    LOOM_ABI_MEMBER(ours, theirs, name);       \
+    LOOM_ABI_MEMBER(ours, theirs, pciPath);    \
+    LOOM_ABI_MEMBER(ours, theirs, guid);       \
+    LOOM_ABI_MEMBER(ours, theirs, ptrSupport); \
+    LOOM_ABI_MEMBER(ours, theirs, speed);      \
+    LOOM_ABI_MEMBER(ours, theirs, port);       \
+    LOOM_ABI_MEMBER(ours, theirs, latency);    \
+    LOOM_ABI_MEMBER(ours, theirs, maxComms);   \
     LOOM_ABI_MEMBER(ours, theirs, maxRecvs)
 
 LOOM_ABI_STRUCT(ours::properties_v6, ncclNetProperties_v6_t, 9);
@@ -191,15 +191,15 @@ LOOM_ABI_MEMBER(ours::properties_v8, ncclNetProperties_v8_t, netDeviceType);
 LOOM_ABI_MEMBER(ours::properties_v8, ncclNetProperties_v8_t, netDeviceVersion);
 
 // v9/v10: 16 fields, v11: 17 (vProps counts as one: it is initialised as a whole).
-#define LOOM_ABI_PROPS_V9(ours, theirs, n)                      \
-    LOOM_ABI_STRUCT(ours, theirs, n);                           \
-    LOOM_ABI_PROPS_V6_COMMON(ours, theirs);                     \
-    LOOM_ABI_MEMBER(ours, theirs, regIsGlobal);                 \
-    LOOM_ABI_MEMBER(ours, theirs, forceFlush);                  \
-    LOOM_ABI_MEMBER(ours, theirs, netDeviceType);               \
-    LOOM_ABI_MEMBER(ours, theirs, netDeviceVersion);            \
-    LOOM_ABI_MEMBER(ours, theirs, vProps);                      \
-    LOOM_ABI_MEMBER(ours, theirs, maxP2pBytes);                 \
+#define LOOM_ABI_PROPS_V9(ours, theirs, n)           \
+    LOOM_ABI_STRUCT(ours, theirs, n);                \
+    LOOM_ABI_PROPS_V6_COMMON(ours, theirs);          \
+    LOOM_ABI_MEMBER(ours, theirs, regIsGlobal);      \
+    LOOM_ABI_MEMBER(ours, theirs, forceFlush);       \
+    LOOM_ABI_MEMBER(ours, theirs, netDeviceType);    \
+    LOOM_ABI_MEMBER(ours, theirs, netDeviceVersion); \
+    LOOM_ABI_MEMBER(ours, theirs, vProps);           \
+    LOOM_ABI_MEMBER(ours, theirs, maxP2pBytes);      \
     LOOM_ABI_MEMBER(ours, theirs, maxCollBytes)
 LOOM_ABI_PROPS_V9(ours::properties_v9, ncclNetProperties_v9_t, 16);
 LOOM_ABI_PROPS_V9(ours::properties_v10, ncclNetProperties_v10_t, 16);
@@ -207,27 +207,27 @@ LOOM_ABI_PROPS_V9(ours::properties_v11, ncclNetProperties_v11_t, 17);
 LOOM_ABI_MEMBER(ours::properties_v11, ncclNetProperties_v11_t, maxMultiRequestSize);
 
 // ---------------------------------------------------------------- function tables
-#define LOOM_ABI_NET_V6_COMMON(ours, theirs)        \
-    LOOM_ABI_MEMBER(ours, theirs, name);            \
-    LOOM_ABI_MEMBER(ours, theirs, init);            \
-    LOOM_ABI_MEMBER(ours, theirs, devices);         \
-    LOOM_ABI_MEMBER(ours, theirs, getProperties);   \
-    LOOM_ABI_MEMBER(ours, theirs, listen);          \
-    LOOM_ABI_MEMBER(ours, theirs, connect);         \
-    LOOM_ABI_MEMBER(ours, theirs, accept);          \
-    LOOM_ABI_MEMBER(ours, theirs, regMr);           \
-    LOOM_ABI_MEMBER(ours, theirs, regMrDmaBuf);     \
-    LOOM_ABI_MEMBER(ours, theirs, deregMr);         \
-    LOOM_ABI_MEMBER(ours, theirs, isend);           \
-    LOOM_ABI_MEMBER(ours, theirs, irecv);           \
-    LOOM_ABI_MEMBER(ours, theirs, iflush);          \
-    LOOM_ABI_MEMBER(ours, theirs, test);            \
-    LOOM_ABI_MEMBER(ours, theirs, closeSend);       \
-    LOOM_ABI_MEMBER(ours, theirs, closeRecv);       \
+#define LOOM_ABI_NET_V6_COMMON(ours, theirs)      \
+    LOOM_ABI_MEMBER(ours, theirs, name);          \
+    LOOM_ABI_MEMBER(ours, theirs, init);          \
+    LOOM_ABI_MEMBER(ours, theirs, devices);       \
+    LOOM_ABI_MEMBER(ours, theirs, getProperties); \
+    LOOM_ABI_MEMBER(ours, theirs, listen);        \
+    LOOM_ABI_MEMBER(ours, theirs, connect);       \
+    LOOM_ABI_MEMBER(ours, theirs, accept);        \
+    LOOM_ABI_MEMBER(ours, theirs, regMr);         \
+    LOOM_ABI_MEMBER(ours, theirs, regMrDmaBuf);   \
+    LOOM_ABI_MEMBER(ours, theirs, deregMr);       \
+    LOOM_ABI_MEMBER(ours, theirs, isend);         \
+    LOOM_ABI_MEMBER(ours, theirs, irecv);         \
+    LOOM_ABI_MEMBER(ours, theirs, iflush);        \
+    LOOM_ABI_MEMBER(ours, theirs, test);          \
+    LOOM_ABI_MEMBER(ours, theirs, closeSend);     \
+    LOOM_ABI_MEMBER(ours, theirs, closeRecv);     \
     LOOM_ABI_MEMBER(ours, theirs, closeListen)
-#define LOOM_ABI_NET_V7_COMMON(ours, theirs)        \
-    LOOM_ABI_NET_V6_COMMON(ours, theirs);           \
-    LOOM_ABI_MEMBER(ours, theirs, getDeviceMr);     \
+#define LOOM_ABI_NET_V7_COMMON(ours, theirs)    \
+    LOOM_ABI_NET_V6_COMMON(ours, theirs);       \
+    LOOM_ABI_MEMBER(ours, theirs, getDeviceMr); \
     LOOM_ABI_MEMBER(ours, theirs, irecvConsumed)
 
 LOOM_ABI_STRUCT(ours::net_v6, ncclNet_v6_t, 17);
@@ -264,7 +264,8 @@ static_assert(I(ours::success) == I(ncclSuccess) && I(ours::unhandled_cuda_error
               I(ours::remote_error) == I(ncclRemoteError));  // ncclInProgress (7) is not in the plugin's err.h
 static_assert(ours::handle_maxsize == NCCL_NET_HANDLE_MAXSIZE);
 static_assert(ours::max_requests == NCCL_NET_MAX_REQUESTS);
-static_assert(ours::ptr_host == NCCL_PTR_HOST && ours::ptr_cuda == NCCL_PTR_CUDA && ours::ptr_dmabuf == NCCL_PTR_DMABUF);
+static_assert(ours::ptr_host == NCCL_PTR_HOST && ours::ptr_cuda == NCCL_PTR_CUDA &&
+              ours::ptr_dmabuf == NCCL_PTR_DMABUF);
 static_assert(ours::max_devs_per_nic_v9 == NCCL_NET_MAX_DEVS_PER_NIC);
 static_assert(ours::optional_recv_completion == NCCL_NET_OPTIONAL_RECV_COMPLETION);
 static_assert(ours::device_host == NCCL_NET_DEVICE_HOST && ours::device_unpack == NCCL_NET_DEVICE_UNPACK);
@@ -292,9 +293,9 @@ static_assert(offsetof(ours::vdevice_props_v12, devs) == offsetof(ours::vdevice_
 static_assert(sizeof(ours::vdevice_props_v12) == 36 && alignof(ours::vdevice_props_v12) == 4);
 
 // properties_v12: v11's members in v11's order, then int16_t railId, planeId.
-#define LOOM_ABI_SAME_AS_V11(m)                                                                            \
-    static_assert(offsetof(ours::properties_v12, m) == offsetof(ours::properties_v11, m) &&                  \
-                      std::is_same_v<decltype(ours::properties_v12::m), decltype(ours::properties_v11::m)>,  \
+#define LOOM_ABI_SAME_AS_V11(m)                                                                             \
+    static_assert(offsetof(ours::properties_v12, m) == offsetof(ours::properties_v11, m) &&                 \
+                      std::is_same_v<decltype(ours::properties_v12::m), decltype(ours::properties_v11::m)>, \
                   "properties_v12::" #m " differs from v11")
 LOOM_ABI_SAME_AS_V11(name);
 LOOM_ABI_SAME_AS_V11(pciPath);
@@ -332,9 +333,9 @@ static_assert(sizeof(ours::properties_v12) == 128 && alignof(ours::properties_v1
 // net_v12: v11's table, member for member; only getProperties and makeVDevice take the v12 types.
 static_assert(sizeof(ours::net_v12) == sizeof(ours::net_v11) && alignof(ours::net_v12) == alignof(ours::net_v11));
 static_assert(field_count<ours::net_v12>() == 22);
-#define LOOM_ABI_NET_SAME_AS_V11(m)                                                                        \
-    static_assert(offsetof(ours::net_v12, m) == offsetof(ours::net_v11, m) &&                                \
-                      std::is_same_v<decltype(ours::net_v12::m), decltype(ours::net_v11::m)>,                \
+#define LOOM_ABI_NET_SAME_AS_V11(m)                                                           \
+    static_assert(offsetof(ours::net_v12, m) == offsetof(ours::net_v11, m) &&                 \
+                      std::is_same_v<decltype(ours::net_v12::m), decltype(ours::net_v11::m)>, \
                   "net_v12::" #m " differs from v11")
 LOOM_ABI_NET_SAME_AS_V11(name);
 LOOM_ABI_NET_SAME_AS_V11(init);

@@ -76,14 +76,14 @@ TEST_P(nccl_memory, dmabuf_registrations_carry_eager_and_rendezvous_byte_exact) 
             CHECK(a.reg_mr_dmabuf(sc, m.map, m.size, ptr_host, 0, m.fd, &mh) == 0 && mh != nullptr, "regMrDmaBuf");
             for (std::size_t i = 0; i < lens.size(); ++i) {
                 fill(m.map, lens[i], 50 + i);
-                CHECK(wait(a, post_send(a, sc, m.map, lens[i], static_cast<int>(i), mh), nullptr) == 0, "send %zu", lens[i]);
+                CHECK(wait(a, post_send(a, sc, m.map, lens[i], static_cast<int>(i), mh), nullptr) == 0, "send %zu",
+                      lens[i]);
             }
             await_peer(p.to_sender[0]);
             CHECK(a.dereg_mr(sc, mh) == 0, "deregMr");
             CHECK(a.close_send(sc) == 0, "close");
         });
 }
-
 
 INSTANTIATE_TEST_SUITE_P(memory, nccl_memory,
                          ::testing::Values(param{"shm", 12, "LOOM_FLUSH=1"}, param{"tcp", 11, "LOOM_FLUSH=1"},

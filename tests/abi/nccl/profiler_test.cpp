@@ -17,7 +17,8 @@ auto prof_starts() -> std::vector<prof_record> {
 }
 auto prof_stopped(void* handle) -> bool {
     std::lock_guard lock(g_prof_mu);
-    return std::ranges::any_of(g_prof_log, [&](const prof_record& r) { return r.type == profiler_net_stop && r.handle == handle; });
+    return std::ranges::any_of(g_prof_log,
+                               [&](const prof_record& r) { return r.type == profiler_net_stop && r.handle == handle; });
 }
 auto prof_open() -> std::size_t {
     std::lock_guard lock(g_prof_mu);
@@ -37,7 +38,8 @@ TEST_P(nccl_profiler, events_start_per_operation_and_stop_once) {
             std::array<int, 3> tags{1, 2, 3};
             std::array<void*, 3> ph{fake(0xA1), nullptr, fake(0xA3)};
             void* grouped = nullptr;
-            CHECK(a.irecv_p(rc, 3, d.data(), s.data(), tags.data(), nullptr, ph.data(), &grouped) == 0 && grouped != nullptr,
+            CHECK(a.irecv_p(rc, 3, d.data(), s.data(), tags.data(), nullptr, ph.data(), &grouped) == 0 &&
+                      grouped != nullptr,
                   "grouped irecv");
             void* d3 = b3.data();
             std::size_t s3 = b3.size();
@@ -68,8 +70,9 @@ TEST_P(nccl_profiler, events_start_per_operation_and_stop_once) {
             std::array<void*, 2> d2{b2.data(), b3.data()};
             std::array<std::size_t, 2> s2{b2.size(), b3.size()};
             void* never = nullptr;
-            CHECK(a.irecv_p(rc, 2, d2.data(), s2.data(), t2.data(), nullptr, ph2.data(), &never) == 0 && never != nullptr,
-                  "irecv never satisfied");
+            CHECK(
+                a.irecv_p(rc, 2, d2.data(), s2.data(), t2.data(), nullptr, ph2.data(), &never) == 0 && never != nullptr,
+                "irecv never satisfied");
             CHECK(prof_open() == 2, "open events %zu", prof_open());
             await_peer(p.to_receiver[0]);
             CHECK(a.close_recv(rc) == 0 && a.close_listen(l) == 0, "close");

@@ -15,7 +15,8 @@ TEST_P(nccl_rails, virtual_device_carries_every_size_byte_exact) {
         const int devs[2] = {0, 1};
         CHECK(a.make_vdevice && a.make_vdevice(&vd, 2, devs) == 0 && vd == 2, "makeVDevice -> %d", vd);
         props p;
-        CHECK(a.get_props(vd, p) == 0 && p.name.find('+') != std::string::npos, "vdevice properties '%s'", p.name.c_str());
+        CHECK(a.get_props(vd, p) == 0 && p.name.find('+') != std::string::npos, "vdevice properties '%s'",
+              p.name.c_str());
         return vd;
     };
     pair(

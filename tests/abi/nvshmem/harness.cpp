@@ -53,8 +53,8 @@ auto amo(pe_env& e, int pe, std::size_t off, int code, int elembytes, std::uint6
 auto quiet_all(pe_env& e) -> int { return e.t->ops.quiet(e.t, 0, 0) | e.t->ops.quiet(e.t, 0, 1); }
 
 auto pattern(int writer, int target, std::size_t i, int round = 0) -> std::byte {
-    return static_cast<std::byte>((writer * 131 + target * 31 + static_cast<int>(i) * 7 + static_cast<int>(i / 251) +
-                                   round * 17) & 0xff);
+    return static_cast<std::byte>(
+        (writer * 131 + target * 31 + static_cast<int>(i) * 7 + static_cast<int>(i / 251) + round * 17) & 0xff);
 }
 template <class T>
 auto load(pe_env& e, std::size_t off) -> T {
@@ -100,7 +100,8 @@ void check_written(pe_env& e) {
             CHECK(e.heap[base + big_at + i] == pattern(p, e.me, i, 1), "put_nbi from %d byte %zu", p, i);
         for (std::size_t i = 0; i < strided_n * strided_stride; ++i) {
             const auto v = load<std::uint64_t>(e, base + strided_at + i * 8);
-            const std::uint64_t want = i % strided_stride == 0 ? 0xabc00000u + (i / strided_stride) * 5 + static_cast<unsigned>(e.me) : 0;
+            const std::uint64_t want =
+                i % strided_stride == 0 ? 0xabc00000u + (i / strided_stride) * 5 + static_cast<unsigned>(e.me) : 0;
             CHECK(v == want, "strided element %zu from %d: %llx", i, p, static_cast<unsigned long long>(v));
         }
     }
@@ -158,8 +159,22 @@ TEST(nvshmem_abi_rails, two_selected_nics_carry_every_rma_verb) {
 // ---------------------------------------------------------------- atomics against a model
 constexpr std::size_t amo_at = 3584 * 1024;
 enum : std::size_t {
-    a_fadd8 = 0, a_finc4 = 8, a_add4 = 12, a_inc8 = 16, a_or8 = 24, a_xor8 = 32, a_and8 = 40, a_swap8 = 48,
-    a_cas8 = 56, a_cas4 = 64, a_fand4 = 68, a_for4 = 72, a_fxor4 = 76, a_sigset = 80, a_sigadd = 88, a_set = 96,
+    a_fadd8 = 0,
+    a_finc4 = 8,
+    a_add4 = 12,
+    a_inc8 = 16,
+    a_or8 = 24,
+    a_xor8 = 32,
+    a_and8 = 40,
+    a_swap8 = 48,
+    a_cas8 = 56,
+    a_cas4 = 64,
+    a_fand4 = 68,
+    a_for4 = 72,
+    a_fxor4 = 76,
+    a_sigset = 80,
+    a_sigadd = 88,
+    a_set = 96,
 };
 constexpr int rounds = 40;
 
@@ -179,7 +194,8 @@ void run_atomics(pe_env& e) {
         fetched8.push_back(r8);
         CHECK(amo(e, target, at(a_finc4), abi::amo_fetch_inc, 4, 0, 0, &r4) == 0, "fetch_inc");
         fetched4.push_back(r4);
-        CHECK(amo(e, target, at(a_add4), abi::amo_add, 4, static_cast<unsigned>(e.me) + 1, 0, nullptr, i % 2) == 0, "add");
+        CHECK(amo(e, target, at(a_add4), abi::amo_add, 4, static_cast<unsigned>(e.me) + 1, 0, nullptr, i % 2) == 0,
+              "add");
         CHECK(amo(e, target, at(a_inc8), abi::amo_inc, 8, 0) == 0, "inc");
         CHECK(amo(e, target, at(a_xor8), abi::amo_xor, 8, 1ULL << e.me) == 0, "xor");
     }
@@ -195,7 +211,8 @@ void run_atomics(pe_env& e) {
     std::uint32_t cas4 = 0;
     CHECK(amo(e, target, at(a_swap8), abi::amo_swap, 8, static_cast<unsigned>(e.me) + 1, 0, &swapped) == 0, "swap");
     CHECK(amo(e, target, at(a_cas8), abi::amo_compare_swap, 8, static_cast<unsigned>(e.me) + 1, 0, &cas8) == 0, "cas8");
-    CHECK(amo(e, target, at(a_cas4), abi::amo_compare_swap, 4, static_cast<unsigned>(e.me) + 100, 0, &cas4) == 0, "cas4");
+    CHECK(amo(e, target, at(a_cas4), abi::amo_compare_swap, 4, static_cast<unsigned>(e.me) + 100, 0, &cas4) == 0,
+          "cas4");
     CHECK(amo(e, target, at(a_set) + 8 * static_cast<std::size_t>(e.me), abi::amo_set, 8,
               0xabcd0000ULL + static_cast<unsigned>(e.me)) == 0,
           "set");
@@ -227,7 +244,9 @@ void run_atomics(pe_env& e) {
         CHECK(load<std::uint32_t>(e, at(a_for4)) == (1U << e.n) - 1, "fetch_or");
         CHECK(load<std::uint32_t>(e, at(a_fxor4)) == (1U << e.n) - 1, "fetch_xor");
         for (int p = 0; p < e.n; ++p)
-            CHECK(load<std::uint64_t>(e, at(a_set) + 8 * static_cast<std::size_t>(p)) == 0xabcd0000ULL + static_cast<unsigned>(p), "set %d", p);
+            CHECK(load<std::uint64_t>(e, at(a_set) + 8 * static_cast<std::size_t>(p)) ==
+                      0xabcd0000ULL + static_cast<unsigned>(p),
+                  "set %d", p);
         CHECK(load<std::uint64_t>(e, at(a_sigadd)) == 2 * n && load<std::uint64_t>(e, at(a_sigset)) == 77, "signals");
         // Swap: the old values and the final one are 0..n, each once.
         std::set<std::uint64_t> seen{load<std::uint64_t>(e, at(a_swap8))};
@@ -316,18 +335,19 @@ void signal_receiver(pe_env& e) {
 TEST_P(nvshmem_abi, a_signal_never_overtakes_its_data) {
     run_pes(2, GetParam().provider, env_of(GetParam()), [](pe_env& e) {
         bring_up(e);
-        if (e.me == 0) signal_sender(e);
-        else signal_receiver(e);
+        if (e.me == 0)
+            signal_sender(e);
+        else
+            signal_receiver(e);
         tear_down(e);
     });
 }
 
 INSTANTIATE_TEST_SUITE_P(providers, nvshmem_abi,
-                         ::testing::Values(param{"tcp", "staged"},
-                                           param{"tcp;ofi_rxm", "staged"}, param{"tcp;ofi_rxm", "native"},
-                                           param{"shm", "staged"}, param{"shm", "native"},
-                                           param{"sockets", "staged"}, param{"sockets", "native"},
-                                           param{"tcp", "staged", 4}),
+                         ::testing::Values(param{"tcp", "staged"}, param{"tcp;ofi_rxm", "staged"},
+                                           param{"tcp;ofi_rxm", "native"}, param{"shm", "staged"},
+                                           param{"shm", "native"}, param{"sockets", "staged"},
+                                           param{"sockets", "native"}, param{"tcp", "staged", 4}),
                          name_of);
 
 // ---------------------------------------------------------------- refusals and failures
@@ -378,9 +398,9 @@ void bad_rma_calls(pe_env& e) {
     CHECK(e.t->ops.rma(e.t, 1, {42, 0, 0, nullptr}, &r, &l, b8, 0) == abi::error_not_supported, "unknown verb");
     abi::mem_handle foreign{};
     std::memset(foreign.reserved, 0x5a, sizeof foreign.reserved);
-    for (abi::mem_handle h : {foreign, abi::mem_handle{}, flip(e.handles[1], 0), flip(e.handles[1], 9),
-                              flip(e.handles[1], 20), flip(e.handles[1], 25), flip(e.handles[1], 60),
-                              flip(e.handles[1], 180), e.handles[0]}) {
+    for (abi::mem_handle h :
+         {foreign, abi::mem_handle{}, flip(e.handles[1], 0), flip(e.handles[1], 9), flip(e.handles[1], 20),
+          flip(e.handles[1], 25), flip(e.handles[1], 60), flip(e.handles[1], 180), e.handles[0]}) {
         abi::rma_memdesc bad{r.ptr, 0, &h};
         CHECK(e.t->ops.rma(e.t, 1, put_verb, &bad, &l, b8, 0) == abi::error_invalid_value, "a bad handle");
     }
@@ -462,33 +482,32 @@ TEST(nvshmem_abi_refusals, bad_input_gets_error_codes_and_loses_nothing) {
 // A killed PE: operations towards it fail within the peer timeout, none hangs, and the
 // survivor still reaches itself and finalizes.
 TEST(nvshmem_abi_refusals, a_killed_pe_fails_its_operations_without_a_hang) {
-    run_pes(
-        2, "tcp", {{"LOOM_PEER_TIMEOUT_MS", "2000"}},
-        [](pe_env& e) {
-            bring_up(e);
-            e.barrier();
-            if (e.me == 1) ::raise(SIGKILL);
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
-            std::vector<std::byte> data(64 * 1024, std::byte{1});
-            const auto t0 = clk::now();
-            int rc = 0;
-            while (rc == 0 && clk::now() - t0 < std::chrono::seconds(30)) {
-                rc = put(e, 1, 0, data.data(), data.size(), true);
-                if (rc == 0) rc = quiet_all(e);
-            }
-            CHECK(rc != 0, "operations towards a dead PE kept succeeding");
-            std::uint64_t ret = 0;
-            CHECK(amo(e, 1, 0, abi::amo_fetch_add, 8, 1, 0, &ret) != 0, "a fetching atomic towards a dead PE");
-            const std::uint64_t v = 9;
-            CHECK(put(e, 0, 0, &v, 8, false) == 0, "a put to itself");
-            (void)quiet_all(e);  // reports the earlier failures once
-            CHECK(quiet_all(e) == 0, "quiet after the failures were reported");
-            e.stop = true;
-            e.proxy.join();
-            CHECK(e.t->ops.release_mem_handle(&e.mine, e.t) == 0 && e.t->ops.finalize(e.t) == 0, "teardown");
-            std::free(e.heap);
-        },
-        {1});
+    run_pes(2, "tcp", {{"LOOM_PEER_TIMEOUT_MS", "2000"}},
+            [](pe_env& e) {
+                bring_up(e);
+                e.barrier();
+                if (e.me == 1) ::raise(SIGKILL);
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                std::vector<std::byte> data(64 * 1024, std::byte{1});
+                const auto t0 = clk::now();
+                int rc = 0;
+                while (rc == 0 && clk::now() - t0 < std::chrono::seconds(30)) {
+                    rc = put(e, 1, 0, data.data(), data.size(), true);
+                    if (rc == 0) rc = quiet_all(e);
+                }
+                CHECK(rc != 0, "operations towards a dead PE kept succeeding");
+                std::uint64_t ret = 0;
+                CHECK(amo(e, 1, 0, abi::amo_fetch_add, 8, 1, 0, &ret) != 0, "a fetching atomic towards a dead PE");
+                const std::uint64_t v = 9;
+                CHECK(put(e, 0, 0, &v, 8, false) == 0, "a put to itself");
+                (void)quiet_all(e);  // reports the earlier failures once
+                CHECK(quiet_all(e) == 0, "quiet after the failures were reported");
+                e.stop = true;
+                e.proxy.join();
+                CHECK(e.t->ops.release_mem_handle(&e.mine, e.t) == 0 && e.t->ops.finalize(e.t) == 0, "teardown");
+                std::free(e.heap);
+            },
+            {1});
 }
 
 }  // namespace

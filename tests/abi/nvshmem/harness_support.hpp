@@ -33,16 +33,15 @@ namespace nvshmem_harness {
 namespace abi = loom::nvshmem::abi;
 using clk = std::chrono::steady_clock;
 
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            std::fprintf(stderr, "[pid %d] %s:%d: check failed: %s: ", ::getpid(), __FILE__, __LINE__, \
-                         #cond);                                                                  \
-            std::fprintf(stderr, __VA_ARGS__);                                                    \
-            std::fprintf(stderr, "\n");                                                           \
-            std::fflush(stderr);                                                                  \
-            ::_exit(1);                                                                           \
-        }                                                                                         \
+#define CHECK(cond, ...)                                                                                       \
+    do {                                                                                                       \
+        if (!(cond)) {                                                                                         \
+            std::fprintf(stderr, "[pid %d] %s:%d: check failed: %s: ", ::getpid(), __FILE__, __LINE__, #cond); \
+            std::fprintf(stderr, __VA_ARGS__);                                                                 \
+            std::fprintf(stderr, "\n");                                                                        \
+            std::fflush(stderr);                                                                               \
+            ::_exit(1);                                                                                        \
+        }                                                                                                      \
     } while (0)
 
 // ---------------------------------------------------------------- the bootstrap (PE side)
@@ -199,9 +198,18 @@ inline auto connect(abi::transport* t, int nics = 1) -> int {
 
 /// What the core shares with a transport after init: the bootstrap, this PE, the PE count.
 inline void share_with_transport(pe_env& e) {
-    e.boot = {.version = 1, .pg_rank = e.me, .pg_size = e.n, .mype_node = e.me, .npes_node = e.n,
-              .allgather = boot_allgather, .alltoall = boot_alltoall, .barrier = boot_barrier,
-              .global_exit = boot_exit, .finalize = nullptr, .show_info = nullptr, .pre_init_ops = nullptr,
+    e.boot = {.version = 1,
+              .pg_rank = e.me,
+              .pg_size = e.n,
+              .mype_node = e.me,
+              .npes_node = e.n,
+              .allgather = boot_allgather,
+              .alltoall = boot_alltoall,
+              .barrier = boot_barrier,
+              .global_exit = boot_exit,
+              .finalize = nullptr,
+              .show_info = nullptr,
+              .pre_init_ops = nullptr,
               .comm_state = nullptr};
     e.t->boot_handle = &e.boot;
     e.t->my_pe = e.me;

@@ -32,9 +32,9 @@ int main() {
     out.fill(std::byte{3});
     auto messages = loom::async(ep);
     int state = 0;
-    auto op = execution::connect(execution::when_all(messages.tagged_recv(in, 7, 0, &cq),
-                                                     messages.tagged_send_to(out, nullptr, self, 7, &cq)),
-                                 receiver{&state});
+    auto op = execution::connect(
+        execution::when_all(messages.tagged_recv(in, 7, 0, &cq), messages.tagged_send_to(out, nullptr, self, 7, &cq)),
+        receiver{&state});
     execution::start(op);
     for (int i = 0; i < 1000000 && state == 0; ++i) (void)execution::poll_completions(cq);
     if (state != 1 || in != out) return 1;

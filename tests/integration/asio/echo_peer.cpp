@@ -21,7 +21,8 @@ auto main(int argc, char** argv) -> int {
     if (argc != 4) return 2;
     const int fd = std::atoi(argv[2]);
     const bool wait_obj = std::string(argv[3]) == "1";
-    auto st = open_stack(argv[1], loom::capability::msg | loom::capability::tagged, 0, {.size = 256, .wait_obj = wait_obj});
+    auto st =
+        open_stack(argv[1], loom::capability::msg | loom::capability::tagged, 0, {.size = 256, .wait_obj = wait_obj});
     if (!st) return 3;
     auto me = st->ep.name();
     if (!me || !send_address(fd, *me)) return 4;

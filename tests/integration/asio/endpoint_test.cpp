@@ -32,7 +32,6 @@ namespace {
 
 constexpr auto caps = loom::capability::msg | loom::capability::tagged | loom::capability::rma;
 
-
 /// What a handler saw.
 struct outcome {
     std::optional<std::error_code> ec;
@@ -63,7 +62,8 @@ protected:
     }
     void TearDown() override {
         ep_.reset();
-        EXPECT_TRUE(run_until(ioc_, [&] { return service().outstanding_operations() == 0; }, 10s))
+        EXPECT_TRUE(run_until(
+            ioc_, [&] { return service().outstanding_operations() == 0; }, 10s))
             << service().outstanding_operations() << " operations never finished";
         service().stop();
         EXPECT_FALSE(service().deregister_cq(local_->cq)) << "an event was left unhandled";
@@ -172,8 +172,7 @@ TEST_P(asio_endpoint, deferred_and_as_tuple_tokens) {
     ::asio::co_spawn(
         ioc_,
         [&]() -> ::asio::awaitable<void> {
-            got = co_await ep_->async_receive(receivable(64),
-                                              ::asio::experimental::as_tuple(::asio::use_awaitable));
+            got = co_await ep_->async_receive(receivable(64), ::asio::experimental::as_tuple(::asio::use_awaitable));
         },
         ::asio::detached);
     ASSERT_TRUE(run_until(ioc_, [&] { return ep_->outstanding_operations() == 1; }));
@@ -194,7 +193,8 @@ TEST_P(asio_endpoint, tagged_receives_in_flight_complete_out_of_order_by_tag) {
         });
     EXPECT_EQ(ep_->outstanding_operations(), static_cast<std::size_t>(n));
     for (int i = n - 1; i >= 0; --i)  // the peer sends the last tag first
-        peer_run({.code = op::send, .k = kind::tagged, .peer = 0, .size = 100u + i, .seed = 40u + i, .tag = 0x700u + i});
+        peer_run(
+            {.code = op::send, .k = kind::tagged, .peer = 0, .size = 100u + i, .seed = 40u + i, .tag = 0x700u + i});
     ASSERT_TRUE(run_until(ioc_, [&] { return order.size() == n; }));
     for (int i = 0; i < n; ++i) {
         ASSERT_FALSE(*got[i].ec) << i << ": " << got[i].ec->message();
@@ -266,8 +266,8 @@ TEST_P(asio_endpoint, rma_moves_exactly_the_local_bytes_of_a_buffer_sequence) {
                                                    loom::mr_access_flags::read | loom::mr_access_flags::write);
     ASSERT_TRUE(mr) << mr.error().message();
     // Read 2,500 bytes into three pieces of the local region.
-    const std::array<::asio::mutable_buffer, 3> pieces{::asio::buffer(&area[0], 1000), ::asio::buffer(&area[2000], 1000),
-                                                       ::asio::buffer(&area[5000], 500)};
+    const std::array<::asio::mutable_buffer, 3> pieces{
+        ::asio::buffer(&area[0], 1000), ::asio::buffer(&area[2000], 1000), ::asio::buffer(&area[5000], 500)};
     outcome read;
     ep_->async_read_from(pieces, *mr, peer(), remote, record(read));
     ASSERT_TRUE(run_until(ioc_, [&] { return read.done(); }));
@@ -330,7 +330,8 @@ TEST_P(asio_endpoint, a_sequence_of_registered_buffers_is_one_message) {
     }
     ASSERT_GE(ep_->native().iov_limits().tx, out.size());
     // One more piece than the provider takes (and than an operation keeps inline): refused.
-    const std::array<loom::asio::const_registered_buffer, 5> too_many{out[0], out[1], out[2], out[3], sendable(8, 2000)};
+    const std::array<loom::asio::const_registered_buffer, 5> too_many{out[0], out[1], out[2], out[3],
+                                                                      sendable(8, 2000)};
     outcome refused;
     ep_->async_send_to(too_many, peer(), record(refused));
     ASSERT_TRUE(run_until(ioc_, [&] { return refused.done(); }));
@@ -344,7 +345,7 @@ TEST_P(asio_endpoint, a_sequence_of_registered_buffers_is_one_message) {
     EXPECT_EQ(sent.bytes, 400u);
     // And received into scattered pieces, in order.
     const std::array<loom::asio::mutable_registered_buffer, 3> in{receivable(100, 0), receivable(100, 1000),
-                                                                 receivable(100, 3000)};
+                                                                  receivable(100, 3000)};
     outcome got;
     ep_->async_receive(in, record(got));
     peer_run({.code = op::send, .k = kind::msg, .peer = 0, .size = 300, .seed = 70});
@@ -353,8 +354,9 @@ TEST_P(asio_endpoint, a_sequence_of_registered_buffers_is_one_message) {
     EXPECT_EQ(got.bytes, 300u);
     std::vector<std::byte> pattern(300), joined;
     fill_pattern(pattern, 70);
-    for (const auto& piece : in) joined.insert(joined.end(), static_cast<const std::byte*>(piece.data()),
-                                               static_cast<const std::byte*>(piece.data()) + piece.size());
+    for (const auto& piece : in)
+        joined.insert(joined.end(), static_cast<const std::byte*>(piece.data()),
+                      static_cast<const std::byte*>(piece.data()) + piece.size());
     EXPECT_EQ(joined, pattern);
 }
 

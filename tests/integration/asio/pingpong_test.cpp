@@ -29,7 +29,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-
 /// The echo peer process and the socket its address came over.
 class echo_peer {
 public:

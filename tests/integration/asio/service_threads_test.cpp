@@ -18,8 +18,10 @@ namespace {
 TEST(AsioServiceThreads, operations_started_polled_and_completed_from_several_threads) {
     // Submissions and reads from different threads: a provider domain that allows it.
     auto info = loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
-                                    .ep_type = loom::endpoint_types::rdm, .provider = "tcp",
-                                    .domain_name = "lo", .threading = loom::threading_mode::safe});
+                                    .ep_type = loom::endpoint_types::rdm,
+                                    .provider = "tcp",
+                                    .domain_name = "lo",
+                                    .threading = loom::threading_mode::safe});
     ASSERT_TRUE(info) << info.error().message();
     core_test::loop_stack s;
     ASSERT_TRUE(core_test::open_loop(*info, core_test::loop_options{}, s).empty());

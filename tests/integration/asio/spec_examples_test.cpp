@@ -43,19 +43,14 @@ std::size_t g_received = 0;
     std::array<std::byte, 1024> buf{};
 
     // Await async operations naturally
-    std::size_t n = co_await ep.async_receive(
-        ::asio::buffer(buf),
-        ::asio::use_awaitable
-    );
+    std::size_t n = co_await ep.async_receive(::asio::buffer(buf), ::asio::use_awaitable);
     std::printf("Received %zu bytes\n", n);
     g_received = n;
 
     // Tagged messaging with coroutines
-    co_await ep.async_tagged_send(
-        ::asio::buffer(buf),
-        0x1234,  // tag
-        ::asio::use_awaitable
-    );
+    co_await ep.async_tagged_send(::asio::buffer(buf),
+                                  0x1234,  // tag
+                                  ::asio::use_awaitable);
 }
 
 TEST(AsioSpecExamples, asio_integration) {
@@ -83,10 +78,8 @@ TEST(AsioSpecExamples, asio_integration) {
 
     // Register memory for RDMA operations
     std::array<std::byte, 4096> buffer{};
-    auto mr = memory_region::register_memory(
-        domain, std::span{buffer},
-        mr_access_flags::send | mr_access_flags::recv
-    ).value();
+    auto mr = memory_region::register_memory(domain, std::span{buffer}, mr_access_flags::send | mr_access_flags::recv)
+                  .value();
 
     bool sent = false;
     // Async send with callback
@@ -137,19 +130,16 @@ TEST(AsioSpecExamples, registered_buffers) {
 
     // ... fabric/domain setup and a connected Asio endpoint named ep ...
     std::array<std::byte, 4096> storage{};
-    auto mr = loom::memory_region::register_memory(
-        domain, std::span{storage},
-        loom::mr_access_flags::send | loom::mr_access_flags::recv
-    ).value();
+    auto mr = loom::memory_region::register_memory(domain, std::span{storage},
+                                                   loom::mr_access_flags::send | loom::mr_access_flags::recv)
+                  .value();
 
     std::size_t got = 0;
-    loom::asio::mutable_registered_buffer buf{
-        ::asio::buffer(storage), &mr, loom::asio::registered_buffer_id{0}};
-    ep.async_receive(loom::asio::buffer(buf, 1024),
-        [&got](std::error_code error, std::size_t received) {
-            // A successful receive reports the message length, not buffer capacity.
-            if (!error) got = received;
-        });
+    loom::asio::mutable_registered_buffer buf{::asio::buffer(storage), &mr, loom::asio::registered_buffer_id{0}};
+    ep.async_receive(loom::asio::buffer(buf, 1024), [&got](std::error_code error, std::size_t received) {
+        // A successful receive reports the message length, not buffer capacity.
+        if (!error) got = received;
+    });
 
     ioc.run();
     EXPECT_EQ(got, 100u);

@@ -46,8 +46,8 @@ protected:
 TEST_F(BenchRun, ShmTwoSizesEveryPathVerified) {
     const std::string json = dir_ + "/out.json", svg = dir_ + "/out.svg", csv = dir_ + "/out.csv";
     const std::string cmd = std::string(LOOM_BENCH_PATH) + " --local 2 --provider shm --paths raw,loom,nccl" +
-                            " --sizes 8,64K --reps 2 --iters 20 --quiet --json " + json + " --csv " + csv +
-                            " --plot " + svg + " > " + dir_ + "/table.txt";
+                            " --sizes 8,64K --reps 2 --iters 20 --quiet --json " + json + " --csv " + csv + " --plot " +
+                            svg + " > " + dir_ + "/table.txt";
     ASSERT_EQ(run(cmd), 0) << slurp(dir_ + "/table.txt");
     const std::string j = slurp(json);
     ASSERT_FALSE(j.empty());
@@ -60,9 +60,8 @@ TEST_F(BenchRun, ShmTwoSizesEveryPathVerified) {
     EXPECT_EQ(count(j, "\"op\": \"pingpong\", \"size\": 65536,"), 1U);
     EXPECT_EQ(count(j, "\"op\": \"stream\", \"size\": 8,"), 1U);
     EXPECT_EQ(count(j, "\"op\": \"stream\", \"size\": 65536,"), 1U);
-    for (const char* p :
-         {"\"raw\": {\"verified\": true, \"time_us\"", "\"loom\": {\"verified\": true, \"time_us\"",
-          "\"nccl\": {\"verified\": true, \"time_us\""})
+    for (const char* p : {"\"raw\": {\"verified\": true, \"time_us\"", "\"loom\": {\"verified\": true, \"time_us\"",
+                          "\"nccl\": {\"verified\": true, \"time_us\""})
         EXPECT_EQ(count(j, p), 4U) << p << "\n" << j;
     EXPECT_EQ(count(j, "\"ratio_to_raw\": null"), 4U);  // raw's own entries only
     EXPECT_EQ(count(j, "\"verified\": false"), 0U);
@@ -100,8 +99,7 @@ TEST_F(BenchRun, ShmRmaAtomicsAndMessageRateVerified) {
     EXPECT_EQ(count(j, "\"loom\": {\"verified\": true, \"time_us\""), 6U) << j;
     EXPECT_EQ(count(j, "\"nccl\": {\"verified\": true, \"time_us\""), 1U) << j;
     EXPECT_EQ(count(j, "\"nccl\": {\"skipped\": true, \"note\": \"the NCCL net ABI has no RMA\"}"), 4U) << j;
-    EXPECT_EQ(count(j, "\"nccl\": {\"skipped\": true, \"note\": \"the NCCL net ABI has no atomics\"}"), 1U)
-        << j;
+    EXPECT_EQ(count(j, "\"nccl\": {\"skipped\": true, \"note\": \"the NCCL net ABI has no atomics\"}"), 1U) << j;
     EXPECT_EQ(count(j, "\"rate_per_s\""), 5U) << j;  // atomic_fadd: raw, loom; msgrate: raw, loom, nccl
     EXPECT_EQ(count(j, "\"verified\": false"), 0U);
     const std::string table = slurp(dir_ + "/table.txt");
@@ -111,11 +109,10 @@ TEST_F(BenchRun, ShmRmaAtomicsAndMessageRateVerified) {
 TEST_F(BenchRun, TcpHasNoAtomicsSoFetchAddIsSkipped) {
     // libfabric 2.1's tcp provider has RMA but no atomics: reported as skipped, not a failure.
     const std::string json = dir_ + "/tcp.json";
-    const std::string cmd =
-        std::string(LOOM_BENCH_PATH) +
-        " --local 2 --provider tcp --iface lo --paths raw,loom --ops atomic_fadd,rma_write"
-        " --sizes 8 --reps 1 --iters 5 --quiet --json " +
-        json + " > " + dir_ + "/table.txt 2>&1";
+    const std::string cmd = std::string(LOOM_BENCH_PATH) +
+                            " --local 2 --provider tcp --iface lo --paths raw,loom --ops atomic_fadd,rma_write"
+                            " --sizes 8 --reps 1 --iters 5 --quiet --json " +
+                            json + " > " + dir_ + "/table.txt 2>&1";
     ASSERT_EQ(run(cmd), 0) << slurp(dir_ + "/table.txt");
     const std::string j = slurp(json);
     EXPECT_NE(j.find("\"all_verified\": true"), std::string::npos) << j;
@@ -146,8 +143,7 @@ TEST_F(BenchRun, NixlPathsWriteAndReadThroughTheRealAgent) {
     EXPECT_NE(j.find("\"all_verified\": true"), std::string::npos) << j;
     EXPECT_EQ(count(j, "\"nixl\": {\"verified\": true, \"time_us\""), 4U) << j;
     EXPECT_EQ(count(j, "\"nixl-ucx\": {\"verified\": true, \"time_us\""), 4U) << j;
-    EXPECT_EQ(count(j, "{\"skipped\": true, \"note\": \"NIXL moves data by one-sided READ and WRITE only\"}"), 4U)
-        << j;
+    EXPECT_EQ(count(j, "{\"skipped\": true, \"note\": \"NIXL moves data by one-sided READ and WRITE only\"}"), 4U) << j;
     EXPECT_NE(j.find("\"domain\": \"shm\""), std::string::npos) << j;
     EXPECT_EQ(plugin_dirs(), dirs_before) << "a rank left its private NIXL plugin folder in /tmp";
 #endif

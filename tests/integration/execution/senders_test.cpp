@@ -83,7 +83,8 @@ TEST_P(senders, recv_from_reports_the_message_length) {
     constexpr std::size_t size = 1500;
     recorded<std::size_t> rec;
     auto op = ex::connect(
-        loom::async(local_->ep).recv_from(bufs_->recv(8192), bufs_->recv_mr.descriptor(), loom::fabric_addrs::unspecified, cq()),
+        loom::async(local_->ep)
+            .recv_from(bufs_->recv(8192), bufs_->recv_mr.descriptor(), loom::fabric_addrs::unspecified, cq()),
         recording_receiver<std::size_t>{&rec});
     ex::start(op);
     ASSERT_EQ(peer_->run({.code = op::send, .k = kind::msg, .peer = 0, .size = size, .seed = 9}).status, 0);
@@ -104,17 +105,25 @@ TEST_P(senders, tagged_receives_in_flight_complete_out_of_order_by_tag) {
         auto& o = ops.emplace_back(std::make_unique<std::optional<op_type>>());
         auto area = bufs_->recv(max_message).subspan(i * slot, slot);
         o->emplace(ex::detail::emplace_from{[&] {
-            return ex::connect(messages.tagged_recv_from(area, bufs_->recv_mr.descriptor(), loom::fabric_addrs::unspecified,
-                                                         0x700 + i, 0, cq()),
+            return ex::connect(messages.tagged_recv_from(area, bufs_->recv_mr.descriptor(),
+                                                         loom::fabric_addrs::unspecified, 0x700 + i, 0, cq()),
                                recording_receiver<std::size_t>{&recs[i]});
         }});
         ex::start(**o);
     }
     EXPECT_EQ(local_->cq.registry()->size(), static_cast<std::size_t>(n));
     for (int i = n - 1; i >= 0; --i)  // the peer sends the last tag first
-        ASSERT_EQ(peer_->run({.code = op::send, .k = kind::tagged, .peer = 0, .size = 100u + i, .seed = 40u + i,
-                              .tag = 0x700u + i}).status, 0);
-    ASSERT_TRUE(progress_until([&] { return std::all_of(recs.begin(), recs.end(), [](auto& r) { return r.done(); }); }));
+        ASSERT_EQ(peer_
+                      ->run({.code = op::send,
+                             .k = kind::tagged,
+                             .peer = 0,
+                             .size = 100u + i,
+                             .seed = 40u + i,
+                             .tag = 0x700u + i})
+                      .status,
+                  0);
+    ASSERT_TRUE(
+        progress_until([&] { return std::all_of(recs.begin(), recs.end(), [](auto& r) { return r.done(); }); }));
     for (int i = 0; i < n; ++i) {
         ASSERT_EQ(recs[i].how, completion_kind::value) << i;
         EXPECT_EQ(*recs[i].value, 100u + i);
@@ -211,15 +220,19 @@ TEST_P(senders, a_core_operation_comes_back_as_the_unhandled_event) {
         ASSERT_LT(std::chrono::steady_clock::now(), deadline);
     }
     std::optional<loom::completion_event> unhandled;
-    while (!unhandled && std::chrono::steady_clock::now() < deadline) unhandled = ex::poll_completions(local_->cq).unhandled;
+    while (!unhandled && std::chrono::steady_clock::now() < deadline)
+        unhandled = ex::poll_completions(local_->cq).unhandled;
     ASSERT_TRUE(unhandled);
     EXPECT_EQ(unhandled->context, &core_ctx);
 }
 
 TEST_P(senders, when_all_then_and_sync_wait_with_a_progress_thread) {
     constexpr std::size_t size = 256;  // eager on every provider: the peer's send completes alone
-    ASSERT_EQ(peer_->run({.code = op::post_recv, .k = kind::tagged, .slot = 0, .peer = -1, .size = size, .tag = 1}).status, 0);
-    ASSERT_EQ(peer_->run({.code = op::send, .k = kind::tagged, .peer = 0, .size = size, .seed = 8, .tag = 2}).status, 0);
+    ASSERT_EQ(
+        peer_->run({.code = op::post_recv, .k = kind::tagged, .slot = 0, .peer = -1, .size = size, .tag = 1}).status,
+        0);
+    ASSERT_EQ(peer_->run({.code = op::send, .k = kind::tagged, .peer = 0, .size = size, .seed = 8, .tag = 2}).status,
+              0);
     fill_pattern(bufs_->send(size), 6);
     std::atomic<bool> stop{false};
     std::atomic<int> unhandled{0};
@@ -249,12 +262,14 @@ TEST_P(senders, a_context_only_queue_is_refused_for_receives) {
     auto ctx_cq = loom::completion_queue::create(other->domain, {.format = loom::cq_format::context});
     ASSERT_TRUE(ctx_cq);
     recorded<std::size_t> rec;
-    auto op = ex::connect(loom::async(other->ep).recv(bufs_->recv(64), &*ctx_cq), recording_receiver<std::size_t>{&rec});
+    auto op =
+        ex::connect(loom::async(other->ep).recv(bufs_->recv(64), &*ctx_cq), recording_receiver<std::size_t>{&rec});
     ex::start(op);
     EXPECT_EQ(rec.how, completion_kind::error);
     EXPECT_EQ(rec.error, loom::make_error_code(loom::errc::invalid_argument));
     recorded<std::size_t> none;
-    auto op2 = ex::connect(loom::async(other->ep).recv(bufs_->recv(64), nullptr), recording_receiver<std::size_t>{&none});
+    auto op2 =
+        ex::connect(loom::async(other->ep).recv(bufs_->recv(64), nullptr), recording_receiver<std::size_t>{&none});
     ex::start(op2);
     EXPECT_EQ(none.how, completion_kind::error);
 }

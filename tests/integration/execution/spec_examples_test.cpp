@@ -53,8 +53,8 @@ TEST(SpecExamples, p2300_integration) {
     using namespace loom;
 
     // Create sender factories for operations
-    auto msg_ops = loom::async(ep);       // For messaging
-    auto rma_ops = loom::rma_async(ep);   // For RMA
+    auto msg_ops = loom::async(ep);      // For messaging
+    auto rma_ops = loom::rma_async(ep);  // For RMA
     (void)rma_ops;
 
     // Create senders for async operations
@@ -64,26 +64,18 @@ TEST(SpecExamples, p2300_integration) {
     (void)recv_op;
 
     // Compose with P2300 algorithms
-    auto pipeline = send_op
-                  | loom::execution::then([] { std::printf("sent!\n"); });
+    auto pipeline = send_op | loom::execution::then([] { std::printf("sent!\n"); });
 
     // Parallel operations with when_all
     std::array<std::byte, 4096> buf1{}, buf2{};
-    auto both = loom::execution::when_all(
-        msg_ops.send(buf1, &cq),
-        msg_ops.recv(buf2, &cq)
-    );
+    auto both = loom::execution::when_all(msg_ops.send(buf1, &cq), msg_ops.recv(buf2, &cq));
     (void)both;
 
     // Chain operations with let_value
-    auto send_then_recv = msg_ops.send(buf1, &cq)
-                        | loom::execution::let_value([&] {
-                              return msg_ops.recv(buf2, &cq);
-                          });
+    auto send_then_recv = msg_ops.send(buf1, &cq) | loom::execution::let_value([&] { return msg_ops.recv(buf2, &cq); });
 
     // Error handling
-    auto with_error = msg_ops.send(buffer, &cq)
-                    | loom::execution::upon_error([](std::error_code ec) {
+    auto with_error = msg_ops.send(buffer, &cq) | loom::execution::upon_error([](std::error_code ec) {
                           std::fprintf(stderr, "Error: %s\n", ec.message().c_str());
                           return -1;
                       });
@@ -101,7 +93,8 @@ TEST(SpecExamples, messaging_senders_with_peers_and_descriptors) {
     std::array<std::byte, 256> out{}, in{};
     out.fill(std::byte{0x5a});
     auto local_mr = loom::memory_region::register_memory(s.domain, std::span{out},
-                                                         loom::mr_access_flags::send | loom::mr_access_flags::recv).value();
+                                                         loom::mr_access_flags::send | loom::mr_access_flags::recv)
+                        .value();
     const loom::fabric_addr peer = s.self;
     const loom::fabric_addr source = loom::fabric_addrs::unspecified;
     std::span<std::byte> buffer{out};
@@ -130,10 +123,13 @@ TEST(SpecExamples, rma_senders) {
     auto& cq = s.cq;
     std::array<std::byte, 4096> target{}, buffer{};
     target.fill(std::byte{7});
-    auto target_mr = loom::memory_region::register_memory(
-        s.domain, std::span{target}, loom::mr_access_flags::remote_read | loom::mr_access_flags::remote_write).value();
-    auto local_mr = loom::memory_region::register_memory(
-        s.domain, std::span{buffer}, loom::mr_access_flags::read | loom::mr_access_flags::write).value();
+    auto target_mr =
+        loom::memory_region::register_memory(s.domain, std::span{target},
+                                             loom::mr_access_flags::remote_read | loom::mr_access_flags::remote_write)
+            .value();
+    auto local_mr = loom::memory_region::register_memory(s.domain, std::span{buffer},
+                                                         loom::mr_access_flags::read | loom::mr_access_flags::write)
+                        .value();
     const auto remote = loom::remote_memory::from_mr(target_mr).value();
     const loom::fabric_addr peer = s.self;
 
@@ -153,24 +149,19 @@ TEST(SpecExamples, rma_senders) {
     auto read_op = rma_ops.read(local_buffer, remote_addr, key, &cq);
     auto write_op = rma_ops.write(local_buffer, remote_addr, key, &cq);
     (void)write_op;
-    auto rmw = rma_ops.read(buffer, addr, key, &cq)
-             | loom::execution::then([&](std::size_t bytes) {
+    auto rmw = rma_ops.read(buffer, addr, key, &cq) | loom::execution::then([&](std::size_t bytes) {
                    // Modify buffer
                    (void)bytes;
                    process(buffer);
                    return buffer;
-               })
-             | loom::execution::let_value([&](auto& buf) {
-                   return rma_ops.write(buf, addr, key, &cq);
-               });
+               }) |
+               loom::execution::let_value([&](auto& buf) { return rma_ops.write(buf, addr, key, &cq); });
     EXPECT_EQ(run(read_op, cq), "error:invalid_argument");
     EXPECT_EQ(run(rmw, cq), "error:invalid_argument");
 
     auto result_mr = std::move(local_mr);
-    auto atomic_op = rma_ops.fetch_add<std::uint64_t>(addr, 1, key, result_mr, &cq)
-                   | loom::execution::then([](std::uint64_t old_val) {
-                         return old_val + 1;
-                     });
+    auto atomic_op = rma_ops.fetch_add<std::uint64_t>(addr, 1, key, result_mr, &cq) |
+                     loom::execution::then([](std::uint64_t old_val) { return old_val + 1; });
     // tcp has no atomics (and this RDM endpoint no connected peer): refused before submission.
     EXPECT_EQ(run(atomic_op, cq), "error:invalid_argument");
 }
@@ -183,10 +174,11 @@ TEST(SpecExamples, borrowed_atomic_senders) {
     if (!err.empty()) GTEST_SKIP() << "shm without atomics here: " << err;
     auto& cq = s.cq;
     alignas(8) std::array<std::uint64_t, 4> cells{100, 0, 0, 0};
-    auto cells_mr = loom::memory_region::register_memory(
-        s.domain, std::as_writable_bytes(std::span{cells}),
-        loom::mr_access_flags::remote_read | loom::mr_access_flags::remote_write | loom::mr_access_flags::read |
-            loom::mr_access_flags::write).value();
+    auto cells_mr =
+        loom::memory_region::register_memory(s.domain, std::as_writable_bytes(std::span{cells}),
+                                             loom::mr_access_flags::remote_read | loom::mr_access_flags::remote_write |
+                                                 loom::mr_access_flags::read | loom::mr_access_flags::write)
+            .value();
     const auto remote = loom::remote_memory::from_mr(cells_mr).value().subregion(0, 8).value();
     const loom::fabric_addr peer = s.self;
     std::uint64_t operand = 5, result = 0, expected = 105, replacement = 1;
@@ -227,8 +219,7 @@ TEST(SpecExamples, scheduler_and_backend_detection) {
     loom::scheduler sched{cq_ptr};
 
     // Run work inline when started
-    auto work = loom::execution::schedule(sched)
-              | loom::execution::then([] { return 42; });
+    auto work = loom::execution::schedule(sched) | loom::execution::then([] { return 42; });
 
     // starts_on uses the same inline scheduling behavior
     auto on_cq = loom::execution::starts_on(sched, some_sender);

@@ -76,7 +76,8 @@ TEST(EngineConnections, MalformedConnectMessagesAreDroppedAndRealOnesStillAccept
     ASSERT_TRUE(ep.bind_av(av));
     ASSERT_TRUE(ep.enable());
     const auto peer = av.insert(info.endpoint_address).value();
-    const auto tag = lp::match_bits::make_tag(lp::message_kind::control, static_cast<std::uint32_t>(info.channel_id), 0, 0);
+    const auto tag =
+        lp::match_bits::make_tag(lp::message_kind::control, static_cast<std::uint32_t>(info.channel_id), 0, 0);
     std::mt19937 rng(5);
     lp::connect_message good{.sender_channel = 9,
                              .listen_channel = static_cast<std::uint32_t>(info.channel_id),
@@ -86,15 +87,15 @@ TEST(EngineConnections, MalformedConnectMessagesAreDroppedAndRealOnesStillAccept
     std::vector<std::byte> valid(lp::control_capacity);
     valid.resize(lp::encode(good, valid).value());
     std::vector<std::vector<std::byte>> bad;
-    bad.push_back({});                                                   // empty
-    bad.emplace_back(valid.begin(), valid.begin() + 20);                 // truncated header
-    bad.emplace_back(valid.begin(), valid.end() - 1);                    // truncated rail list
+    bad.push_back({});                                    // empty
+    bad.emplace_back(valid.begin(), valid.begin() + 20);  // truncated header
+    bad.emplace_back(valid.begin(), valid.end() - 1);     // truncated rail list
     auto wrong_listener = good;
     wrong_listener.listen_channel = static_cast<std::uint32_t>(info.channel_id) + 1;
     std::vector<std::byte> w(lp::control_capacity);
     w.resize(lp::encode(wrong_listener, w).value());
-    bad.push_back(w);                                                    // another listener's id
-    for (int i = 0; i < 20; ++i) {                                       // random bytes
+    bad.push_back(w);               // another listener's id
+    for (int i = 0; i < 20; ++i) {  // random bytes
         std::vector<std::byte> b(8 + rng() % 120);
         for (auto& x : b) x = static_cast<std::byte>(rng());
         bad.push_back(std::move(b));

@@ -13,13 +13,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <new>
-#include <map>
-#include <set>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <new>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -92,7 +92,7 @@ auto poll_until(side& a, side& b, F&& done) -> bool {
 
 /// A receive endpoint on rx and a connected send endpoint of tx to it.
 void connect_sides(side& rx, side& tx, const lp::receive_parameters& rp, const lp::connection_parameters& cp,
-          lp::receive_endpoint_id& in, lp::send_endpoint_id& out) {
+                   lp::receive_endpoint_id& in, lp::send_endpoint_id& out) {
     ASSERT_TRUE(rx.m && tx.m);
     auto r = rx.m->open_receive_endpoint(rp, &rx);
     ASSERT_TRUE(r) << r.error().message();
@@ -100,7 +100,9 @@ void connect_sides(side& rx, side& tx, const lp::receive_parameters& rp, const l
     auto s = tx.m->open_send_endpoint(rx.m->address_of(in).value(), cp, &tx);
     ASSERT_TRUE(s) << s.error().message();
     out = *s;
-    ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::connected) == 1 && rx.count(lp::event_kind::peer_connected) == 1; }));
+    ASSERT_TRUE(poll_until(rx, tx, [&] {
+        return tx.count(lp::event_kind::connected) == 1 && rx.count(lp::event_kind::peer_connected) == 1;
+    }));
     EXPECT_EQ(tx.of(lp::event_kind::connected)[0].e.context, &tx);
     EXPECT_EQ(tx.of(lp::event_kind::connected)[0].e.sender, out);
 }
@@ -110,7 +112,9 @@ struct EndpointManager : ::testing::Test {
     lp::receive_endpoint_id in{};
     lp::send_endpoint_id out{};
 
-    void link(const lp::receive_parameters& rp, const lp::connection_parameters& cp) { connect_sides(rx, tx, rp, cp, in, out); }
+    void link(const lp::receive_parameters& rp, const lp::connection_parameters& cp) {
+        connect_sides(rx, tx, rp, cp, in, out);
+    }
 };
 
 TEST_F(EndpointManager, CreateRefusesMissingHandlerAndUnknownDevice) {
@@ -147,7 +151,9 @@ TEST_F(EndpointManager, BufferedMessagesCoalesceAndArriveInOrder) {
 TEST_F(EndpointManager, AClosingSenderSaysGoodbyeAfterEverythingItSent) {
     link({}, {.mode = lp::send_mode::buffered, .buffer_size = 256, .buffer_count = 4});
     auto zc = tx.m->open_send_endpoint(rx.m->address_of(in).value(), {.mode = lp::send_mode::zero_copy}).value();
-    ASSERT_TRUE(poll_until(rx, tx, [&] { return rx.count(lp::event_kind::peer_connected) == 2 && tx.count(lp::event_kind::connected) == 2; }));
+    ASSERT_TRUE(poll_until(rx, tx, [&] {
+        return rx.count(lp::event_kind::peer_connected) == 2 && tx.count(lp::event_kind::connected) == 2;
+    }));
     for (int i = 0; i < 20; ++i) {
         const std::string m = numbered("b", i);
         for (auto r = tx.m->send(out, bytes(m)); !r; r = tx.m->send(out, bytes(m))) {
@@ -179,7 +185,7 @@ TEST_F(EndpointManager, AgainWhenEveryBufferIsInFlightAndTheLeastIsReported) {
     EXPECT_EQ(tx.m->available_buffers(out).value(), 2U);
     const std::string m(40, 'x');  // one record per 64-byte buffer
     ASSERT_TRUE(tx.m->send(out, bytes(m)));
-    ASSERT_TRUE(tx.m->send(out, bytes(m)));  // the first buffer leaves, the second fills
+    ASSERT_TRUE(tx.m->send(out, bytes(m)));                                 // the first buffer leaves, the second fills
     EXPECT_EQ(tx.m->send(out, bytes(m)).error(), code(loom::errc::again));  // nothing lost: not sent
     EXPECT_EQ(tx.m->available_buffers(out).value(), 0U);
     ASSERT_TRUE(tx.m->flush(out));
@@ -223,7 +229,9 @@ TEST_F(EndpointManager, SendBeforeTheConnectionIsUpIsNotConnected) {
     }
     // Both sides quiet before they close: closing two in-process shm peers in mid-handshake
     // faulted inside the provider about once in twenty runs.
-    EXPECT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::connected) == 1 && rx.count(lp::event_kind::peer_connected) == 1; }));
+    EXPECT_TRUE(poll_until(rx, tx, [&] {
+        return tx.count(lp::event_kind::connected) == 1 && rx.count(lp::event_kind::peer_connected) == 1;
+    }));
 }
 
 TEST_F(EndpointManager, ZeroCopyIntoPostedBuffersInPostingOrder) {
@@ -233,8 +241,10 @@ TEST_F(EndpointManager, ZeroCopyIntoPostedBuffersInPostingOrder) {
     auto r = rx.m->open_receive_endpoint({.mode = lp::receive_mode::posted});
     ASSERT_TRUE(r);
     in = *r;
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(rx.m->post_receive(in, bufs[static_cast<std::size_t>(i)], nullptr, &ctx[i]));  // before the peer
-    auto s = tx.m->open_send_endpoint(rx.m->address_of(in).value(), {.mode = lp::send_mode::zero_copy, .buffer_count = 4});
+    for (int i = 0; i < 3; ++i)
+        ASSERT_TRUE(rx.m->post_receive(in, bufs[static_cast<std::size_t>(i)], nullptr, &ctx[i]));  // before the peer
+    auto s =
+        tx.m->open_send_endpoint(rx.m->address_of(in).value(), {.mode = lp::send_mode::zero_copy, .buffer_count = 4});
     ASSERT_TRUE(s);
     out = *s;
     ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::connected) == 1; }));
@@ -243,19 +253,23 @@ TEST_F(EndpointManager, ZeroCopyIntoPostedBuffersInPostingOrder) {
     int sent_ctx[3];
     for (int i = 0; i < 3; ++i) {
         src.emplace_back(sizes[i]);
-        for (std::size_t k = 0; k < sizes[i]; ++k) src.back()[k] = static_cast<std::byte>(k * 3 + static_cast<std::size_t>(i));
+        for (std::size_t k = 0; k < sizes[i]; ++k)
+            src.back()[k] = static_cast<std::byte>(k * 3 + static_cast<std::size_t>(i));
         lp::memory_handle* mh = src.back().empty() ? nullptr : tx.m->register_memory(src.back()).value();
         const std::string h = numbered("h", i);
         ASSERT_TRUE(tx.m->send(out, src.back(), mh, bytes(h), &sent_ctx[i]));
     }
-    ASSERT_TRUE(poll_until(rx, tx, [&] { return rx.count(lp::event_kind::message) == 3 && tx.count(lp::event_kind::send_complete) == 3; }));
+    ASSERT_TRUE(poll_until(rx, tx, [&] {
+        return rx.count(lp::event_kind::message) == 3 && tx.count(lp::event_kind::send_complete) == 3;
+    }));
     const auto msgs = rx.of(lp::event_kind::message);
     for (int i = 0; i < 3; ++i) {
         const auto& m = msgs[static_cast<std::size_t>(i)];
         EXPECT_EQ(m.header, numbered("h", i));
         EXPECT_EQ(m.e.buffer_context, &ctx[i]);
         ASSERT_EQ(m.data.size(), sizes[i]);
-        EXPECT_TRUE(std::equal(m.data.begin(), m.data.end(), reinterpret_cast<const char*>(src[static_cast<std::size_t>(i)].data())));
+        EXPECT_TRUE(std::equal(m.data.begin(), m.data.end(),
+                               reinterpret_cast<const char*>(src[static_cast<std::size_t>(i)].data())));
     }
     for (const auto& c : tx.of(lp::event_kind::send_complete)) EXPECT_FALSE(c.e.error) << c.e.error.message();
     // A second sender to a posted-mode endpoint (one peer only) is refused.
@@ -271,7 +285,8 @@ TEST_F(EndpointManager, ZeroCopyLargerThanTheBufferIsAnErrorNotATruncation) {
     std::vector<std::byte> big(1500, std::byte{7}), small(16, std::byte{9});
     ASSERT_TRUE(tx.m->send(out, big, nullptr, {}));
     ASSERT_TRUE(tx.m->send(out, small, nullptr, {}));
-    ASSERT_TRUE(poll_until(rx, tx, [&] { return rx.count(lp::event_kind::error) + rx.count(lp::event_kind::message) == 2; }));
+    ASSERT_TRUE(
+        poll_until(rx, tx, [&] { return rx.count(lp::event_kind::error) + rx.count(lp::event_kind::message) == 2; }));
     ASSERT_EQ(rx.count(lp::event_kind::error), 1U);
     EXPECT_EQ(rx.of(lp::event_kind::error)[0].e.error, code(loom::errc::message_too_long));
     ASSERT_EQ(rx.count(lp::event_kind::message), 1U);
@@ -288,7 +303,9 @@ TEST_F(EndpointManager, OneSidedWriteReadAndAtomics) {
     const auto key = rx.m->remote_key_of(tmh).value();
     int wctx = 0, rctx = 0;
     ASSERT_TRUE(tx.m->write(out, src, smh, key, 1024, 77, &wctx));
-    ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::write_complete) == 1 && rx.count(lp::event_kind::remote_write) == 1; }));
+    ASSERT_TRUE(poll_until(rx, tx, [&] {
+        return tx.count(lp::event_kind::write_complete) == 1 && rx.count(lp::event_kind::remote_write) == 1;
+    }));
     EXPECT_EQ(tx.of(lp::event_kind::write_complete)[0].e.context, &wctx);
     EXPECT_EQ(rx.of(lp::event_kind::remote_write)[0].e.value, 77U);
     EXPECT_EQ(std::memcmp(target.data() + 1024, src.data(), src.size()), 0);
@@ -314,7 +331,8 @@ TEST_F(EndpointManager, OneSidedWriteReadAndAtomics) {
               code(loom::errc::invalid_argument));  // delivered writes carry no immediate data
     EXPECT_EQ(tx.m->write(out, src, smh, key, 8192 - 100).error(), code(loom::errc::invalid_argument));  // past the end
     EXPECT_EQ(tx.m->write(out, src, nullptr, key, 0).error(), code(loom::errc::invalid_argument));
-    EXPECT_EQ(tx.m->write(out, src, smh, key, 0, lp::max_immediate_value + 1).error(), code(loom::errc::invalid_argument));
+    EXPECT_EQ(tx.m->write(out, src, smh, key, 0, lp::max_immediate_value + 1).error(),
+              code(loom::errc::invalid_argument));
     auto bad_key = key;
     bad_key[0] ^= std::byte{1};
     EXPECT_EQ(tx.m->write(out, src, smh, bad_key, 0).error(), code(loom::errc::invalid_argument));
@@ -356,9 +374,11 @@ TEST(EndpointManagerRails, LargeWritesAndReadsAreStripedOverEveryRailBothSidesHa
     side rx(two, false), tx(two, false);
     if (!rx.m || !tx.m) GTEST_SKIP() << "needs two tcp interfaces (lo and eth0)";
     ASSERT_EQ(tx.m->rail_count(), 2);
-    EXPECT_EQ(lp::endpoint_manager::create({.rails = 3, .on_event = [](const lp::event&) {}, .settings = two.settings}).error(),
+    EXPECT_EQ(lp::endpoint_manager::create({.rails = 3, .on_event = [](const lp::event&) {}, .settings = two.settings})
+                  .error(),
               code(loom::errc::invalid_argument));  // a third NIC does not exist
-    EXPECT_EQ(lp::endpoint_manager::create({.rails = 0, .on_event = [](const lp::event&) {}, .settings = two.settings}).error(),
+    EXPECT_EQ(lp::endpoint_manager::create({.rails = 0, .on_event = [](const lp::event&) {}, .settings = two.settings})
+                  .error(),
               code(loom::errc::invalid_argument));
     lp::receive_endpoint_id in{};
     lp::send_endpoint_id out{};
@@ -407,7 +427,9 @@ TEST(EndpointManagerRails, LargeWritesAndReadsAreStripedOverEveryRailBothSidesHa
 
     // Immediate data announces the whole write: it stays on the first rail.
     ASSERT_TRUE(tx.m->write(out, src, smh, key, 0, 9, &ctx));
-    ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::write_complete) == 4 && rx.count(lp::event_kind::remote_write) == 1; }));
+    ASSERT_TRUE(poll_until(rx, tx, [&] {
+        return tx.count(lp::event_kind::write_complete) == 4 && rx.count(lp::event_kind::remote_write) == 1;
+    }));
     EXPECT_EQ(on_rail(1), 3U);
 
     // A key of fewer rails than the connection has: the rails the key names.
@@ -430,12 +452,12 @@ TEST(EndpointManagerSteadyState, SendingAndReceivingAllocateNothing) {
     // Handlers that only count: what allocates is the manager, the engine or the provider.
     std::atomic<int> received{0}, completed{0}, connected{0};
     auto rx = lp::endpoint_manager::create({.on_event = [&](const lp::event& e) {
-        if (e.kind == lp::event_kind::message) ++received;
-    }}).value();
+                  if (e.kind == lp::event_kind::message) ++received;
+              }}).value();
     auto tx = lp::endpoint_manager::create({.on_event = [&](const lp::event& e) {
-        if (e.kind == lp::event_kind::connected) ++connected;
-        if (e.kind == lp::event_kind::send_complete) ++completed;
-    }}).value();
+                  if (e.kind == lp::event_kind::connected) ++connected;
+                  if (e.kind == lp::event_kind::send_complete) ++completed;
+              }}).value();
     auto in = rx->open_receive_endpoint({}).value();
     const auto addr = rx->address_of(in).value();
     auto buffered = tx->open_send_endpoint(addr, {.buffer_size = 4096, .buffer_count = 4}).value();
@@ -475,7 +497,8 @@ TEST(EndpointManagerThreads, AProgressThreadDeliversWhileTheCallerSends) {
     auto in = rx.m->open_receive_endpoint({}).value();
     auto out = tx.m->open_send_endpoint(rx.m->address_of(in).value(), {.flush_interval = 100us}).value();
     const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (tx.count(lp::event_kind::connected) == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    while (tx.count(lp::event_kind::connected) == 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(1ms);
     ASSERT_EQ(tx.count(lp::event_kind::connected), 1U);
     for (int i = 0; i < 1000; ++i) {
         const std::string m = std::to_string(i);
@@ -485,7 +508,8 @@ TEST(EndpointManagerThreads, AProgressThreadDeliversWhileTheCallerSends) {
         }
     }
     // No flush: the progress thread sends what waits longer than the flush interval.
-    while (rx.count(lp::event_kind::message) < 1000 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    while (rx.count(lp::event_kind::message) < 1000 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(1ms);
     const auto msgs = rx.of(lp::event_kind::message);
     ASSERT_EQ(msgs.size(), 1000U);
     for (int i = 0; i < 1000; ++i) EXPECT_EQ(msgs[static_cast<std::size_t>(i)].data, std::to_string(i));
@@ -496,7 +520,8 @@ TEST(EndpointManagerThreads, ThreadSafeModeTakesSendsAndPollsFromSeveralThreads)
     ASSERT_TRUE(rx.m && tx.m);
     auto in = rx.m->open_receive_endpoint({}).value();
     std::array<lp::send_endpoint_id, 2> out{};
-    for (auto& o : out) o = tx.m->open_send_endpoint(rx.m->address_of(in).value(), {.buffer_size = 1024, .buffer_count = 2}).value();
+    for (auto& o : out)
+        o = tx.m->open_send_endpoint(rx.m->address_of(in).value(), {.buffer_size = 1024, .buffer_count = 2}).value();
     ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::connected) == 2; }));
     constexpr int per_thread = 500;
     std::atomic<int> failures{0};
@@ -512,7 +537,8 @@ TEST(EndpointManagerThreads, ThreadSafeModeTakesSendsAndPollsFromSeveralThreads)
     };
     std::thread a(sender, out[0], 'a'), b(sender, out[1], 'b');
     const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (rx.count(lp::event_kind::message) < 2 * per_thread && std::chrono::steady_clock::now() < deadline) rx.m->poll();
+    while (rx.count(lp::event_kind::message) < 2 * per_thread && std::chrono::steady_clock::now() < deadline)
+        rx.m->poll();
     a.join();
     b.join();
     EXPECT_EQ(failures.load(), 0);

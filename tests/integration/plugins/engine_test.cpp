@@ -9,9 +9,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <optional>
-#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -19,7 +19,9 @@ namespace lp = loom::plugins;
 
 namespace {
 
-auto pattern(std::size_t i, std::size_t seed) -> std::byte { return static_cast<std::byte>((i * 131 + seed * 7 + (i >> 9)) & 0xff); }
+auto pattern(std::size_t i, std::size_t seed) -> std::byte {
+    return static_cast<std::byte>((i * 131 + seed * 7 + (i >> 9)) & 0xff);
+}
 
 struct pair_on_one_engine {
     std::unique_ptr<lp::engine> eng;

@@ -68,8 +68,8 @@ TEST(PluginRuntime, EnginesStayWhileAHostOrAnOpenObjectRemains) {
                   if (!first() || hooks != 1) return 9;
                   rt.closed();
                   if (!rt.acquire(std::nullopt) || !rt.release()) return 10;  // last host, nothing open
-                  if (!first() || hooks != 2) return 11;  // the engine was given back and reopened
-                  return rt.release() ? 12 : 0;           // one release too many
+                  if (!first() || hooks != 2) return 11;                      // the engine was given back and reopened
+                  return rt.release() ? 12 : 0;                               // one release too many
               }),
               0);
 }

@@ -54,7 +54,8 @@ protected:
 
 auto pattern(std::size_t n, int seed) {
     std::vector<std::byte> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>((i * 131 + static_cast<std::size_t>(seed)) & 0xff);
+    for (std::size_t i = 0; i < n; ++i)
+        v[i] = static_cast<std::byte>((i * 131 + static_cast<std::size_t>(seed)) & 0xff);
     return v;
 }
 
@@ -106,7 +107,8 @@ TEST_F(TransferAgent, PostingAPreparedTransferAgainAllocatesNothing) {
     auto* rd = a->load_remote("B", lp::as_bytes_of(b->public_data(ld).value())).value();
     std::vector<lp::segment> w;
     for (std::size_t i = 0; i < n; ++i)
-        w.push_back({std::span(src).subspan(i * each, each), ls, reinterpret_cast<std::uintptr_t>(dst.data()) + i * each, rd});
+        w.push_back(
+            {std::span(src).subspan(i * each, each), ls, reinterpret_cast<std::uintptr_t>(dst.data()) + i * each, rd});
     auto* t = a->prepare(lp::transfer_op::write, "B", w).value();
     long in_post = 0;
     for (int round = 0; round < 22; ++round) {  // two rounds of warm-up (first use of slots and buffers)
@@ -220,7 +222,7 @@ TEST_F(TransferAgent, DeviceMemoryIsRefusedWhereItCannotBeRegistered) {
     const auto cuda = a->register_memory(buf, loom::gpu::memory_kind::cuda);
     ASSERT_FALSE(cuda.has_value());
     EXPECT_EQ(cuda.error(), code(a->supports_memory(loom::gpu::memory_kind::cuda) ? loom::errc::invalid_argument
-                                                                                   : loom::errc::not_supported));
+                                                                                  : loom::errc::not_supported));
     EXPECT_EQ(a->register_memory({}, loom::gpu::memory_kind::cuda).error(), code(loom::errc::invalid_argument));
     // The same buffer as host memory still registers, and says what it is.
     auto* r = a->register_memory(buf).value();
@@ -251,7 +253,9 @@ TEST_F(TransferAgent, ATransferReleasedInFlightEndsUnseen) {
 }
 
 TEST(TransferAgentThreads, AProgressThreadCompletesWithoutChecks) {
-    auto a = lp::transfer_agent::create({.name = "A", .progress_thread = true, .progress_delay = std::chrono::microseconds(50)}).value();
+    auto a = lp::transfer_agent::create(
+                 {.name = "A", .progress_thread = true, .progress_delay = std::chrono::microseconds(50)})
+                 .value();
     auto b = lp::transfer_agent::create({.name = "B", .progress_thread = true}).value();
     ASSERT_TRUE(a->add_peer("B", lp::as_bytes_of(b->connection_info())));
     ASSERT_TRUE(a->connect("B"));

@@ -30,7 +30,9 @@ struct counting_allocator {
         std::allocator<T>{}.deallocate(p, n);
     }
     template <class U>
-    friend auto operator==(const counting_allocator&, const counting_allocator<U>&) noexcept -> bool { return true; }
+    friend auto operator==(const counting_allocator&, const counting_allocator<U>&) noexcept -> bool {
+        return true;
+    }
 };
 
 TEST(AsioBufferList, up_to_four_pieces_stay_inline) {

@@ -148,17 +148,14 @@ auto three_paths() -> run_info {
 
 auto sample_points() -> std::vector<point> {
     return {
-        make_point(
-            operation::pingpong, 8,
-            {{"raw", {1e-6, 1.1e-6, 0.9e-6}}, {"loom", {1e-6, 1.2e-6, 1e-6}}, {"nccl", {2e-6, 2e-6, 2e-6}}}),
+        make_point(operation::pingpong, 8,
+                   {{"raw", {1e-6, 1.1e-6, 0.9e-6}}, {"loom", {1e-6, 1.2e-6, 1e-6}}, {"nccl", {2e-6, 2e-6, 2e-6}}}),
         make_point(operation::pingpong, 4096,
                    {{"raw", {4e-6, 4e-6, 4e-6}}, {"loom", {4e-6, 4e-6, 4e-6}}, {"nccl", {5e-6, 5e-6, 5e-6}}}),
         make_point(operation::stream, 8,
                    {{"raw", {1e-7, 1e-7, 1e-7}}, {"loom", {1e-7, 1e-7, 1e-7}}, {"nccl", {2e-7, 2e-7, 2e-7}}}),
         make_point(operation::stream, 1 << 20,
-                   {{"raw", {1e-4, 1e-4, 1e-4}},
-                    {"loom", {1e-4, 1e-4, 1e-4}},
-                    {"nccl", {1.25e-4, 1.25e-4, 1.25e-4}}})};
+                   {{"raw", {1e-4, 1e-4, 1e-4}}, {"loom", {1e-4, 1e-4, 1e-4}}, {"nccl", {1.25e-4, 1.25e-4, 1.25e-4}}})};
 }
 
 // ---------------------------------------------------------------- statistics
@@ -300,8 +297,7 @@ TEST(BenchSchedule, RunOrderBalancesPlacesAndPredecessors) {
                     for (std::size_t j = 0; j < n; ++j) o.push_back(run_order(n, round, reps, rep, j));
                     auto sorted = o;
                     std::sort(sorted.begin(), sorted.end());
-                    for (std::size_t j = 0; j < n; ++j)
-                        ASSERT_EQ(sorted[j], j) << "not a permutation, n " << n;
+                    for (std::size_t j = 0; j < n; ++j) ASSERT_EQ(sorted[j], j) << "not a permutation, n " << n;
                     for (std::size_t j = 0; j < n; ++j) ++place[{o[j], j}];
                     for (std::size_t j = 1; j < n; ++j) ++follows[{o[j - 1], o[j]}];
                 }
@@ -314,8 +310,7 @@ TEST(BenchSchedule, RunOrderBalancesPlacesAndPredecessors) {
         }
     }
     // The first repetition starts with raw (path 0); n = 4: raw, raw2, nccl, loom.
-    for (std::size_t j = 0; j < 4; ++j)
-        EXPECT_EQ(run_order(4, 0, 3, 0, j), std::vector<std::size_t>({0, 1, 3, 2})[j]);
+    for (std::size_t j = 0; j < 4; ++j) EXPECT_EQ(run_order(4, 0, 3, 0, j), std::vector<std::size_t>({0, 1, 3, 2})[j]);
     EXPECT_EQ(run_order(0, 0, 1, 0, 0), 0U);
 }
 
@@ -356,8 +351,7 @@ TEST(BenchSchedule, StackOffsetsVisitEveryPlaceInAPageAndKeepPathsApart) {
                     EXPECT_LT(at, page_bytes);
                     EXPECT_TRUE(seen.insert(at).second) << "n " << n << " round " << round << " rep " << rep;
                     std::set<std::size_t> in_measurement;
-                    for (std::size_t k = 0; k < n; ++k)
-                        in_measurement.insert(stack_offset(round, reps, rep, n, k));
+                    for (std::size_t k = 0; k < n; ++k) in_measurement.insert(stack_offset(round, reps, rep, n, k));
                     EXPECT_EQ(in_measurement.size(), n) << "paths of a measurement share a stack offset";
                 }
             EXPECT_EQ(seen.size(), page_bytes / 16) << n;
@@ -382,8 +376,7 @@ TEST(BenchSchedule, CodeCopiesChangeEveryRoundAndDifferWithinOne) {
         // Every path runs every copy once in code_copies rounds.
         for (std::size_t k = 0; k < n; ++k) {
             std::set<std::size_t> seen;
-            for (int round = 0; round < static_cast<int>(code_copies); ++round)
-                seen.insert(code_copy(round, k));
+            for (int round = 0; round < static_cast<int>(code_copies); ++round) seen.insert(code_copy(round, k));
             EXPECT_EQ(seen.size(), code_copies) << "n " << n << " path " << k;
         }
     }
@@ -427,8 +420,8 @@ TEST(BenchSchedule, StreamingWindowShrinksToFitItsBuffer) {
 }
 
 TEST(BenchSchedule, OperationNamesRoundTrip) {
-    for (auto op : {operation::pingpong, operation::pingpong_untagged, operation::stream,
-                    operation::rma_write, operation::rma_read, operation::atomic_fadd, operation::msgrate})
+    for (auto op : {operation::pingpong, operation::pingpong_untagged, operation::stream, operation::rma_write,
+                    operation::rma_read, operation::atomic_fadd, operation::msgrate})
         EXPECT_EQ(parse_operation(name_of(op)), op);
     EXPECT_EQ(parse_operation("bw"), operation::stream);
     EXPECT_FALSE(parse_operation("rma").has_value());  // ambiguous: rma_write or rma_read
@@ -444,8 +437,8 @@ TEST(BenchSchedule, OperationKinds) {
     EXPECT_EQ(metric_of(operation::atomic_fadd), metric::rate);
     EXPECT_EQ(metric_of(operation::msgrate), metric::rate);
     EXPECT_FALSE(is_windowed(operation::pingpong));
-    for (auto op : {operation::stream, operation::rma_write, operation::rma_read, operation::atomic_fadd,
-                    operation::msgrate})
+    for (auto op :
+         {operation::stream, operation::rma_write, operation::rma_read, operation::atomic_fadd, operation::msgrate})
         EXPECT_TRUE(is_windowed(op)) << name_of(op);
     EXPECT_TRUE(is_rma(operation::rma_read));
     EXPECT_FALSE(is_rma(operation::atomic_fadd));
@@ -459,8 +452,7 @@ TEST(BenchSchedule, SizesPerOperation) {
     EXPECT_EQ(sizes_for(operation::rma_read, sizes), sizes);
     EXPECT_EQ(sizes_for(operation::msgrate, sizes), (std::vector<std::size_t>{8, 64, 4096}));
     EXPECT_EQ(sizes_for(operation::atomic_fadd, sizes), (std::vector<std::size_t>{8}));  // one uint64, once
-    EXPECT_EQ(sizes_for(operation::atomic_fadd, std::vector<std::size_t>{1 << 20}),
-              (std::vector<std::size_t>{8}));
+    EXPECT_EQ(sizes_for(operation::atomic_fadd, std::vector<std::size_t>{1 << 20}), (std::vector<std::size_t>{8}));
     EXPECT_TRUE(sizes_for(operation::msgrate, std::vector<std::size_t>{1 << 20}).empty());
 }
 
@@ -477,8 +469,7 @@ TEST(BenchSchedule, WindowedOperationsCountTheirWindow) {
 }
 
 TEST(BenchStats, RateRatioIsRateOverRawRate) {
-    const auto pt =
-        make_point(operation::atomic_fadd, 8, {{"raw", {2e-6, 2e-6, 2e-6}}, {"loom", {4e-6, 4e-6, 4e-6}}});
+    const auto pt = make_point(operation::atomic_fadd, 8, {{"raw", {2e-6, 2e-6, 2e-6}}, {"loom", {4e-6, 4e-6, 4e-6}}});
     const auto st = stats_of(pt, "loom");
     ASSERT_TRUE(st && st->ratio);
     EXPECT_NEAR(*st->ratio, 0.5, 1e-12);  // half the fetch-adds per second
@@ -509,8 +500,7 @@ TEST(BenchOutput, RoundsAreNamedInTableJsonAndPlot) {
     info.rounds = 4;
     EXPECT_NE(render_table(info, pts).find(", 4 rounds x 3 repetitions interleaved"), std::string::npos);
     EXPECT_NE(render_json(info, pts).find("\"rounds\": 4,"), std::string::npos);
-    EXPECT_NE(render_svg(info, pts).find("median of 4 rounds x 3 repetitions interleaved"),
-              std::string::npos);
+    EXPECT_NE(render_svg(info, pts).find("median of 4 rounds x 3 repetitions interleaved"), std::string::npos);
 }
 
 TEST(BenchOutput, SeveralPairsAddWhatAllPairsDidTogether) {
@@ -534,9 +524,7 @@ TEST(BenchOutput, SeveralPairsAddWhatAllPairsDidTogether) {
     EXPECT_FALSE(aggregate_of(pts[1], "raw"));  // no pair figures: nothing to add up
     const auto t = render_table(info, pts);
     EXPECT_NE(t.find("2 pairs at once (figures of pair 0; all pairs below)"), std::string::npos) << t;
-    EXPECT_NE(t.find("# all 2 pairs together: the slowest pair's median one-way latency (us)"),
-              std::string::npos)
-        << t;
+    EXPECT_NE(t.find("# all 2 pairs together: the slowest pair's median one-way latency (us)"), std::string::npos) << t;
     EXPECT_NE(t.find("# all 2 pairs together: sum of the pairs' bandwidths (GB/s)"), std::string::npos) << t;
     EXPECT_NE(t.find("3.000"), std::string::npos) << t;   // slowest pair at 8 B
     EXPECT_NE(t.find("15.729"), std::string::npos) << t;  // 10.486 + 5.243 GB/s at 1 MiB
@@ -575,23 +563,22 @@ TEST(BenchOutput, RatiosCarryTheirIntervalFromSixSamples) {
     auto info = three_paths();
     info.paths = {"raw", "loom"};
     info.rounds = 2;
-    const std::vector<point> six{make_point(operation::pingpong, 8,
-                                            {{"raw", {1e-6, 10e-6, 1e-6, 5e-6, 2e-6, 3e-6}},
-                                             {"loom", {1.1e-6, 12e-6, 1.3e-6, 7e-6, 3e-6, 4.8e-6}}})};
+    const std::vector<point> six{make_point(
+        operation::pingpong, 8,
+        {{"raw", {1e-6, 10e-6, 1e-6, 5e-6, 2e-6, 3e-6}}, {"loom", {1.1e-6, 12e-6, 1.3e-6, 7e-6, 3e-6, 4.8e-6}}})};
     const auto t = render_table(info, six);
     EXPECT_NE(t.find("ci95"), std::string::npos) << t;
     EXPECT_NE(t.find("  1.100-1.600 "), std::string::npos) << t;
-    EXPECT_NE(render_json(info, six).find("\"ratio_ci95\": [1.1, 1.6]"), std::string::npos)
-        << render_json(info, six);
+    EXPECT_NE(render_json(info, six).find("\"ratio_ci95\": [1.1, 1.6]"), std::string::npos) << render_json(info, six);
     const auto c = render_csv(info, six);
     EXPECT_NE(c.find(",ratio_to_raw,ratio_ci95_lo,ratio_ci95_hi,verified\n"), std::string::npos) << c;
     EXPECT_NE(c.find(",1.1,1.6,true\n"), std::string::npos) << c;
     // raw's own row has empty ratio columns (same column count as every row).
     EXPECT_NE(c.find(",raw,"), std::string::npos);
     for (std::size_t pos = 0, end; (end = c.find('\n', pos)) != std::string::npos; pos = end + 1)
-        EXPECT_EQ(std::count(c.begin() + static_cast<std::ptrdiff_t>(pos),
-                             c.begin() + static_cast<std::ptrdiff_t>(end), ','),
-                  13)
+        EXPECT_EQ(
+            std::count(c.begin() + static_cast<std::ptrdiff_t>(pos), c.begin() + static_cast<std::ptrdiff_t>(end), ','),
+            13)
             << c.substr(pos, end - pos);
     const auto three = sample_points();
     const auto j3 = render_json(three_paths(), three);
@@ -644,15 +631,12 @@ namespace {
 auto one_sided_points() -> std::vector<point> {
     std::vector<point> pts{
         make_point(operation::rma_write, 8, {{"raw", {1e-6, 1e-6, 1e-6}}, {"loom", {1e-6, 1e-6, 1e-6}}}),
-        make_point(operation::rma_write, 1 << 20,
-                   {{"raw", {1e-4, 1e-4, 1e-4}}, {"loom", {2e-4, 2e-4, 2e-4}}}),
+        make_point(operation::rma_write, 1 << 20, {{"raw", {1e-4, 1e-4, 1e-4}}, {"loom", {2e-4, 2e-4, 2e-4}}}),
         make_point(operation::atomic_fadd, 8, {{"raw", {2e-6, 2e-6, 2e-6}}, {"loom", {2e-6, 2e-6, 2e-6}}}),
-        make_point(
-            operation::msgrate, 8,
-            {{"raw", {1e-6, 1e-6, 1e-6}}, {"loom", {1e-6, 1e-6, 1e-6}}, {"nccl", {2e-6, 2e-6, 2e-6}}})};
+        make_point(operation::msgrate, 8,
+                   {{"raw", {1e-6, 1e-6, 1e-6}}, {"loom", {1e-6, 1e-6, 1e-6}}, {"nccl", {2e-6, 2e-6, 2e-6}}})};
     for (std::size_t i = 0; i < 3; ++i)
-        pts[i].paths["nccl"].skipped =
-            i < 2 ? "the NCCL net ABI has no RMA" : "the NCCL net ABI has no atomics";
+        pts[i].paths["nccl"].skipped = i < 2 ? "the NCCL net ABI has no RMA" : "the NCCL net ABI has no atomics";
     return pts;
 }
 }  // namespace
@@ -675,8 +659,7 @@ TEST(BenchOutput, SkippedPathsAreNotedNotWrong) {
     EXPECT_EQ(rows, pts.size());
     const auto j = render_json(three_paths(), pts);
     EXPECT_NE(j.find("\"all_verified\": true"), std::string::npos) << j;
-    EXPECT_NE(j.find("\"nccl\": {\"skipped\": true, \"note\": \"the NCCL net ABI has no RMA\"}"),
-              std::string::npos)
+    EXPECT_NE(j.find("\"nccl\": {\"skipped\": true, \"note\": \"the NCCL net ABI has no RMA\"}"), std::string::npos)
         << j;
     EXPECT_NE(j.find("\"rate_per_s\": 500000"), std::string::npos) << j;  // fetch-adds: 1 / 2 us
     const auto c = render_csv(three_paths(), pts);

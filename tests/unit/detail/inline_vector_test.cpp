@@ -15,9 +15,7 @@ namespace {
 
 using small_vec = loom::detail::inline_vector<int, 4>;
 
-auto contents(std::span<const int> s) -> std::vector<int> {
-    return {s.begin(), s.end()};
-}
+auto contents(std::span<const int> s) -> std::vector<int> { return {s.begin(), s.end()}; }
 
 auto iota_vec(int n) -> std::vector<int> {
     std::vector<int> v(static_cast<std::size_t>(n));

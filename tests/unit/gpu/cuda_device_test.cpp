@@ -131,8 +131,8 @@ TEST_F(GpuCudaDevice, ExportsADmabuf) {
 // XPU contexts for the driver's devices: by buffer and by ordinal the arguments are checked
 // against the driver; libfabric before 2.7 then refuses cleanly (untested on hardware).
 TEST_F(GpuCudaDevice, XpuContextsForItsDevices) {
-    auto info = loom::query_fabric({.capabilities = loom::capability::msg, .ep_type = loom::endpoint_types::rdm,
-                                    .provider = "tcp;ofi_rxm"});
+    auto info = loom::query_fabric(
+        {.capabilities = loom::capability::msg, .ep_type = loom::endpoint_types::rdm, .provider = "tcp;ofi_rxm"});
     ASSERT_TRUE(info);
     auto fab = loom::fabric::create(*info);
     ASSERT_TRUE(fab);
@@ -148,8 +148,7 @@ TEST_F(GpuCudaDevice, XpuContextsForItsDevices) {
     }
     int host = 0;
     EXPECT_EQ(outcome(loom::gpu::xpu_context_for(*dom, &host)), "invalid_argument") << "host memory";
-    EXPECT_EQ(outcome(loom::gpu::xpu_context_for(*dom, memory_kind::cuda, cuda_->device_count())),
-              "invalid_argument")
+    EXPECT_EQ(outcome(loom::gpu::xpu_context_for(*dom, memory_kind::cuda, cuda_->device_count())), "invalid_argument")
         << "an ordinal past the driver's devices";
     EXPECT_EQ(outcome(loom::gpu::xpu_context_for(*dom, memory_kind::cuda, -1)), "invalid_argument");
     EXPECT_EQ(outcome(loom::gpu::xpu_context_for(*dom, memory_kind::level_zero, 0)), "not_supported")

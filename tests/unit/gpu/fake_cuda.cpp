@@ -71,8 +71,7 @@ auto device_bytes(CUdeviceptr p, std::size_t n, void** host) -> CUresult {
     const std::scoped_lock lock(regions_mutex);
     std::uintptr_t base = 0;
     auto* r = find(p, &base);
-    if (r == nullptr || r->type != CU_MEMORYTYPE_DEVICE || n > r->size - (p - base))
-        return CUDA_ERROR_INVALID_VALUE;
+    if (r == nullptr || r->type != CU_MEMORYTYPE_DEVICE || n > r->size - (p - base)) return CUDA_ERROR_INVALID_VALUE;
     *host = reinterpret_cast<void*>(static_cast<std::uintptr_t>(p));
     return CUDA_SUCCESS;
 }
@@ -94,38 +93,20 @@ CUresult CUDAAPI cuDriverGetVersion(int* v) {
 
 CUresult CUDAAPI cuGetErrorName(CUresult e, const char** s) {
     switch (e) {
-        case CUDA_SUCCESS:
-            *s = "CUDA_SUCCESS";
-            return CUDA_SUCCESS;
-        case CUDA_ERROR_INVALID_VALUE:
-            *s = "CUDA_ERROR_INVALID_VALUE";
-            return CUDA_SUCCESS;
-        case CUDA_ERROR_OUT_OF_MEMORY:
-            *s = "CUDA_ERROR_OUT_OF_MEMORY";
-            return CUDA_SUCCESS;
-        case CUDA_ERROR_NO_DEVICE:
-            *s = "CUDA_ERROR_NO_DEVICE";
-            return CUDA_SUCCESS;
-        case CUDA_ERROR_INVALID_CONTEXT:
-            *s = "CUDA_ERROR_INVALID_CONTEXT";
-            return CUDA_SUCCESS;
-        default:
-            *s = nullptr;
-            return CUDA_ERROR_INVALID_VALUE;
+        case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; return CUDA_SUCCESS;
+        case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; return CUDA_SUCCESS;
+        case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return CUDA_SUCCESS;
+        case CUDA_ERROR_NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; return CUDA_SUCCESS;
+        case CUDA_ERROR_INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; return CUDA_SUCCESS;
+        default: *s = nullptr; return CUDA_ERROR_INVALID_VALUE;
     }
 }
 
 CUresult CUDAAPI cuGetErrorString(CUresult e, const char** s) {
     switch (e) {
-        case CUDA_ERROR_OUT_OF_MEMORY:
-            *s = "fake: out of memory";
-            return CUDA_SUCCESS;
-        case CUDA_ERROR_NO_DEVICE:
-            *s = "fake: no device";
-            return CUDA_SUCCESS;
-        default:
-            *s = nullptr;
-            return CUDA_ERROR_INVALID_VALUE;
+        case CUDA_ERROR_OUT_OF_MEMORY: *s = "fake: out of memory"; return CUDA_SUCCESS;
+        case CUDA_ERROR_NO_DEVICE: *s = "fake: no device"; return CUDA_SUCCESS;
+        default: *s = nullptr; return CUDA_ERROR_INVALID_VALUE;
     }
 }
 
@@ -201,8 +182,7 @@ CUresult CUDAAPI cuCtxPopCurrent(CUcontext* ctx) {
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute* attrs, void** data,
-                                        CUdeviceptr p) {
+CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute* attrs, void** data, CUdeviceptr p) {
     count();
     const std::scoped_lock lock(regions_mutex);
     std::uintptr_t base = 0;
@@ -224,8 +204,7 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute* att
             case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
                 if (!no_range) *static_cast<std::size_t*>(data[i]) = r != nullptr ? r->size : 0;
                 break;
-            default:
-                return CUDA_ERROR_INVALID_VALUE;
+            default: return CUDA_ERROR_INVALID_VALUE;
         }
     }
     return CUDA_SUCCESS;
@@ -243,8 +222,8 @@ CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr* pbase, std::size_t* psize, CU
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemGetHandleForAddressRange(void* handle, CUdeviceptr p, std::size_t size,
-                                               CUmemRangeHandleType type, unsigned long long flags) {
+CUresult CUDAAPI cuMemGetHandleForAddressRange(void* handle, CUdeviceptr p, std::size_t size, CUmemRangeHandleType type,
+                                               unsigned long long flags) {
     count();
     if (current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
     const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
@@ -344,8 +323,8 @@ __attribute__((visibility("default"))) void fake_cuda_set_foreign(int ordinal) {
 }
 
 /// Declares [p, p + n) as memory of the given CUmemorytype / managed flag on device `ordinal`.
-__attribute__((visibility("default"))) void fake_cuda_add_region(void* p, std::size_t n, unsigned int type,
-                                                                 int managed, int ordinal) {
+__attribute__((visibility("default"))) void fake_cuda_add_region(void* p, std::size_t n, unsigned int type, int managed,
+                                                                 int ordinal) {
     const std::scoped_lock lock(regions_mutex);
     regions[reinterpret_cast<std::uintptr_t>(p)] = region{n, ordinal, type, managed != 0, nullptr};
 }

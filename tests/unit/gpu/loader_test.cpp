@@ -50,8 +50,8 @@ struct child_outcome {
 
 // Runs `body` in a forked child after setting the environment (a null value unsets). `body` returns
 // an empty string on success, else what went wrong.
-auto run_in_child(std::vector<std::pair<const char*, const char*>> env,
-                  const std::function<std::string()>& body) -> child_outcome {
+auto run_in_child(std::vector<std::pair<const char*, const char*>> env, const std::function<std::string()>& body)
+    -> child_outcome {
     int fds[2];
     if (::pipe(fds) != 0) return {-1, "pipe failed"};
     const pid_t pid = ::fork();
@@ -82,8 +82,7 @@ auto run_in_child(std::vector<std::pair<const char*, const char*>> env,
     ::close(fds[1]);
     child_outcome out;
     char buf[512];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;)
-        out.output.append(buf, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) out.output.append(buf, static_cast<std::size_t>(n));
     ::close(fds[0]);
     while (::waitpid(pid, &out.status, 0) < 0 && errno == EINTR) {
     }
@@ -96,11 +95,10 @@ auto run_in_child(std::vector<std::pair<const char*, const char*>> env,
     do {                                                                                               \
         if (!(cond)) return std::string(__FILE__ ":") + std::to_string(__LINE__) + ": failed: " #cond; \
     } while (0)
-#define CHILD_CHECK_MSG(cond, msg)                                                                          \
-    do {                                                                                                    \
-        if (!(cond))                                                                                        \
-            return std::string(__FILE__ ":") + std::to_string(__LINE__) + ": failed: " #cond " (" + (msg) + \
-                   ")";                                                                                     \
+#define CHILD_CHECK_MSG(cond, msg)                                                                               \
+    do {                                                                                                         \
+        if (!(cond))                                                                                             \
+            return std::string(__FILE__ ":") + std::to_string(__LINE__) + ": failed: " #cond " (" + (msg) + ")"; \
     } while (0)
 
 auto contains(std::string_view haystack, std::string_view needle) -> bool {
@@ -129,9 +127,8 @@ auto fake_calls() -> int { return fake_hook<int (*)()>("fake_cuda_calls")(); }
 // The fake driver's environment: everything else that could interfere unset.
 auto fake_env(std::vector<std::pair<const char*, const char*>> extra = {})
     -> std::vector<std::pair<const char*, const char*>> {
-    std::vector<std::pair<const char*, const char*>> env{{"LOOM_CUDA_LIBRARY", fake_library},
-                                                         {"FAKE_CUDA_INIT_RESULT", nullptr},
-                                                         {"FAKE_CUDA_NO_RANGE", nullptr}};
+    std::vector<std::pair<const char*, const char*>> env{
+        {"LOOM_CUDA_LIBRARY", fake_library}, {"FAKE_CUDA_INIT_RESULT", nullptr}, {"FAKE_CUDA_NO_RANGE", nullptr}};
     env.insert(env.end(), extra.begin(), extra.end());
     return env;
 }
@@ -190,24 +187,23 @@ TEST(GpuCudaLoader, LibraryWithoutTheEntryPointsIsNotSupported) {
 TEST(GpuCudaLoader, StubLibraryFailsCuInitWithoutCrashing) {
     if (!cuda_driver::compiled_in()) GTEST_SKIP() << "CUDA support not compiled in";
     if (::access(stub_library, R_OK) != 0) GTEST_SKIP() << stub_library << " not present";
-    const auto r =
-        run_in_child({{"LOOM_CUDA_LIBRARY", stub_library}, {"LOOM_HIP_LIBRARY", "/nonexistent/hip.so"}}, [] {
-            auto d = cuda_driver::instance();
-            CHILD_CHECK(!d && d.error() == not_supported());
-            const std::string reason(cuda_driver::unavailable_reason());
-            // Symbols resolved (not a "lacks" failure); cuInit failed with the stub's CUresult.
-            CHILD_CHECK_MSG(contains(reason, "cuInit failed"), reason);
-            CHILD_CHECK_MSG(contains(reason, stub_library), reason);
-            CHILD_CHECK_MSG(contains(reason, "CUDA_ERROR_STUB_LIBRARY (34)"), reason);
-            // Loaded once: asking again gives the same answer without retrying.
-            auto again = cuda_driver::instance();
-            CHILD_CHECK(!again && again.error() == not_supported());
-            CHILD_CHECK(cuda_driver::unavailable_reason().data() == cuda_driver::unavailable_reason().data());
-            int local = 0;
-            CHILD_CHECK(loom::gpu::classify(&local) == memory_kind::host);
-            CHILD_CHECK(loom::gpu::available_backends() == std::vector<memory_kind>{memory_kind::host});
-            return std::string{};
-        });
+    const auto r = run_in_child({{"LOOM_CUDA_LIBRARY", stub_library}, {"LOOM_HIP_LIBRARY", "/nonexistent/hip.so"}}, [] {
+        auto d = cuda_driver::instance();
+        CHILD_CHECK(!d && d.error() == not_supported());
+        const std::string reason(cuda_driver::unavailable_reason());
+        // Symbols resolved (not a "lacks" failure); cuInit failed with the stub's CUresult.
+        CHILD_CHECK_MSG(contains(reason, "cuInit failed"), reason);
+        CHILD_CHECK_MSG(contains(reason, stub_library), reason);
+        CHILD_CHECK_MSG(contains(reason, "CUDA_ERROR_STUB_LIBRARY (34)"), reason);
+        // Loaded once: asking again gives the same answer without retrying.
+        auto again = cuda_driver::instance();
+        CHILD_CHECK(!again && again.error() == not_supported());
+        CHILD_CHECK(cuda_driver::unavailable_reason().data() == cuda_driver::unavailable_reason().data());
+        int local = 0;
+        CHILD_CHECK(loom::gpu::classify(&local) == memory_kind::host);
+        CHILD_CHECK(loom::gpu::available_backends() == std::vector<memory_kind>{memory_kind::host});
+        return std::string{};
+    });
     EXPECT_TRUE(r.passed()) << r.output;
 }
 
@@ -253,8 +249,7 @@ auto concurrent_instances() -> std::string {
 
 TEST(GpuCudaLoader, ConcurrentInstanceAgreesWhenUnavailable) {
     const auto r = run_in_child(
-        {{"LOOM_CUDA_LIBRARY", "/nonexistent/libcuda.so.1"}, {"LOOM_HIP_LIBRARY", "/nonexistent/hip.so"}},
-        [] {
+        {{"LOOM_CUDA_LIBRARY", "/nonexistent/libcuda.so.1"}, {"LOOM_HIP_LIBRARY", "/nonexistent/hip.so"}}, [] {
             if (auto e = concurrent_instances(); !e.empty()) return e;
             CHILD_CHECK(!cuda_driver::instance() && !hip_runtime::instance());
             return std::string{};
@@ -480,8 +475,7 @@ TEST(GpuCudaFake, ExportsThePageAlignedAllocationAsDmabuf) {
         CHILD_CHECK(buf->offset == base + 5000 - buf->base);
         std::uintptr_t exported = 0;
         std::size_t exported_size = 0;
-        fake_hook<void (*)(std::uintptr_t*, std::size_t*)>("fake_cuda_last_export")(&exported,
-                                                                                    &exported_size);
+        fake_hook<void (*)(std::uintptr_t*, std::size_t*)>("fake_cuda_last_export")(&exported, &exported_size);
         CHILD_CHECK(exported == buf->base && exported_size == buf->length);
 
         // The descriptor moves with the object and closes with it.
@@ -566,8 +560,7 @@ TEST(GpuHipLoader, LibraryWithoutTheEntryPointsIsNotSupported) {
 
 TEST(GpuMemory, HostMemoryIsHostWithoutAnyRuntime) {
     const auto r = run_in_child(
-        {{"LOOM_CUDA_LIBRARY", "/nonexistent/libcuda.so.1"}, {"LOOM_HIP_LIBRARY", "/nonexistent/hip.so"}},
-        [] {
+        {{"LOOM_CUDA_LIBRARY", "/nonexistent/libcuda.so.1"}, {"LOOM_HIP_LIBRARY", "/nonexistent/hip.so"}}, [] {
             int local = 0;
             std::vector<char> heap(4096);
             CHILD_CHECK(loom::gpu::classify(&local) == memory_kind::host);

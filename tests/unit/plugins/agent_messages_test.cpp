@@ -93,6 +93,9 @@ TEST(AgentMessages, NotificationsKeepSenderAndMessage) {
     auto empty = lp::decode_notification(bytes(lp::encode_notification("agent", "").value()));
     ASSERT_TRUE(empty);
     EXPECT_EQ(empty->message, "");
-    EXPECT_FALSE(lp::decode_notification(bytes(std::string("\x05\x00" "abc", 5))));  // name past the end
+    EXPECT_FALSE(
+        lp::decode_notification(bytes(std::string("\x05\x00"
+                                                  "abc",
+                                                  5))));  // name past the end
     EXPECT_FALSE(lp::decode_notification(bytes(std::string("\x01", 1))));
 }

@@ -22,7 +22,8 @@ struct amo_case {
 template <class T>
 void check(const amo_case& c) {
     alignas(8) T words[2] = {static_cast<T>(c.start), static_cast<T>(0x5a5a5a5a5a5a5a5aULL)};
-    const auto old = lp::apply_amo(&words[0], {.op = c.op, .size = sizeof(T), .operand = c.operand, .compare = c.compare});
+    const auto old =
+        lp::apply_amo(&words[0], {.op = c.op, .size = sizeof(T), .operand = c.operand, .compare = c.compare});
     EXPECT_EQ(words[0], static_cast<T>(c.after)) << "verb " << static_cast<int>(c.op) << " size " << sizeof(T);
     if (lp::is_fetching(c.op)) {
         EXPECT_EQ(old, static_cast<T>(c.returned)) << "verb " << static_cast<int>(c.op);
@@ -71,7 +72,8 @@ TEST(ApplyAmo, OnDeviceMemoryThroughTheDriver) {
     std::uint64_t v = 5;
     ASSERT_TRUE((*drv)->copy_to_device(word, &v, 8));
     EXPECT_EQ(lp::apply_amo_on_device(word, {.op = amo_op::fetch_add, .size = 8, .operand = 3}).value(), 5U);
-    EXPECT_EQ(lp::apply_amo_on_device(word, {.op = amo_op::compare_swap, .size = 8, .operand = 1, .compare = 8}).value(), 8U);
+    EXPECT_EQ(
+        lp::apply_amo_on_device(word, {.op = amo_op::compare_swap, .size = 8, .operand = 1, .compare = 8}).value(), 8U);
     EXPECT_EQ(lp::apply_amo_on_device(word, {.op = amo_op::swap, .size = 4, .operand = 9}).value(), 1U);
     EXPECT_EQ(lp::apply_amo_on_device(word, {.op = amo_op::fetch, .size = 8}).value(), 9U);
     ASSERT_TRUE((*drv)->copy_to_host(&v, word, 8));

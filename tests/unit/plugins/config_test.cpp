@@ -63,18 +63,18 @@ TEST(PluginConfig, ReadsEveryVariable) {
 }
 
 TEST(PluginConfig, MalformedValuesAreErrorsNamingTheVariable) {
-    for (const auto& [name, value] : std::multimap<std::string, std::string>{
-             {"LOOM_EAGER_MAX", "lots"},
-             {"LOOM_EAGER_MAX", "-1"},
-             {"LOOM_EAGER_MAX", "99999999999999999999g"},
-             {"LOOM_EAGAIN_TIMEOUT_MS", "0"},
-             {"LOOM_PEER_TIMEOUT_MS", "5s"},
-             {"LOOM_CONNECT_TIMEOUT_MS", "999999999999"},
-             {"LOOM_PROGRESS_THREAD", "maybe"},
-             {"LOOM_LOG_LEVEL", "chatty"},
-             {"LOOM_MR_CACHE_ENTRIES", "many"},
-             {"LOOM_HMEM", "cuda"},
-             {"LOOM_FLUSH", "sometimes"}}) {
+    for (const auto& [name, value] :
+         std::multimap<std::string, std::string>{{"LOOM_EAGER_MAX", "lots"},
+                                                 {"LOOM_EAGER_MAX", "-1"},
+                                                 {"LOOM_EAGER_MAX", "99999999999999999999g"},
+                                                 {"LOOM_EAGAIN_TIMEOUT_MS", "0"},
+                                                 {"LOOM_PEER_TIMEOUT_MS", "5s"},
+                                                 {"LOOM_CONNECT_TIMEOUT_MS", "999999999999"},
+                                                 {"LOOM_PROGRESS_THREAD", "maybe"},
+                                                 {"LOOM_LOG_LEVEL", "chatty"},
+                                                 {"LOOM_MR_CACHE_ENTRIES", "many"},
+                                                 {"LOOM_HMEM", "cuda"},
+                                                 {"LOOM_FLUSH", "sometimes"}}) {
         auto c = parse({{name, value}});
         ASSERT_FALSE(c) << name << "=" << value;
         EXPECT_EQ(c.error(), make_error_code(loom::errc::invalid_argument));

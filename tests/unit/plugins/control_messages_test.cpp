@@ -99,10 +99,10 @@ TEST(ControlMessages, LayoutIsLittleEndianAtFixedOffsets) {
     const auto c = bytes_of(sample_connect());
     EXPECT_EQ(std::string(reinterpret_cast<const char*>(c.data()), 4), "CONN");
     EXPECT_EQ(c[4], std::byte{lp::wire_version});
-    EXPECT_EQ(c[8], std::byte{7});                     // sender channel
-    EXPECT_EQ(c[12], std::byte{0xff});                 // listen channel 0x3ffff, low byte first
+    EXPECT_EQ(c[8], std::byte{7});      // sender channel
+    EXPECT_EQ(c[12], std::byte{0xff});  // listen channel 0x3ffff, low byte first
     EXPECT_EQ(c[14], std::byte{0x03});
-    EXPECT_EQ(c[24], std::byte{0x08});                 // host, low byte first
+    EXPECT_EQ(c[24], std::byte{0x08});                         // host, low byte first
     EXPECT_EQ(c[lp::connect_header_size + 16], std::byte{2});  // after the 16-byte sockaddr_in: two rails
     const auto a = bytes_of(sample_accept());
     EXPECT_EQ(std::string(reinterpret_cast<const char*>(a.data()), 4), "ACPT");
@@ -200,7 +200,8 @@ TEST(ControlMessages, LivenessRoundTripsAndHasItsLayout) {
 }
 
 TEST(ControlMessages, TruncatedOrBitFlippedMessagesAreRefusedOrReadFaithfully) {
-    torture(lp::liveness_message{.pong = true, .sequence = 77}, [](auto b) { return lp::decode_liveness(b); }, "liveness");
+    torture(
+        lp::liveness_message{.pong = true, .sequence = 77}, [](auto b) { return lp::decode_liveness(b); }, "liveness");
     torture(sample_connect(), [](auto b) { return lp::decode_connect(b); }, "connect");
     torture(sample_accept(), [](auto b) { return lp::decode_accept(b); }, "accept");
     torture(sample_cts(), [](auto b) { return lp::decode_cts(b); }, "cts");
@@ -235,10 +236,13 @@ TEST(ControlMessages, RandomBytesNeverCrashAndRarelyDecode) {
         const std::vector<std::byte>* like = n % 3 == 0 ? &connect : n % 3 == 1 ? &accept : &cts;
         // Two of three keep a valid magic and version, so the field checks are what stands.
         if (n % 3 != 2 && b.size() >= 8) std::copy_n(like->begin(), 6, b.begin());
-        expect_refused_or_faithful(b, [](auto s) { return lp::decode_connect(s); }, "connect", static_cast<std::size_t>(n));
-        expect_refused_or_faithful(b, [](auto s) { return lp::decode_accept(s); }, "accept", static_cast<std::size_t>(n));
+        expect_refused_or_faithful(
+            b, [](auto s) { return lp::decode_connect(s); }, "connect", static_cast<std::size_t>(n));
+        expect_refused_or_faithful(
+            b, [](auto s) { return lp::decode_accept(s); }, "accept", static_cast<std::size_t>(n));
         expect_refused_or_faithful(b, [](auto s) { return lp::decode_cts(s); }, "cts", static_cast<std::size_t>(n));
-        expect_refused_or_faithful(b, [](auto s) { return lp::decode_liveness(s); }, "liveness", static_cast<std::size_t>(n));
+        expect_refused_or_faithful(
+            b, [](auto s) { return lp::decode_liveness(s); }, "liveness", static_cast<std::size_t>(n));
     }
 }
 

@@ -14,7 +14,9 @@ namespace lp = loom::plugins;
 
 namespace {
 
-auto as_bytes(const std::string& s) -> std::span<const std::byte> { return std::as_bytes(std::span{s.data(), s.size()}); }
+auto as_bytes(const std::string& s) -> std::span<const std::byte> {
+    return std::as_bytes(std::span{s.data(), s.size()});
+}
 
 /// Every record of a batch, or the error that stopped the walk.
 auto read_all(std::span<const std::byte> batch) -> loom::result<std::vector<std::pair<std::uint16_t, std::string>>> {
@@ -59,7 +61,7 @@ TEST(ManagerMessages, BatchLayoutIsFixed) {
     lp::batch_writer w(buf);
     ASSERT_TRUE(w.append(3, as_bytes("xyz")));
     const auto b = w.finish();
-    const unsigned char want[] = {'B', 'A', 'T', '1', 1, 0, 1, 0, 32, 0, 0, 0, 0, 0, 0, 0,  // header
+    const unsigned char want[] = {'B', 'A', 'T', '1', 1, 0, 1, 0, 32,  0,   0,   0, 0, 0, 0, 0,  // header
                                   3,   0,   0,   0,   3, 0, 0, 0, 'x', 'y', 'z', 0, 0, 0, 0, 0};
     ASSERT_EQ(b.size(), sizeof(want));
     EXPECT_EQ(std::memcmp(b.data(), want, sizeof(want)), 0);
@@ -140,7 +142,8 @@ TEST(ManagerMessages, ZeroCopyHeaderRoundTripsAndRefusesMalformed) {
 
 TEST(ManagerMessages, RemoteKeyRoundTripsEveryRailAndRefusesMalformed) {
     lp::memory_key k{.length = 65536, .rails = 3};
-    for (std::size_t i = 0; i < 3; ++i) k.rail[i] = {.base = 0x7f0012345000ULL + i * 4096, .key = 0xdeadbeefcafeULL + i};
+    for (std::size_t i = 0; i < 3; ++i)
+        k.rail[i] = {.base = 0x7f0012345000ULL + i * 4096, .key = 0xdeadbeefcafeULL + i};
     const auto b = lp::encode(k).value();
     auto d = lp::decode_remote_key(b);
     ASSERT_TRUE(d);
@@ -161,7 +164,8 @@ TEST(ManagerMessages, RemoteKeyRoundTripsEveryRailAndRefusesMalformed) {
     EXPECT_EQ(lp::encode(k).error(), loom::errc::invalid_argument);
     k.rails = lp::max_rails + 1;
     EXPECT_EQ(lp::encode(k).error(), loom::errc::invalid_argument);
-    const auto wraps = lp::encode(lp::memory_key{.length = 100, .rails = 1, .rail = {{{.base = ~0ULL - 10, .key = 1}}}}).value();
+    const auto wraps =
+        lp::encode(lp::memory_key{.length = 100, .rails = 1, .rail = {{{.base = ~0ULL - 10, .key = 1}}}}).value();
     EXPECT_FALSE(lp::decode_remote_key(wraps));
 }
 

@@ -38,7 +38,9 @@ TEST(MatchBits, RendezvousIgnoreMaskJoinsDataAndRequestsOnly) {
     const auto rts = mb::make_tag(lp::message_kind::rendezvous_request, 5, 6, 7);
     const auto cts = mb::make_tag(lp::message_kind::clear_to_send, 5, 6, 7);
     const auto ctrl = mb::make_tag(lp::message_kind::control, 5, 6, 7);
-    auto matches = [](std::uint64_t posted, std::uint64_t sent) { return (posted | mb::rendezvous_ignore) == (sent | mb::rendezvous_ignore); };
+    auto matches = [](std::uint64_t posted, std::uint64_t sent) {
+        return (posted | mb::rendezvous_ignore) == (sent | mb::rendezvous_ignore);
+    };
     EXPECT_TRUE(matches(data, rts));
     EXPECT_FALSE(matches(data, cts));
     EXPECT_FALSE(matches(data, ctrl));
@@ -56,7 +58,8 @@ TEST(Immediate, EveryTargetTheReceiverCanNameRoundTripsWithAnyLength) {
         for (std::uint32_t req = 0; req < static_cast<std::uint32_t>(lp::recv_pool_size); ++req) {
             for (std::uint32_t slot = 0; slot < static_cast<std::uint32_t>(lp::max_slots); ++slot) {
                 const imm::write_target t{.channel = chan, .request = req, .slot = slot};
-                for (std::uint64_t len : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{lp::max_rma_chunk}, imm::length_mask}) {
+                for (std::uint64_t len :
+                     {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{lp::max_rma_chunk}, imm::length_mask}) {
                     const auto v = imm::make_base(t) | len;
                     ASSERT_EQ(imm::target_of(v), t);
                     ASSERT_EQ(imm::length_of(v), len);

@@ -9,7 +9,8 @@ namespace lp = loom::plugins;
 namespace {
 
 auto sample() -> lp::remote_view {
-    lp::memory_key k{.length = 4 << 20, .rails = 2, .rail = {{{.base = 0x7f0000001000, .key = 42}, {.base = 0, .key = 7}}}};
+    lp::memory_key k{
+        .length = 4 << 20, .rails = 2, .rail = {{{.base = 0x7f0000001000, .key = 42}, {.base = 0, .key = 7}}}};
     return {.base = 0x7f0000001000, .length = 4 << 20, .owner = 3, .key_bytes = lp::encode(k).value()};
 }
 

@@ -50,9 +50,9 @@ TEST(StripePlan, PageRoundingCanLeaveRailsUnused) {
 
 TEST(StripePlan, EverySizeAndRailCountCoversExactly) {
     for (int rails = 1; rails <= lp::max_rails; ++rails) {
-        for (std::size_t bytes : {std::size_t{1}, std::size_t{4095}, std::size_t{4097}, lp::stripe_min * 8 - 1,
-                                  lp::stripe_min * 8, lp::stripe_min * 8 + 1, std::size_t{16} << 20,
-                                  (std::size_t{16} << 20) + 12345}) {
+        for (std::size_t bytes :
+             {std::size_t{1}, std::size_t{4095}, std::size_t{4097}, lp::stripe_min * 8 - 1, lp::stripe_min * 8,
+              lp::stripe_min * 8 + 1, std::size_t{16} << 20, (std::size_t{16} << 20) + 12345}) {
             const auto p = lp::plan_stripes(bytes, rails);
             SCOPED_TRACE(testing::Message() << bytes << " bytes over " << rails << " rails");
             expect_exact_cover(p, bytes);

@@ -20,9 +20,7 @@ void reseal(lp::handle_bytes& b) {
     for (int i = 0; i < 4; ++i) b[124 + i] = static_cast<std::byte>((h >> (8 * i)) & 0xff);
 }
 
-auto error_of(const loom::result<lp::listen_info>& r) -> std::error_code {
-    return r ? std::error_code{} : r.error();
-}
+auto error_of(const loom::result<lp::listen_info>& r) -> std::error_code { return r ? std::error_code{} : r.error(); }
 
 TEST(WireHandle, RoundTripsEveryAddressKind) {
     const loom::address addrs[] = {
@@ -55,9 +53,11 @@ TEST(WireHandle, LayoutIsLittleEndianWithMagicFirst) {
 }
 
 TEST(WireHandle, EncodeRejectsAddressesThatDoNotFit) {
-    const loom::opaque_address big{loom::address_format::cxi, std::vector<std::byte>(lp::handle_address_capacity + 1, std::byte{1})};
+    const loom::opaque_address big{loom::address_format::cxi,
+                                   std::vector<std::byte>(lp::handle_address_capacity + 1, std::byte{1})};
     EXPECT_EQ(lp::encode_handle({.endpoint_address = big}).error(), loom::errc::invalid_argument);
-    const loom::opaque_address exact{loom::address_format::cxi, std::vector<std::byte>(lp::handle_address_capacity, std::byte{1})};
+    const loom::opaque_address exact{loom::address_format::cxi,
+                                     std::vector<std::byte>(lp::handle_address_capacity, std::byte{1})};
     EXPECT_TRUE(lp::encode_handle({.endpoint_address = exact}));
     EXPECT_EQ(lp::encode_handle({.endpoint_address = loom::opaque_address{}}).error(), loom::errc::invalid_argument);
 }

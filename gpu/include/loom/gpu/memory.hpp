@@ -26,14 +26,10 @@ enum class memory_kind { host, cuda, rocm, level_zero };
 /// libfabric's HMEM interface for a kind (FI_HMEM_SYSTEM, FI_HMEM_CUDA, FI_HMEM_ROCR, FI_HMEM_ZE).
 [[nodiscard]] constexpr auto fabric_iface(memory_kind k) noexcept -> fi_hmem_iface {
     switch (k) {
-        case memory_kind::host:
-            return FI_HMEM_SYSTEM;
-        case memory_kind::cuda:
-            return FI_HMEM_CUDA;
-        case memory_kind::rocm:
-            return FI_HMEM_ROCR;
-        case memory_kind::level_zero:
-            return FI_HMEM_ZE;
+        case memory_kind::host: return FI_HMEM_SYSTEM;
+        case memory_kind::cuda: return FI_HMEM_CUDA;
+        case memory_kind::rocm: return FI_HMEM_ROCR;
+        case memory_kind::level_zero: return FI_HMEM_ZE;
     }
     return FI_HMEM_SYSTEM;
 }

@@ -145,9 +145,8 @@ private:
 [[nodiscard]] auto make_endpoint(::asio::io_context& ioc, domain& dom, const fabric_info& info, completion_queue& cq,
                                  address_vector& av) -> result<endpoint>;
 /// The same with a queue per direction.
-[[nodiscard]] auto make_endpoint(::asio::io_context& ioc, domain& dom, const fabric_info& info,
-                                 completion_queue& tx_cq, completion_queue& rx_cq, address_vector& av)
-    -> result<endpoint>;
+[[nodiscard]] auto make_endpoint(::asio::io_context& ioc, domain& dom, const fabric_info& info, completion_queue& tx_cq,
+                                 completion_queue& rx_cq, address_vector& av) -> result<endpoint>;
 
 }  // namespace loom::asio
 

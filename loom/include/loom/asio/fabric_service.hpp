@@ -116,8 +116,8 @@ private:
     mutable std::recursive_mutex mutex_;
     std::vector<std::shared_ptr<queue_entry>> queues_;
     std::optional<::asio::steady_timer> timer_;  // made at first need (zero intervals need none)
-    unsigned depth_{0};           // passes under way on the thread holding mutex_
-    unsigned idle_passes_{0};     // timer passes in a row that completed nothing
+    unsigned depth_{0};                          // passes under way on the thread holding mutex_
+    unsigned idle_passes_{0};                    // timer passes in a row that completed nothing
     bool started_{false};
     bool pass_scheduled_{false};  // the timer is armed or a pass is posted
     bool spinning_{false};        // that pass is a zero-interval one

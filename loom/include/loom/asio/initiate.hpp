@@ -38,7 +38,8 @@ auto initiate_borrowed(const Executor& ex, loom::endpoint& ep, completion_queue&
 
 template <class Executor, class ConstBufferSequence, detail::completion_token Token>
 auto initiate_fabric_send(const Executor& ex, loom::endpoint& ep, completion_queue& cq,
-                          const ConstBufferSequence& buffers, Token&& token, fabric_addr peer = fabric_addrs::unspecified) {
+                          const ConstBufferSequence& buffers, Token&& token,
+                          fabric_addr peer = fabric_addrs::unspecified) {
     return detail::initiate_borrowed<false>(ex, ep, cq, detail::op_kind::send, {.peer = peer}, buffers,
                                             static_cast<Token&&>(token));
 }
@@ -55,8 +56,9 @@ template <class Executor, class ConstBufferSequence, detail::completion_token To
 auto initiate_fabric_tagged_send(const Executor& ex, loom::endpoint& ep, completion_queue& cq,
                                  const ConstBufferSequence& buffers, std::uint64_t tag, Token&& token,
                                  fabric_addr peer = fabric_addrs::unspecified) {
-    return detail::initiate_borrowed<false>(ex, ep, cq, detail::op_kind::send, {.peer = peer, .tag = tag, .tagged = true},
-                                            buffers, static_cast<Token&&>(token));
+    return detail::initiate_borrowed<false>(ex, ep, cq, detail::op_kind::send,
+                                            {.peer = peer, .tag = tag, .tagged = true}, buffers,
+                                            static_cast<Token&&>(token));
 }
 
 template <class Executor, class MutableBufferSequence, detail::completion_token Token>

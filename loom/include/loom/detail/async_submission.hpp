@@ -54,13 +54,13 @@ struct message_submission {
     return check_native(::fi_sendmsg(ep.native(), &native, flags));
 }
 
-[[nodiscard]] inline auto submit_receive(endpoint& ep, const message_submission& m, void* ctx) noexcept
-    -> void_result {
+[[nodiscard]] inline auto submit_receive(endpoint& ep, const message_submission& m, void* ctx) noexcept -> void_result {
     if (plain_call_completes(ep.rx_op_flags(), ep.receive_completion_is_selective())) [[likely]] {
         if (m.iov.size() == 1) {
             const std::span<std::byte> data{static_cast<std::byte*>(m.iov[0].iov_base), m.iov[0].iov_len};
             void* const desc = m.desc.empty() ? nullptr : m.desc[0];
-            return m.tagged ? ep.tagged_recv(data, m.tag, m.ignore, m.peer, desc, ctx) : ep.recv(data, m.peer, desc, ctx);
+            return m.tagged ? ep.tagged_recv(data, m.tag, m.ignore, m.peer, desc, ctx)
+                            : ep.recv(data, m.peer, desc, ctx);
         }
         return m.tagged ? ep.tagged_recvv(m.iov, m.desc, m.tag, m.ignore, m.peer, ctx)
                         : ep.recvv(m.iov, m.desc, m.peer, ctx);
@@ -78,8 +78,9 @@ struct message_submission {
 }
 
 /// A read or write between local buffers and one remote range of exactly their total length.
-[[nodiscard]] inline auto submit_rma(endpoint& ep, bool is_read, std::span<const ::iovec> iov, std::span<void* const> desc,
-                                     fabric_addr peer, const remote_memory& remote, void* ctx) noexcept -> void_result {
+[[nodiscard]] inline auto submit_rma(endpoint& ep, bool is_read, std::span<const ::iovec> iov,
+                                     std::span<void* const> desc, fabric_addr peer, const remote_memory& remote,
+                                     void* ctx) noexcept -> void_result {
     const std::span<const remote_memory> one{&remote, 1};
     if (is_read) return rma::readv_to<own_completion>(ep, iov, desc, peer, one, op_flag::completion, ctx);
     return rma::writev_to<own_completion>(ep, iov, desc, peer, one, op_flag::completion, ctx);

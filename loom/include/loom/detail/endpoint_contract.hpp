@@ -7,8 +7,8 @@
 
 #include <concepts>
 #include <cstddef>
-#include <type_traits>
 #include <system_error>
+#include <type_traits>
 
 namespace loom {
 class endpoint;

@@ -34,7 +34,8 @@ public:
                                  completion_queue* cq) const -> receive_sender {
         return sender_of(execution::detail::receive_description{buffer, desc, source, 0, 0, false}, cq);
     }
-    [[nodiscard]] auto tagged_send(std::span<const std::byte> buffer, std::uint64_t tag, completion_queue* cq) const -> send_sender {
+    [[nodiscard]] auto tagged_send(std::span<const std::byte> buffer, std::uint64_t tag, completion_queue* cq) const
+        -> send_sender {
         return tagged_send_to(buffer, nullptr, fabric_addrs::unspecified, tag, cq);
     }
     [[nodiscard]] auto tagged_recv(std::span<std::byte> buffer, std::uint64_t tag, std::uint64_t ignore,
@@ -45,8 +46,8 @@ public:
                                       std::uint64_t tag, completion_queue* cq) const -> send_sender {
         return sender_of(execution::detail::send_description{buffer, desc, peer, tag, true}, cq);
     }
-    [[nodiscard]] auto tagged_recv_from(std::span<std::byte> buffer, void* desc, fabric_addr source,
-                                        std::uint64_t tag, std::uint64_t ignore, completion_queue* cq) const -> receive_sender {
+    [[nodiscard]] auto tagged_recv_from(std::span<std::byte> buffer, void* desc, fabric_addr source, std::uint64_t tag,
+                                        std::uint64_t ignore, completion_queue* cq) const -> receive_sender {
         return sender_of(execution::detail::receive_description{buffer, desc, source, tag, ignore, true}, cq);
     }
 

@@ -29,15 +29,17 @@ public:
     /// The connected peer and no local descriptor: for configurations where both are valid.
     [[nodiscard]] auto read(std::span<std::byte> local, std::uint64_t remote_addr, std::uint64_t key,
                             completion_queue* cq) const {
-        return sender_of(execution::detail::rma_description{local, nullptr, fabric_addrs::unspecified,
-                                                            {remote_addr, key, local.size()}, true},
-                         cq);
+        return sender_of(
+            execution::detail::rma_description{
+                local, nullptr, fabric_addrs::unspecified, {remote_addr, key, local.size()}, true},
+            cq);
     }
     [[nodiscard]] auto write(std::span<const std::byte> local, std::uint64_t remote_addr, std::uint64_t key,
                              completion_queue* cq) const {
-        return sender_of(execution::detail::rma_description{writable(local), nullptr, fabric_addrs::unspecified,
-                                                            {remote_addr, key, local.size()}, false},
-                         cq);
+        return sender_of(
+            execution::detail::rma_description{
+                writable(local), nullptr, fabric_addrs::unspecified, {remote_addr, key, local.size()}, false},
+            cq);
     }
 
     // ------------------------------------------------------------ atomics, borrowed objects
@@ -46,8 +48,8 @@ public:
     [[nodiscard]] auto fetch_add_to(const T& operand, const memory_region* operand_mr, T& result,
                                     const memory_region* result_mr, fabric_addr peer, const remote_memory& remote,
                                     completion_queue* cq) const {
-        return sender_of(execution::detail::atomic_description<T>{atomic::operation::sum, &operand, operand_mr,
-                                                                  nullptr, nullptr, &result, result_mr, peer, remote},
+        return sender_of(execution::detail::atomic_description<T>{atomic::operation::sum, &operand, operand_mr, nullptr,
+                                                                  nullptr, &result, result_mr, peer, remote},
                          cq);
     }
     template <atomic::atomic_value T>
@@ -59,10 +61,10 @@ public:
                                        const memory_region* replacement_mr, T& result, const memory_region* result_mr,
                                        fabric_addr peer, const remote_memory& remote, completion_queue* cq) const {
         // fi_compare_atomic: the operand is the value written, the compare buffer the expected one.
-        return sender_of(execution::detail::atomic_description<T>{atomic::operation::cswap, &replacement,
-                                                                  replacement_mr, &expected, expected_mr, &result,
-                                                                  result_mr, peer, remote},
-                         cq);
+        return sender_of(
+            execution::detail::atomic_description<T>{atomic::operation::cswap, &replacement, replacement_mr, &expected,
+                                                     expected_mr, &result, result_mr, peer, remote},
+            cq);
     }
     template <atomic::atomic_value T>
     auto compare_swap_to(const T&&, const memory_region*, const T&, const memory_region*, T&, const memory_region*,
@@ -95,8 +97,15 @@ private:
     static auto copied(atomic::operation op, std::uint64_t addr, std::uint64_t key, const memory_region& result_mr)
         -> execution::detail::atomic_description<T> {
         T* result = result_mr.size() >= sizeof(T) ? reinterpret_cast<T*>(result_mr.address()) : nullptr;
-        execution::detail::atomic_description<T> d{op, nullptr, nullptr, nullptr, nullptr, result, &result_mr,
-                                                   fabric_addrs::unspecified, {addr, key, sizeof(T)}};
+        execution::detail::atomic_description<T> d{op,
+                                                   nullptr,
+                                                   nullptr,
+                                                   nullptr,
+                                                   nullptr,
+                                                   result,
+                                                   &result_mr,
+                                                   fabric_addrs::unspecified,
+                                                   {addr, key, sizeof(T)}};
         d.copied = true;
         return d;
     }

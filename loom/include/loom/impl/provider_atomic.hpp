@@ -145,7 +145,8 @@ auto provider_atomic_context<P>::execute(const Op& op) noexcept -> void_result {
     const std::size_t slots = area.size() / atomic_staging_slot;
     if (slots == 0) return make_unexpected(errc::invalid_argument);
     const std::size_t slot = next_slot_ % slots;
-    auto r = detail::submit_staged<typename Op::value_type>(op, area.subspan(slot * atomic_staging_slot, atomic_staging_slot), mr);
+    auto r = detail::submit_staged<typename Op::value_type>(
+        op, area.subspan(slot * atomic_staging_slot, atomic_staging_slot), mr);
     if (r) next_slot_ = slot + 1;  // a refused submission leaves its slot free
     return r;
 }

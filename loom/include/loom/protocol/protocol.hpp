@@ -84,21 +84,29 @@ private:
 
 public:
     static constexpr bool static_tagged = [] {
-        if constexpr (has_static_capabilities<type>) return tagged_protocol<type> && type::supports_tagged;
-        else return tagged_protocol<type>;
+        if constexpr (has_static_capabilities<type>)
+            return tagged_protocol<type> && type::supports_tagged;
+        else
+            return tagged_protocol<type>;
     }();
     static constexpr bool static_rma = [] {
-        if constexpr (has_static_capabilities<type>) return rma_protocol<type> && type::supports_rma;
-        else return rma_protocol<type>;
+        if constexpr (has_static_capabilities<type>)
+            return rma_protocol<type> && type::supports_rma;
+        else
+            return rma_protocol<type>;
     }();
     static constexpr bool static_inject = [] {
-        if constexpr (has_static_capabilities<type>) return inject_capable<type> && type::supports_inject;
-        else return inject_capable<type>;
+        if constexpr (has_static_capabilities<type>)
+            return inject_capable<type> && type::supports_inject;
+        else
+            return inject_capable<type>;
     }();
     /// Atomics have no generic call here; only a declaration says so.
     static constexpr bool static_atomic = [] {
-        if constexpr (has_static_capabilities<type>) return type::supports_atomic;
-        else return false;
+        if constexpr (has_static_capabilities<type>)
+            return type::supports_atomic;
+        else
+            return false;
     }();
     /// The protocol's provider tag; provider::generic_tag when it names none.
     using provider_type = typename detail::protocol_provider<type>::type;

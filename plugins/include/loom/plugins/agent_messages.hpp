@@ -54,7 +54,8 @@ struct notification {
 /// The payload of a notification record (message_too_long for a name over max_agent_name).
 [[nodiscard]] auto encode_notification(std::string_view agent, std::string_view message) -> result<std::string>;
 /// The same into `out`, whose capacity is reused (a prepared transfer posted again allocates nothing).
-[[nodiscard]] auto encode_notification(std::string_view agent, std::string_view message, std::string& out) -> void_result;
+[[nodiscard]] auto encode_notification(std::string_view agent, std::string_view message, std::string& out)
+    -> void_result;
 [[nodiscard]] auto decode_notification(std::span<const std::byte> payload) -> result<notification>;
 
 /// Views a string as bytes (what the encoders return is handed on as std::string).

@@ -16,15 +16,15 @@ namespace loom::plugins {
 enum class tristate : std::uint8_t { automatic, off, on };
 
 struct config {
-    std::string provider{};                 ///< LOOM_PROVIDER: exact provider name; empty = ranked choice
-    std::string iface{};                    ///< LOOM_IFACE: comma-separated domain/interface names
-    std::optional<std::size_t> eager_max{}; ///< LOOM_EAGER_MAX: largest eager message; unset = per provider
-    std::chrono::milliseconds eagain_timeout{10000};  ///< LOOM_EAGAIN_TIMEOUT_MS
-    std::chrono::milliseconds peer_timeout{5000};     ///< LOOM_PEER_TIMEOUT_MS
-    std::chrono::milliseconds connect_timeout{60000}; ///< LOOM_CONNECT_TIMEOUT_MS
-    bool progress_thread{false};            ///< LOOM_PROGRESS_THREAD
-    std::string log_level{};                ///< LOOM_LOG_LEVEL (trace|debug|info|warn|error|off)
-    std::size_t mr_cache_entries{0};        ///< LOOM_MR_CACHE_ENTRIES (0 = unbounded)
+    std::string provider{};                            ///< LOOM_PROVIDER: exact provider name; empty = ranked choice
+    std::string iface{};                               ///< LOOM_IFACE: comma-separated domain/interface names
+    std::optional<std::size_t> eager_max{};            ///< LOOM_EAGER_MAX: largest eager message; unset = per provider
+    std::chrono::milliseconds eagain_timeout{10000};   ///< LOOM_EAGAIN_TIMEOUT_MS
+    std::chrono::milliseconds peer_timeout{5000};      ///< LOOM_PEER_TIMEOUT_MS
+    std::chrono::milliseconds connect_timeout{60000};  ///< LOOM_CONNECT_TIMEOUT_MS
+    bool progress_thread{false};                       ///< LOOM_PROGRESS_THREAD
+    std::string log_level{};                           ///< LOOM_LOG_LEVEL (trace|debug|info|warn|error|off)
+    std::size_t mr_cache_entries{0};                   ///< LOOM_MR_CACHE_ENTRIES (0 = unbounded)
     /// LOOM_HMEM: open providers with FI_HMEM (device memory) — auto: when a GPU runtime loads.
     tristate hmem{tristate::automatic};
     /// LOOM_FLUSH: iflush by an RMA read of the received data — auto: for device memory only;
@@ -45,9 +45,9 @@ struct config {
 /// set replaces the variable at the runtime's first acquire; a later acquire that sets a
 /// different value is refused: one process, one provider and one set of devices.
 struct config_overrides {
-    std::optional<std::string> provider{};        ///< as LOOM_PROVIDER
-    std::optional<std::string> iface{};           ///< as LOOM_IFACE
-    std::optional<std::size_t> eager_max{};       ///< as LOOM_EAGER_MAX
+    std::optional<std::string> provider{};   ///< as LOOM_PROVIDER
+    std::optional<std::string> iface{};      ///< as LOOM_IFACE
+    std::optional<std::size_t> eager_max{};  ///< as LOOM_EAGER_MAX
 
     /// Applies what is set to `c`.
     void apply_to(config& c) const;

@@ -22,14 +22,14 @@ class engine;
 /// One NIC: a provider's domain (interface).
 struct nic {
     fabric_info info;
-    std::string name;       ///< domain name (interface), or the provider for shm-like ones
+    std::string name;  ///< domain name (interface), or the provider for shm-like ones
     std::string provider;
     nic_topology topo;
-    bool rma{false};        ///< RMA write + remote CQ data: the rendezvous path is available
+    bool rma{false};  ///< RMA write + remote CQ data: the rendezvous path is available
     std::size_t eager_max{0};
     std::uint64_t guid{0};
     std::size_t max_msg_size{0};
-    int speed_mbps{0};      ///< the interface's, or what provider_facts assumes
+    int speed_mbps{0};  ///< the interface's, or what provider_facts assumes
 };
 
 /// The NICs of the best-ranked provider present (or of cfg.provider), filtered by cfg.iface.

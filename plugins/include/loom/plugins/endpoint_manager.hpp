@@ -104,11 +104,11 @@ enum class event_kind : std::uint8_t {
 struct event {
     event_kind kind{};
     std::error_code error{};
-    void* context{nullptr};       ///< the endpoint's (connection events, messages) or the operation's
-    send_endpoint_id sender{};    ///< the send endpoint concerned, if any
+    void* context{nullptr};     ///< the endpoint's (connection events, messages) or the operation's
+    send_endpoint_id sender{};  ///< the send endpoint concerned, if any
     receive_endpoint_id receiver{};
-    std::uint32_t peer{0};        ///< receive side: which connected sender (from 1, per endpoint)
-    std::uint16_t record{0};      ///< message: its record kind (0 for the user's; zero-copy: 0)
+    std::uint32_t peer{0};    ///< receive side: which connected sender (from 1, per endpoint)
+    std::uint16_t record{0};  ///< message: its record kind (0 for the user's; zero-copy: 0)
     std::span<const std::byte> data{};
     std::span<const std::byte> header{};  ///< zero-copy message: the sender's header
     void* buffer_context{nullptr};        ///< posted receive: the context given to post_receive
@@ -216,8 +216,7 @@ public:
                              std::optional<std::uint64_t> immediate = std::nullopt, void* context = nullptr,
                              write_completion completion = write_completion::transmitted) -> void_result;
     [[nodiscard]] auto read(send_endpoint_id ep, std::span<std::byte> local, memory_handle* mh,
-                            const memory_key& remote_key, std::uint64_t offset, void* context = nullptr)
-        -> void_result;
+                            const memory_key& remote_key, std::uint64_t offset, void* context = nullptr) -> void_result;
     /// Native 64-bit atomics at `offset` (8-byte aligned); the old value lands in *previous.
     /// not_supported where the provider has no native atomics.
     [[nodiscard]] auto fetch_add(send_endpoint_id ep, std::uint64_t increment, std::uint64_t* previous,

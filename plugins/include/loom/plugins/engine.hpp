@@ -14,16 +14,16 @@
 #pragma once
 
 #include <loom/plugins/config.hpp>
-#include <loom/plugins/device_registry.hpp>
-#include <loom/plugins/topology.hpp>
-#include <loom/plugins/wire.hpp>
 #include <loom/plugins/control_messages.hpp>
+#include <loom/plugins/device_registry.hpp>
 #include <loom/plugins/limits.hpp>
 #include <loom/plugins/match_bits.hpp>
 #include <loom/plugins/memory_key.hpp>
 #include <loom/plugins/operation.hpp>
 #include <loom/plugins/request_pool.hpp>
 #include <loom/plugins/submission_queue.hpp>
+#include <loom/plugins/topology.hpp>
+#include <loom/plugins/wire.hpp>
 
 #include <loom/address_vector.hpp>
 #include <loom/completion_queue.hpp>
@@ -96,9 +96,9 @@ inline constexpr std::uint32_t magic_dead = 0;
 struct memory_handle {
     std::atomic<std::uint32_t> magic{magic_dead};
     engine* eng{nullptr};
-    bool device{false};                               ///< device memory (HMEM interface other than system)
-    mr_handle reg{};                                  ///< rail 0 (the engine's own NIC)
-    std::array<mr_handle, max_rails - 1> extra{};     ///< rails 1.. of a virtual device
+    bool device{false};                            ///< device memory (HMEM interface other than system)
+    mr_handle reg{};                               ///< rail 0 (the engine's own NIC)
+    std::array<mr_handle, max_rails - 1> extra{};  ///< rails 1.. of a virtual device
     std::byte* base{nullptr};
     std::size_t length{0};
 };
@@ -137,14 +137,14 @@ struct channel_base {
     std::uint32_t id{0};
     std::uint32_t remote_id{0};
     fabric_addr peer{fabric_addrs::unspecified};     ///< on rail 0
-    int rails{1};                                     ///< rails both sides have
-    std::array<fabric_addr, max_rails> rail_peer{};   ///< the peer on each rail ([0] == peer)
+    int rails{1};                                    ///< rails both sides have
+    std::array<fabric_addr, max_rails> rail_peer{};  ///< the peer on each rail ([0] == peer)
     std::uint32_t peer_pid{0};
     std::uint64_t peer_host{0};
     chan_state state{chan_state::idle};
     bool is_sender{false};
     std::string peer_name{};
-    liveness_state* live{nullptr};  ///< the derived channel's own (last, after its pools)
+    liveness_state* live{nullptr};       ///< the derived channel's own (last, after its pools)
     std::uint32_t foreign_in_flight{0};  ///< foreign operations to the peer not yet ended
     clock::time_point foreign_since{};   ///< when the oldest of them may have started
 };
@@ -163,11 +163,11 @@ struct request_base {
     bool is_send{false};
     bool active{false};
     bool done{false};
-    bool released{false};  ///< handed back by the host; recycled once no op is in flight
-    bool profiled{false};  ///< host events are open: the release hook runs when the host's view ends
-    bool recycle_queued{false};            ///< on the engine's list of requests to put back in their pool
-    request_base* recycle_next{nullptr};   ///< that list's link
-    errc error{errc::success};  ///< why the request failed (success while it has not)
+    bool released{false};                 ///< handed back by the host; recycled once no op is in flight
+    bool profiled{false};                 ///< host events are open: the release hook runs when the host's view ends
+    bool recycle_queued{false};           ///< on the engine's list of requests to put back in their pool
+    request_base* recycle_next{nullptr};  ///< that list's link
+    errc error{errc::success};            ///< why the request failed (success while it has not)
     clock::time_point started{};
 };
 
@@ -289,8 +289,8 @@ struct listener : channel_base {
 struct device_memory {
     hmem_iface iface{hmem_iface::system};
     std::uint64_t device{0};
-    int dmabuf_fd{-1};              ///< ≥ 0: register through the DMA-BUF
-    std::uint64_t dmabuf_offset{0}; ///< offset of the buffer's first byte in the DMA-BUF
+    int dmabuf_fd{-1};               ///< ≥ 0: register through the DMA-BUF
+    std::uint64_t dmabuf_offset{0};  ///< offset of the buffer's first byte in the DMA-BUF
 };
 
 /// Where CUDA memory at [data, data+size) lives (interface, device ordinal), for registering it
@@ -398,8 +398,8 @@ public:
     /// a few bytes of every non-empty buffer that is device memory (or of every registered
     /// buffer when `all`). nullptr when nothing needs a read (done already); the
     /// request otherwise, completed through test(). not_supported without RMA.
-    [[nodiscard]] auto iflush(receiver& r, int n, void* const* data, const std::size_t* sizes,
-                              memory_handle* const* mh, bool all) -> result<recv_request*>;
+    [[nodiscard]] auto iflush(receiver& r, int n, void* const* data, const std::size_t* sizes, memory_handle* const* mh,
+                              bool all) -> result<recv_request*>;
 
     [[nodiscard]] auto is_live(const memory_handle* m) const noexcept -> bool {
         return m != nullptr && m->magic.load(std::memory_order_relaxed) == magic_mr && m->eng == this;
@@ -440,16 +440,16 @@ private:
     /// At destruction: true when the rails were handed to the process's keep (engine.cpp).
     auto keep_rails_for_local_peers() noexcept -> bool;
     auto rail_at(int k) noexcept -> rail& { return k == 0 ? *main_ : *extra_[static_cast<std::size_t>(k - 1)]; }
-    auto submit(op& o) noexcept -> int;              // 0, -FI_EAGAIN or another -FI_E*
-    void post(op& o) noexcept;                       // first submission of an operation
-    void settle(op& o, int rc) noexcept;             // in flight, done inline, queued on EAGAIN, or failed
+    auto submit(op& o) noexcept -> int;   // 0, -FI_EAGAIN or another -FI_E*
+    void post(op& o) noexcept;            // first submission of an operation
+    void settle(op& o, int rc) noexcept;  // in flight, done inline, queued on EAGAIN, or failed
     auto submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> int;
     auto complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> errc;  // test() of a done request
     void poll_rail(rail& r) noexcept;
     /// An eager message into a live receive, landed without dispatch's routing: true if handled.
     auto land_eager(const tagged_completion& c) noexcept -> bool;
     void land(recv_request& r, recv_slot& s, std::size_t len) noexcept;  // an eager message's bytes arrived
-    void drain_recycles() noexcept;  // puts released requests back in their pools
+    void drain_recycles() noexcept;                                      // puts released requests back in their pools
     /// Whether the channel's pool has a request, after putting released ones back if it ran dry.
     template <class C>
     auto has_free(C& c) noexcept -> bool {
@@ -458,9 +458,9 @@ private:
     }
     auto start_recv(receiver& rc, int n, int remaining) noexcept -> recv_request&;  // a fresh receive request
     static void reset_slot(recv_slot& s, void* data, std::size_t size, memory_handle* host_reg) noexcept;
-    void post_unposted() noexcept;   // hands irecv's receives to the provider
-    void relax_lock() noexcept;      // lets other threads in during a long wait (lock held)
-    void fail_op(op& o, int rc) noexcept;            // a submission failed for good
+    void post_unposted() noexcept;         // hands irecv's receives to the provider
+    void relax_lock() noexcept;            // lets other threads in during a long wait (lock held)
+    void fail_op(op& o, int rc) noexcept;  // a submission failed for good
     void dispatch(const completion_event& ev) noexcept;
     void on_remote_write(std::uint64_t imm) noexcept;
     void on_send_op(send_request& r, op& o, const completion_event& ev) noexcept;

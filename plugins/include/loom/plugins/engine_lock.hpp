@@ -36,8 +36,7 @@ public:
             if (pending_.load(std::memory_order_acquire) == 0 && !plain_.load(std::memory_order_relaxed) &&
                 owner_.load(std::memory_order_relaxed) == me) [[likely]] {
                 held_fast_ = true;
-                fast_entries_.store(fast_entries_.load(std::memory_order_relaxed) + 1,
-                                    std::memory_order_relaxed);
+                fast_entries_.store(fast_entries_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
                 return;
             }
             busy_.store(0, std::memory_order_release);

@@ -15,12 +15,14 @@ namespace loom::plugins {
 using liveness_clock = std::chrono::steady_clock;
 
 /// How long a request waits before its channel starts to ping, and the ping period.
-[[nodiscard]] constexpr auto ping_interval(std::chrono::milliseconds peer_timeout) noexcept -> liveness_clock::duration {
+[[nodiscard]] constexpr auto ping_interval(std::chrono::milliseconds peer_timeout) noexcept
+    -> liveness_clock::duration {
     return std::max<liveness_clock::duration>(peer_timeout / 4, std::chrono::milliseconds(20));
 }
 
 /// How long a waited-on peer may stay silent before it is declared dead.
-[[nodiscard]] constexpr auto silence_limit(std::chrono::milliseconds peer_timeout) noexcept -> liveness_clock::duration {
+[[nodiscard]] constexpr auto silence_limit(std::chrono::milliseconds peer_timeout) noexcept
+    -> liveness_clock::duration {
     return peer_timeout - ping_interval(peer_timeout);
 }
 
@@ -29,8 +31,7 @@ enum class liveness_action { none, ping, declare_dead };
 /// What a channel does at `now`, given whether a request has waited on the peer for
 /// ping_interval, when it last heard from the peer and when it last pinged.
 [[nodiscard]] constexpr auto liveness_step(bool waiting, liveness_clock::time_point now,
-                                           liveness_clock::time_point last_heard,
-                                           liveness_clock::time_point last_ping,
+                                           liveness_clock::time_point last_heard, liveness_clock::time_point last_ping,
                                            std::chrono::milliseconds peer_timeout) noexcept -> liveness_action {
     if (!waiting) return liveness_action::none;
     if (now - last_heard > silence_limit(peer_timeout)) return liveness_action::declare_dead;

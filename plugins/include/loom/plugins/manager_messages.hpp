@@ -78,7 +78,8 @@ public:
     }
     /// Whether a record of `payload` bytes fits a batch buffer of `capacity` bytes at all.
     [[nodiscard]] static constexpr auto fits(std::size_t payload, std::size_t capacity) noexcept -> bool {
-        return capacity >= batch_header_size && payload <= capacity && record_size(payload) <= capacity - batch_header_size;
+        return capacity >= batch_header_size && payload <= capacity &&
+               record_size(payload) <= capacity - batch_header_size;
     }
 
 private:

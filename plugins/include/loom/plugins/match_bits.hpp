@@ -43,12 +43,15 @@ inline constexpr std::uint32_t sequence_mask = (std::uint32_t{1} << sequence_bit
 
 /// The ignore mask a receive for data posts so that it also takes a rendezvous request.
 inline constexpr std::uint64_t rendezvous_ignore = std::uint64_t{1} << kind_shift;
-static_assert((static_cast<std::uint64_t>(message_kind::data) ^ static_cast<std::uint64_t>(message_kind::rendezvous_request)) << kind_shift ==
-              rendezvous_ignore);
+static_assert(
+    (static_cast<std::uint64_t>(message_kind::data) ^ static_cast<std::uint64_t>(message_kind::rendezvous_request))
+        << kind_shift ==
+    rendezvous_ignore);
 
 [[nodiscard]] constexpr auto make_tag(message_kind kind, std::uint32_t channel, std::uint32_t sequence,
                                       std::uint32_t user_tag) noexcept -> std::uint64_t {
-    return (static_cast<std::uint64_t>(kind) << kind_shift) | (std::uint64_t{channel & max_channel_id} << channel_shift) |
+    return (static_cast<std::uint64_t>(kind) << kind_shift) |
+           (std::uint64_t{channel & max_channel_id} << channel_shift) |
            (std::uint64_t{sequence & sequence_mask} << sequence_shift) | user_tag;
 }
 [[nodiscard]] constexpr auto kind_of(std::uint64_t tag) noexcept -> message_kind {

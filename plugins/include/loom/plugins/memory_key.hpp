@@ -18,8 +18,8 @@ struct memory_key {
         std::uint64_t key{0};
     };
     std::uint64_t length{0};
-    int rails{1};                            ///< entries of `rail` in use (1..max_rails)
-    std::array<on_rail, max_rails> rail{};   ///< [0]: the control rail (atomics, small operations)
+    int rails{1};                           ///< entries of `rail` in use (1..max_rails)
+    std::array<on_rail, max_rails> rail{};  ///< [0]: the control rail (atomics, small operations)
 };
 
 }  // namespace loom::plugins

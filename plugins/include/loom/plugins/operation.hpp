@@ -12,8 +12,19 @@ namespace loom::plugins {
 using clock = std::chrono::steady_clock;
 
 enum class op_kind : std::uint8_t {
-    send_eager, send_rts, cts_recv, rma_write, recv_slot, cts_send, listen_recv, connect_send, accept_recv,
-    accept_send, flush_read, liveness_recv, foreign,
+    send_eager,
+    send_rts,
+    cts_recv,
+    rma_write,
+    recv_slot,
+    cts_send,
+    listen_recv,
+    connect_send,
+    accept_recv,
+    accept_send,
+    flush_read,
+    liveness_recv,
+    foreign,
 };
 
 struct op : request_context {
@@ -22,7 +33,7 @@ struct op : request_context {
     op_kind kind{};
     std::uint8_t slot{0};
     bool in_flight{false};
-    bool deferred{false};  ///< queued: refused for now (submission_queue), or not yet handed over
+    bool deferred{false};                ///< queued: refused for now (submission_queue), or not yet handed over
     clock::time_point deferred_since{};  ///< the first refusal of this submission
 };
 

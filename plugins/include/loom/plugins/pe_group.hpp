@@ -52,7 +52,18 @@ struct pe_group_options {
 
 /// Read-modify-write verbs on 4- or 8-byte integers at the target.
 enum class amo_op : std::uint8_t {
-    set, swap, compare_swap, add, fetch_add, bit_and, fetch_and, bit_or, fetch_or, bit_xor, fetch_xor, fetch,
+    set,
+    swap,
+    compare_swap,
+    add,
+    fetch_add,
+    bit_and,
+    fetch_and,
+    bit_or,
+    fetch_or,
+    bit_xor,
+    fetch_xor,
+    fetch,
 };
 [[nodiscard]] constexpr auto is_fetching(amo_op op) noexcept -> bool {
     return op == amo_op::swap || op == amo_op::compare_swap || op == amo_op::fetch_add || op == amo_op::fetch_and ||
@@ -116,14 +127,14 @@ public:
     [[nodiscard]] auto put(int pe, int queue, std::span<const std::byte> source, std::span<const std::byte> remote,
                            std::uint64_t remote_address) -> void_result;
     /// Non-blocking: `source` must stay untouched until quiet().
-    [[nodiscard]] auto put_nbi(int pe, int queue, std::span<const std::byte> source,
-                               std::span<const std::byte> remote, std::uint64_t remote_address) -> void_result;
+    [[nodiscard]] auto put_nbi(int pe, int queue, std::span<const std::byte> source, std::span<const std::byte> remote,
+                               std::uint64_t remote_address) -> void_result;
     /// Copies from PE `pe`'s memory into `destination`; get returns with the data there,
     /// get_nbi once it is issued (the data is there after quiet()).
     [[nodiscard]] auto get(int pe, int queue, std::span<std::byte> destination, std::span<const std::byte> remote,
                            std::uint64_t remote_address) -> void_result;
-    [[nodiscard]] auto get_nbi(int pe, int queue, std::span<std::byte> destination,
-                               std::span<const std::byte> remote, std::uint64_t remote_address) -> void_result;
+    [[nodiscard]] auto get_nbi(int pe, int queue, std::span<std::byte> destination, std::span<const std::byte> remote,
+                               std::uint64_t remote_address) -> void_result;
     /// A non-fetching atomic returns once issued; a fetching one once its old value is in
     /// r.result. invalid_argument for a size other than 4 or 8, a misaligned address, or a
     /// fetching verb without a result.

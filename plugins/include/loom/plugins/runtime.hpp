@@ -29,8 +29,8 @@ public:
     /// malformed LOOM_* value or such a conflict (logged, with the variable's or setting's
     /// name); discovery's error otherwise.
     [[nodiscard]] auto acquire(std::optional<spdlog::level::level_enum> host_level,
-                               device_registry::engine_hook on_open = nullptr,
-                               const config_overrides& settings = {}) -> void_result;
+                               device_registry::engine_hook on_open = nullptr, const config_overrides& settings = {})
+        -> void_result;
     /// At every host finalize; the last one with no object open closes the engines (the NICs stay
     /// discovered). bad_state without a matching acquire.
     [[nodiscard]] auto release() -> void_result;

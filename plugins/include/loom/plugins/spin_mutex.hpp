@@ -43,8 +43,7 @@ public:
     void unlock() noexcept { held_.store(false, std::memory_order_release); }
 
 private:
-    alignas(64) std::atomic<bool> held_{
-        false};  // its own cache line: spinners do not disturb the holder's data
+    alignas(64) std::atomic<bool> held_{false};  // its own cache line: spinners do not disturb the holder's data
 };
 
 }  // namespace loom::plugins

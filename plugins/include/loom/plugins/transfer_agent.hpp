@@ -57,9 +57,9 @@ struct remote_region;
 struct transfer;
 
 struct segment {
-    std::span<std::byte> local{};  ///< read: where the bytes land; write: what is sent
-    const local_region* local_registration{nullptr};  ///< the registration `local` lies in
-    std::uint64_t remote_address{0};                   ///< in the peer's address space
+    std::span<std::byte> local{};                       ///< read: where the bytes land; write: what is sent
+    const local_region* local_registration{nullptr};    ///< the registration `local` lies in
+    std::uint64_t remote_address{0};                    ///< in the peer's address space
     const remote_region* remote_registration{nullptr};  ///< the peer's region it lies in
 };
 

@@ -31,7 +31,8 @@ public:
     template <bool Writable, class Seq>
     auto run(op_kind kind, op_params params, const Seq& buffers, std::error_code& ec) -> std::size_t {
         buffer_list<std::allocator<void>> list{std::allocator<void>{}};
-        ec = cq_.registry() == nullptr ? make_error_code(errc::bad_state) : list.template assign<Writable>(buffers, ep_);
+        ec =
+            cq_.registry() == nullptr ? make_error_code(errc::bad_state) : list.template assign<Writable>(buffers, ep_);
         if (!ec) ec = check_operation(ep_, cq_, kind, params, list.total());
         if (ec) return 0;
         completion_registry& reg = *cq_.registry();

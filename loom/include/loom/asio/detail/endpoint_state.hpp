@@ -18,7 +18,8 @@ namespace loom::asio::detail {
 /// address is the owner tag of its operations in the queues' registries.
 class endpoint_state {
 public:
-    endpoint_state(loom::endpoint&& ep, completion_queue* tx_cq, completion_queue* rx_cq, fabric_service* service) noexcept
+    endpoint_state(loom::endpoint&& ep, completion_queue* tx_cq, completion_queue* rx_cq,
+                   fabric_service* service) noexcept
         : ep(std::move(ep)), tx_cq(tx_cq), rx_cq(rx_cq), service(service) {}
     endpoint_state(const endpoint_state&) = delete;
     auto operator=(const endpoint_state&) -> endpoint_state& = delete;

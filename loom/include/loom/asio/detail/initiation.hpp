@@ -34,8 +34,8 @@ private:
 
 /// Starts one operation for `token` (signature void(std::error_code, std::size_t)).
 template <bool Writable, class IoExecutor, class Seq, class Token>
-auto initiate(const IoExecutor& ex, const op_target& target, op_kind kind, const op_params& params,
-              const Seq& buffers, Token&& token) {
+auto initiate(const IoExecutor& ex, const op_target& target, op_kind kind, const op_params& params, const Seq& buffers,
+              Token&& token) {
     return ::asio::async_initiate<Token, void(std::error_code, std::size_t)>(
         initiate_operation<IoExecutor>{ex, target}, token, std::bool_constant<Writable>{}, kind, params, buffers);
 }
@@ -43,6 +43,7 @@ auto initiate(const IoExecutor& ex, const op_target& target, op_kind kind, const
 /// Tokens are anything but a tag or an address (keeps the overloads with and without ignore
 /// bits apart).
 template <class T>
-concept completion_token = !std::is_integral_v<std::remove_cvref_t<T>> && !std::is_same_v<std::remove_cvref_t<T>, fabric_addr>;
+concept completion_token =
+    !std::is_integral_v<std::remove_cvref_t<T>> && !std::is_same_v<std::remove_cvref_t<T>, fabric_addr>;
 
 }  // namespace loom::asio::detail

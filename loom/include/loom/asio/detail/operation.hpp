@@ -4,8 +4,8 @@
 #pragma once
 
 #include <loom/asio/detail/buffer_list.hpp>
-#include <loom/asio/detail/state_allocator.hpp>
 #include <loom/asio/detail/endpoint_state.hpp>
+#include <loom/asio/detail/state_allocator.hpp>
 #include <loom/completion_queue.hpp>
 #include <loom/detail/async_submission.hpp>
 
@@ -50,9 +50,9 @@ struct op_params {
 /// Where an operation goes and who drives it.
 struct op_target {
     loom::endpoint* ep;
-    completion_queue* cq;       ///< the queue its completion arrives on (bound for its direction)
-    fabric_service* service;    ///< runs the handler; null: the handler is posted to its executor
-    endpoint_state* owner;      ///< kept alive until completion; null for a borrowed endpoint
+    completion_queue* cq;     ///< the queue its completion arrives on (bound for its direction)
+    fabric_service* service;  ///< runs the handler; null: the handler is posted to its executor
+    endpoint_state* owner;    ///< kept alive until completion; null for a borrowed endpoint
 };
 
 /// Checks made before submission that do not depend on the buffers (`total`: their bytes); an
@@ -72,14 +72,15 @@ struct op_target {
 
 /// Submits with `ctx` (the operation's registered context).
 [[nodiscard]] inline auto submit_operation(loom::endpoint& ep, op_kind kind, const op_params& p,
-                                           std::span<const ::iovec> iov, std::span<void* const> desc, void* ctx) noexcept
-    -> void_result {
+                                           std::span<const ::iovec> iov, std::span<void* const> desc,
+                                           void* ctx) noexcept -> void_result {
     switch (kind) {
         case op_kind::send: return loom::detail::submit_send(ep, {iov, desc, p.peer, p.tag, 0, p.tagged}, ctx);
         case op_kind::receive:
             return loom::detail::submit_receive(ep, {iov, desc, p.peer, p.tag, p.ignore, p.tagged}, ctx);
         case op_kind::read:
-        case op_kind::write: return loom::detail::submit_rma(ep, kind == op_kind::read, iov, desc, p.peer, p.remote, ctx);
+        case op_kind::write:
+            return loom::detail::submit_rma(ep, kind == op_kind::read, iov, desc, p.peer, p.remote, ctx);
     }
     return make_unexpected(errc::invalid_argument);
 }
@@ -121,7 +122,10 @@ protected:
     using finish_fn = void (*)(operation_base& self, completion_mode mode);
 
     operation_base(finish_fn finish, const op_target& target, op_kind kind, const op_params& params) noexcept
-        : registered_completion(&deliver, &retry, target.owner), finish_(finish), target_(target), kind_(kind),
+        : registered_completion(&deliver, &retry, target.owner),
+          finish_(finish),
+          target_(target),
+          kind_(kind),
           params_(params) {}
     ~operation_base() = default;
 
@@ -266,8 +270,10 @@ private:
         if (tracks_work(ex_, io_ex)) work_.emplace(ex_);
     }
     static auto tracks_work(const handler_executor& ex, const IoExecutor& io_ex) noexcept -> bool {
-        if constexpr (std::is_same_v<handler_executor, IoExecutor>) return !(ex == io_ex);
-        else return true;
+        if constexpr (std::is_same_v<handler_executor, IoExecutor>)
+            return !(ex == io_ex);
+        else
+            return true;
     }
 
     static void do_finish(operation_base& base, completion_mode mode) {
@@ -297,8 +303,10 @@ private:
         if (mode == completion_mode::destroy) return;
         // The one-argument forms submit to the handler's executor without wrapping it again.
         bound_completion<Handler, handler_executor> f{std::move(handler), ex, ec, bytes};
-        if (mode == completion_mode::dispatch) ::asio::dispatch(std::move(f));
-        else ::asio::post(std::move(f));
+        if (mode == completion_mode::dispatch)
+            ::asio::dispatch(std::move(f));
+        else
+            ::asio::post(std::move(f));
     }
 
     Handler handler_;

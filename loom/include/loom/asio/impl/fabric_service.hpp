@@ -50,8 +50,7 @@ private:
     std::thread::id previous_;
 };
 
-inline fabric_service::fabric_service(::asio::io_context& ioc)
-    : ::asio::io_context::service(ioc), ioc_(ioc) {}
+inline fabric_service::fabric_service(::asio::io_context& ioc) : ::asio::io_context::service(ioc), ioc_(ioc) {}
 
 inline auto fabric_service::find(const completion_queue& cq) const -> std::shared_ptr<queue_entry> {
     for (const auto& e : queues_)
@@ -72,7 +71,8 @@ inline auto fabric_service::register_cq(completion_queue& cq, const queue_option
     // Descriptor polling where the provider offers a wait fd and fi_trywait answers for it.
     if (options.use_fd_polling) {
         const auto kind = cq.wait_object_type();
-        const auto fd = kind && *kind == wait_object::fd ? cq.wait_descriptor() : result<int>{make_unexpected(errc::not_supported)};
+        const auto fd =
+            kind && *kind == wait_object::fd ? cq.wait_descriptor() : result<int>{make_unexpected(errc::not_supported)};
         const auto probe = fd ? cq.try_wait() : void_result{make_unexpected(errc::not_supported)};
         if (fd && (probe || is_again(probe.error()))) {
             const int own = ::fcntl(*fd, F_DUPFD_CLOEXEC, 0);

@@ -77,8 +77,8 @@ struct transform_sender {
     using child_sigs = sigs_of_t<Child>;
     template <class Sig, class G>
     using step = std::conditional_t<OnValue, then_sig<Sig, G>, upon_error_sig<Sig, G>>;
-    using completion_signatures = signatures_t<typename concat<
-        typename transform_all<step, F, child_sigs>::type, exception_sig_t<true>>::type>;
+    using completion_signatures =
+        signatures_t<typename concat<typename transform_all<step, F, child_sigs>::type, exception_sig_t<true>>::type>;
 
     Child child;
     F f;
@@ -88,13 +88,17 @@ struct transform_sender {
         struct inner : forwarding_receiver<operation, R> {
             template <class... Vs>
             void set_value(Vs&&... vs) && noexcept {
-                if constexpr (OnValue) this->op->call(static_cast<Vs&&>(vs)...);
-                else execution::set_value(std::move(this->op->r), static_cast<Vs&&>(vs)...);
+                if constexpr (OnValue)
+                    this->op->call(static_cast<Vs&&>(vs)...);
+                else
+                    execution::set_value(std::move(this->op->r), static_cast<Vs&&>(vs)...);
             }
             template <class E>
             void set_error(E&& e) && noexcept {
-                if constexpr (OnValue) execution::set_error(std::move(this->op->r), static_cast<E&&>(e));
-                else this->op->call(static_cast<E&&>(e));
+                if constexpr (OnValue)
+                    execution::set_error(std::move(this->op->r), static_cast<E&&>(e));
+                else
+                    this->op->call(static_cast<E&&>(e));
             }
         };
         template <class... As>
@@ -172,10 +176,10 @@ struct let_value_sender {
     struct error_sigs<type_list<Es...>> {
         using type = type_list<set_error_t(Es)...>;
     };
-    using completion_signatures = signatures_t<typename concat<
-        sigs_of_t<next_sender>, typename error_sigs<typename child_info::errors>::type,
-        std::conditional_t<child_info::stopped, type_list<set_stopped_t()>, type_list<>>,
-        exception_sig_t<true>>::type>;
+    using completion_signatures =
+        signatures_t<typename concat<sigs_of_t<next_sender>, typename error_sigs<typename child_info::errors>::type,
+                                     std::conditional_t<child_info::stopped, type_list<set_stopped_t()>, type_list<>>,
+                                     exception_sig_t<true>>::type>;
 
     Child child;
     F f;
@@ -193,9 +197,8 @@ struct let_value_sender {
         void next(Vs&&... vs) noexcept {
             try {
                 auto& kept = stored.emplace(static_cast<Vs&&>(vs)...);
-                auto& op2 = next_op.emplace(emplace_from{[&] {
-                    return execution::connect(std::apply(f, kept), forward{this});
-                }});
+                auto& op2 = next_op.emplace(
+                    emplace_from{[&] { return execution::connect(std::apply(f, kept), forward{this}); }});
                 execution::start(op2);
             } catch (...) {
                 execution::set_error(std::move(r), std::current_exception());
@@ -248,8 +251,8 @@ auto just(Vs... vs) -> detail::just_sender<Vs...> {
 
 }  // namespace loom::execution
 
-#include <loom/execution/detail/when_all.hpp>
 #include <loom/execution/detail/sync_wait.hpp>
+#include <loom/execution/detail/when_all.hpp>
 
 namespace loom::execution {
 namespace detail {

@@ -26,8 +26,8 @@ concept fabric_description = requires(const D& cd, D& d, endpoint& ep, const com
 template <class Description, class Receiver>
 class fabric_operation : private registered_completion {
 public:
-    fabric_operation(const Description& d, endpoint* ep, completion_queue* cq, Receiver r) noexcept(
-        std::is_nothrow_move_constructible_v<Receiver>)
+    fabric_operation(const Description& d, endpoint* ep, completion_queue* cq,
+                     Receiver r) noexcept(std::is_nothrow_move_constructible_v<Receiver>)
         : registered_completion(&deliver, &retry), desc_(d), ep_(ep), cq_(cq), r_(std::move(r)) {}
     fabric_operation(const fabric_operation&) = delete;
     auto operator=(const fabric_operation&) -> fabric_operation& = delete;
@@ -111,9 +111,8 @@ template <class Description>
 class fabric_sender {
 public:
     using sender_concept = sender_t;
-    using completion_signatures =
-        execution::completion_signatures<typename Description::value_signature, set_error_t(std::error_code),
-                                         set_stopped_t()>;
+    using completion_signatures = execution::completion_signatures<typename Description::value_signature,
+                                                                   set_error_t(std::error_code), set_stopped_t()>;
 
     fabric_sender(const Description& d, endpoint* ep, completion_queue* cq) noexcept : desc_(d), ep_(ep), cq_(cq) {}
 

@@ -1,8 +1,8 @@
 // loom/execution/detail/message_descriptions.hpp — what a message sender submits.
 #pragma once
 
-#include <loom/execution/detail/fabric_operation.hpp>
 #include <loom/detail/async_submission.hpp>
+#include <loom/execution/detail/fabric_operation.hpp>
 
 #include <span>
 

@@ -49,8 +49,10 @@ using empty_env = env;
 struct get_env_t {
     template <class T>
     auto operator()(const T& t) const noexcept {
-        if constexpr (requires { t.get_env(); }) return t.get_env();
-        else return env{};
+        if constexpr (requires { t.get_env(); })
+            return t.get_env();
+        else
+            return env{};
     }
 };
 inline constexpr get_env_t get_env{};
@@ -58,8 +60,10 @@ inline constexpr get_env_t get_env{};
 struct get_stop_token_t {
     template <class Env>
     auto operator()(const Env& e) const noexcept {
-        if constexpr (requires { e.query(get_stop_token_t{}); }) return e.query(get_stop_token_t{});
-        else return never_stop_token{};
+        if constexpr (requires { e.query(get_stop_token_t{}); })
+            return e.query(get_stop_token_t{});
+        else
+            return never_stop_token{};
     }
 };
 inline constexpr get_stop_token_t get_stop_token{};
@@ -118,8 +122,10 @@ concept operation_state = std::is_object_v<O> && requires(O& o) {
     { o.start() } noexcept;
 };
 template <class S>
-concept scheduler = std::copy_constructible<std::remove_cvref_t<S>> && std::equality_comparable<std::remove_cvref_t<S>> &&
-                    requires(S&& s) { { static_cast<S&&>(s).schedule() } -> sender; };
+concept scheduler = std::copy_constructible<std::remove_cvref_t<S>> &&
+                    std::equality_comparable<std::remove_cvref_t<S>> && requires(S&& s) {
+                        { static_cast<S&&>(s).schedule() } -> sender;
+                    };
 
 /// The signatures a sender declares (loom's senders and algorithms declare them as a member
 /// type that does not depend on the environment).
@@ -127,8 +133,7 @@ template <class S, class... Env>
 using completion_signatures_of_t = typename std::remove_cvref_t<S>::completion_signatures;
 
 template <class S, class R>
-concept sender_to = sender<S> && receiver<R> && requires(S&& s, R&& r) {
-    connect(static_cast<S&&>(s), static_cast<R&&>(r));
-};
+concept sender_to =
+    sender<S> && receiver<R> && requires(S&& s, R&& r) { connect(static_cast<S&&>(s), static_cast<R&&>(r)); };
 
 }  // namespace loom::execution

@@ -76,8 +76,8 @@ struct atomic_description {
         r.peer = peer;
         r.remote = remote;
         r.context = ctx;
-        const op_flag flags = effective_flags<operation_defaults::inherit_without_more>(op_flag::completion,
-                                                                                        ep.tx_op_flags());
+        const op_flag flags =
+            effective_flags<operation_defaults::inherit_without_more>(op_flag::completion, ep.tx_op_flags());
         return atomic::detail::submit(ep, r, &flags);
     }
     template <class R>

@@ -103,8 +103,10 @@ public:
 
 private:
     void unlink(detail::stop_callback_node& cb) noexcept {
-        if (cb.prev_ != nullptr) cb.prev_->next_ = cb.next_;
-        else head_ = cb.next_;
+        if (cb.prev_ != nullptr)
+            cb.prev_->next_ = cb.next_;
+        else
+            head_ = cb.next_;
         if (cb.next_ != nullptr) cb.next_->prev_ = cb.prev_;
         cb.next_ = cb.prev_ = nullptr;
     }
@@ -140,8 +142,7 @@ class inplace_stop_token::callback_type : private detail::stop_callback_node {
 public:
     template <class Init>
     explicit callback_type(inplace_stop_token t, Init&& init) noexcept(std::is_nothrow_constructible_v<F, Init>)
-        : stop_callback_node(&run), f_(static_cast<Init&&>(init)),
-          src_(const_cast<inplace_stop_source*>(t.src_)) {
+        : stop_callback_node(&run), f_(static_cast<Init&&>(init)), src_(const_cast<inplace_stop_source*>(t.src_)) {
         if (src_ == nullptr) return;
         if (!src_->attach(*this)) {
             src_ = nullptr;

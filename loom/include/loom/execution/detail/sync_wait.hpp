@@ -57,9 +57,12 @@ struct sync_wait_fn {
         std::visit(
             [](auto& e) {
                 using E = std::decay_t<decltype(e)>;
-                if constexpr (std::is_same_v<E, std::exception_ptr>) std::rethrow_exception(e);
-                else if constexpr (std::is_same_v<E, std::error_code>) throw std::system_error(e);
-                else if constexpr (!std::is_same_v<E, std::monostate>) throw e;
+                if constexpr (std::is_same_v<E, std::exception_ptr>)
+                    std::rethrow_exception(e);
+                else if constexpr (std::is_same_v<E, std::error_code>)
+                    throw std::system_error(e);
+                else if constexpr (!std::is_same_v<E, std::monostate>)
+                    throw e;
             },
             st.error);
         return std::move(st.value);

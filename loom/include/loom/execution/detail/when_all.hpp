@@ -44,9 +44,9 @@ struct when_all_sender {
     struct error_sigs<type_list<Es...>> {
         using type = type_list<set_error_t(std::decay_t<Es>)...>;
     };
-    using completion_signatures = signatures_t<typename concat<
-        type_list<typename value_sig_of<all_values>::type>, typename error_sigs<errors>::type,
-        type_list<set_error_t(std::exception_ptr), set_stopped_t()>>::type>;
+    using completion_signatures = signatures_t<
+        typename concat<type_list<typename value_sig_of<all_values>::type>, typename error_sigs<errors>::type,
+                        type_list<set_error_t(std::exception_ptr), set_stopped_t()>>::type>;
 
     std::tuple<Children...> children;
 
@@ -82,7 +82,8 @@ struct when_all_sender {
     struct child_slot {
         connect_result_t<std::tuple_element_t<I, std::tuple<Children...>>, child_receiver<I, R>> op;
         template <class S>
-        child_slot(S&& s, operation<R>* parent) : op(execution::connect(static_cast<S&&>(s), child_receiver<I, R>{parent})) {}
+        child_slot(S&& s, operation<R>* parent)
+            : op(execution::connect(static_cast<S&&>(s), child_receiver<I, R>{parent})) {}
     };
 
     template <class R, class Seq>
@@ -104,8 +105,7 @@ struct when_all_sender {
         using parent_callback = stop_callback_for_t<parent_token, forward_stop>;
 
         operation(std::tuple<Children...>&& cs, R&& rr)
-            : r(std::move(rr)), parent_env(execution::get_env(r)),
-              children(std::move(cs), this) {}
+            : r(std::move(rr)), parent_env(execution::get_env(r)), children(std::move(cs), this) {}
         operation(const operation&) = delete;
         auto operator=(const operation&) -> operation& = delete;
         ~operation() = default;
