@@ -108,7 +108,6 @@ auto engine::irecv(receiver& rc, int n, void* const* data, const std::size_t* si
     return &r;
 }
 
-
 auto engine::slot_keys(recv_slot& s, int rails) -> bool {
     for (int k = 0; k < rails; ++k) {
         const auto i = static_cast<std::size_t>(k);
@@ -125,7 +124,8 @@ auto engine::slot_keys(recv_slot& s, int rails) -> bool {
         if (!key) return false;
         s.rkey[i] = *key;
         const bool virt = rail_at(k).virt_addr;
-        s.raddr[i] = virt ? reinterpret_cast<std::uintptr_t>(s.data) : static_cast<std::uint64_t>(s.data - reg->address());
+        s.raddr[i] =
+            virt ? reinterpret_cast<std::uintptr_t>(s.data) : static_cast<std::uint64_t>(s.data - reg->address());
     }
     s.has_key = true;
     return true;
@@ -218,7 +218,9 @@ auto engine::complete(request_base& req, std::size_t* sizes, int n_sizes) noexce
     if (sizes != nullptr) {
         if (req.is_send) {
             auto& q = static_cast<send_request&>(req);
-            if (n_sizes > 0) sizes[0] = q.rendezvous ? q.to_write : q.size;
+            // The size the send was posted with, on every path and provider, also when the
+            // receiver took fewer bytes (a rendezvous writes only what the receive holds).
+            if (n_sizes > 0) sizes[0] = q.size;
         } else {
             auto& rq = static_cast<recv_request&>(req);
             for (int i = 0; i < rq.n && i < n_sizes; ++i) sizes[i] = rq.slots[static_cast<std::size_t>(i)].received;

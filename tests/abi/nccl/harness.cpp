@@ -134,7 +134,9 @@ TEST_P(nccl_abi, larger_send_is_truncated_to_the_receive) {
                 fill(buf.data(), send, send);
                 void* req = post_send(a, sc, buf.data(), send, 1, nullptr);
                 std::fprintf(stderr, "truncation: sending %zu\n", send);
-                CHECK(wait(a, req, nullptr) == 0, "send failed");
+                int sent = -1;
+                CHECK(wait(a, req, &sent) == 0, "send failed");
+                CHECK(static_cast<std::size_t>(sent) == send, "the sender reported %d for a send of %zu", sent, send);
             }
             await_peer(p.to_sender[0]);
             CHECK(a.close_send(sc) == 0, "close");
@@ -143,7 +145,10 @@ TEST_P(nccl_abi, larger_send_is_truncated_to_the_receive) {
 
 TEST_P(nccl_abi, thirty_two_requests_in_flight) {
     constexpr int count = max_requests;
-    auto len = [](int i) -> std::size_t { return (i % 2 == 0) ? 4096 + static_cast<std::size_t>(i) : (std::size_t{128} << 10) + static_cast<std::size_t>(i); };
+    auto len = [](int i) -> std::size_t {
+        return (i % 2 == 0) ? 4096 + static_cast<std::size_t>(i)
+                            : (std::size_t{128} << 10) + static_cast<std::size_t>(i);
+    };
     pair(
         [&](api& a, const pipes& p) {
             void* l = nullptr;
@@ -251,8 +256,9 @@ TEST_P(nccl_abi, killed_peer_fails_requests_instead_of_hanging) {
             const auto t0 = clk::now();
             const int rc_test = wait(a, req, nullptr);
             CHECK(rc_test == system_error, "expected ncclSystemError, got %d", rc_test);
-            std::fprintf(stderr, "dead peer detected after %lld ms\n",
-                         static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0).count()));
+            std::fprintf(
+                stderr, "dead peer detected after %lld ms\n",
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0).count()));
             CHECK(a.close_recv(rc) == 0 && a.close_listen(l) == 0, "close after peer death");
         },
         [](api& a, const pipes& p, pid_t) {
@@ -262,7 +268,6 @@ TEST_P(nccl_abi, killed_peer_fails_requests_instead_of_hanging) {
         },
         true);
 }
-
 
 TEST_P(nccl_abi, bad_input_gives_error_codes) {
     const int version = GetParam().version;
@@ -324,7 +329,8 @@ TEST_P(nccl_abi, bad_input_gives_error_codes) {
             CHECK(a.isend(rc, buf.data(), 8, 1, mh, &req) != 0, "isend on a receive comm");
             CHECK(a.isend(sc, nullptr, 8, 1, nullptr, &req) != 0, "isend(NULL data)");
             CHECK(a.isend(sc, buf.data(), 8, 1, mh, nullptr) != 0, "isend(NULL request)");
-            if (version >= 9) CHECK(a.isend(sc, buf.data(), std::size_t{3} << 30, 1, nullptr, &req) != 0, "isend above maxP2pBytes");
+            if (version >= 9)
+                CHECK(a.isend(sc, buf.data(), std::size_t{3} << 30, 1, nullptr, &req) != 0, "isend above maxP2pBytes");
             CHECK(a.isend(sc, buf.data(), 8192, 1, mh, &req) != 0, "isend beyond the registration");
             void* d[9];
             std::size_t s[9];
@@ -390,7 +396,6 @@ INSTANTIATE_TEST_SUITE_P(versions, nccl_abi,
                          ::testing::Values(param{"tcp", 6}, param{"tcp", 7}, param{"tcp", 8}, param{"tcp", 9},
                                            param{"tcp", 10}, param{"tcp", 11}),
                          name_of);
-
 
 // The same with the runtime's background progress thread driving the engine.
 INSTANTIATE_TEST_SUITE_P(progress_thread, nccl_abi,
