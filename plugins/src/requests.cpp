@@ -247,7 +247,7 @@ auto engine::iflush(receiver& rc, int n, void* const* data, const std::size_t* s
     if (reads == 0) return nullptr;
     if (!supports_flush_reads(nic_)) return make_unexpected(errc::not_supported);
     if (flush_buf_.empty()) {  // first flush: a landing area and this endpoint in its own AV
-        flush_buf_.resize(8 * max_slots);
+        flush_buf_.resize(std::size_t{8} * max_slots);
         auto reg = cache_->lookup(std::span<std::byte>{flush_buf_}, full_access);
         if (!reg) {
             flush_buf_.clear();

@@ -416,6 +416,7 @@ public:
     [[nodiscard]] auto region() const noexcept -> const region_type& { return e_->region; }
     /// Start and length of the registered range (null/0 for an empty handle).
     [[nodiscard]] auto address() const noexcept -> std::byte* {
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): ranges are kept as integers (device and DMA-BUF too)
         return e_ != nullptr ? reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(e_->start)) : nullptr;
     }
     [[nodiscard]] auto size() const noexcept -> std::size_t {
