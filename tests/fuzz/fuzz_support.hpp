@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <span>
+#include <type_traits>
 
 namespace loom::fuzz {
 
@@ -19,6 +21,16 @@ inline void require(bool holds, const char* what) {
     if (holds) return;
     std::fprintf(stderr, "fuzz property failed: %s\n", what);
     std::abort();
+}
+
+/// `fn` (returning a loom::result) as a function returning std::optional, for require_stable.
+template <class Fn>
+[[nodiscard]] auto optional_of(Fn fn) {
+    return [fn](const auto& arg) {
+        auto r = fn(arg);
+        using value = std::remove_cvref_t<decltype(*r)>;
+        return r ? std::optional<value>{std::move(*r)} : std::nullopt;
+    };
 }
 
 /// Decoded, encoded again, decoded again and encoded again: the two encodings agree (the

@@ -8,11 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace loom::plugins;
-    auto dec = [](std::span<const std::byte> b) -> std::optional<remote_view> {
-        auto r = decode_region(b);
-        if (!r) return std::nullopt;
-        return *r;
-    };
+    auto dec = loom::fuzz::optional_of([](std::span<const std::byte> b) { return decode_region(b); });
     auto enc = [](const remote_view& v) -> std::optional<region_descriptor> { return encode_region(v); };
     loom::fuzz::require_stable(loom::fuzz::input(data, size), dec, enc, "region descriptor encoding is stable");
     return 0;

@@ -19,11 +19,7 @@ using bytes = std::span<const std::byte>;
 /// Decoder and encoder of a message type written into a buffer of `capacity` bytes.
 template <class Message, std::size_t capacity, class Decode>
 void stable(bytes in, Decode decode, const char* what) {
-    auto dec = [&](bytes b) -> std::optional<Message> {
-        auto r = decode(b);
-        if (!r) return std::nullopt;
-        return std::move(*r);
-    };
+    auto dec = loom::fuzz::optional_of(decode);
     auto enc = [](const Message& m) -> std::optional<std::vector<std::byte>> {
         std::vector<std::byte> out(capacity);
         auto n = encode(m, std::span<std::byte>{out});
@@ -83,16 +79,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             break;
         }
         case 6: {
-            auto dec = [](bytes b) -> std::optional<memory_key> {
-                auto r = decode_remote_key(b);
-                if (!r) return std::nullopt;
-                return *r;
-            };
-            auto enc = [](const memory_key& k) -> std::optional<remote_key_bytes> {
-                auto r = encode(k);
-                if (!r) return std::nullopt;
-                return *r;
-            };
+            auto dec = loom::fuzz::optional_of([](bytes b) { return decode_remote_key(b); });
+            auto enc = loom::fuzz::optional_of([](const memory_key& k) { return encode(k); });
             loom::fuzz::require_stable(in, dec, enc, "remote key encoding is stable");
             break;
         }

@@ -134,9 +134,8 @@ class provider_atomic_context {
 public:
     static constexpr std::size_t inline_slots = 16;
 
-    explicit provider_atomic_context(domain& dom) noexcept : domain_(&dom) {}
-    provider_atomic_context(domain& dom, memory_region staging_mr) noexcept
-        : domain_(&dom), staging_mr_(std::move(staging_mr)) {}
+    explicit provider_atomic_context(domain& dom) noexcept;
+    provider_atomic_context(domain& dom, memory_region staging_mr) noexcept;
     provider_atomic_context(const provider_atomic_context&) = delete;
     auto operator=(const provider_atomic_context&) -> provider_atomic_context& = delete;
 
@@ -158,6 +157,7 @@ public:
 
 private:
     domain* domain_;
+    bool runs_provider_;  // the domain runs P's provider: decided once, not per operation
     std::optional<memory_region> staging_mr_;
     std::size_t next_slot_{0};
     alignas(atomic_staging_slot) std::array<std::byte, inline_slots * atomic_staging_slot> slots_{};

@@ -129,12 +129,21 @@ auto generic_fetch_op<T>::execute_staged(memory_region& staging_mr, std::span<st
 
 // ---------------------------------------------------------------- provider_atomic_context
 template <provider_tag P>
+provider_atomic_context<P>::provider_atomic_context(domain& dom) noexcept
+    : domain_(&dom), runs_provider_(detail::runs_provider(dom.info().provider_name(), provider_traits<P>::name)) {}
+
+template <provider_tag P>
+provider_atomic_context<P>::provider_atomic_context(domain& dom, memory_region staging_mr) noexcept
+    : domain_(&dom),
+      runs_provider_(detail::runs_provider(dom.info().provider_name(), provider_traits<P>::name)),
+      staging_mr_(std::move(staging_mr)) {}
+
+template <provider_tag P>
 template <class Op>
 auto provider_atomic_context<P>::execute(const Op& op) noexcept -> void_result {
     if (op.ep == nullptr || !domain_->valid() || op.ep->domain_native() != domain_->native())
         return make_unexpected(errc::invalid_argument);
-    if (!detail::runs_provider(domain_->info().provider_name(), provider_traits<P>::name))
-        return make_unexpected(errc::not_supported);
+    if (!runs_provider_) return make_unexpected(errc::not_supported);
     std::span<std::byte> area{slots_};
     const memory_region* mr = nullptr;
     if (staging_mr_) {
