@@ -71,16 +71,21 @@ auto transfer_agent::post(transfer* t, std::optional<std::string_view> notificat
 }
 
 auto transfer_agent::check(transfer* t) -> result<transfer_state> {
+    // An ended transfer reports how it ended until it is posted again, whichever call's
+    // progress ended it.
+    auto ended = [t]() -> result<transfer_state> {
+        if (t->error) return std::unexpected(t->error);
+        return transfer_state::done;
+    };
     {
         std::lock_guard lock(impl_->mu);
         if (!impl_->transfers.contains(t)) return make_unexpected(errc::invalid_argument);
-        if (!t->in_flight) return transfer_state::done;
+        if (!t->in_flight) return ended();
     }
     if (!impl_->opts.progress_thread) progress();
     std::lock_guard lock(impl_->mu);
     if (t->in_flight) return transfer_state::in_progress;
-    if (t->error) return std::unexpected(std::exchange(t->error, {}));
-    return transfer_state::done;
+    return ended();
 }
 
 auto transfer_agent::release(transfer* t) -> void_result {

@@ -273,3 +273,43 @@ TEST(TransferAgentThreads, AProgressThreadCompletesWithoutChecks) {
     EXPECT_EQ(dst, src);
     EXPECT_EQ(a->check(t).value(), lp::transfer_state::done);
 }
+
+// A transfer that fails reports its error whichever call's progress ended it, and keeps
+// reporting it until posted again (a check that found it ended by another call's progress
+// once said done: NIXL then saw a failed transfer as complete).
+TEST(TransferAgentFailures, EveryTransferToAGonePeerReportsItsError) {
+    ::setenv("LOOM_PEER_TIMEOUT_MS", "400", 1);  // read when the agents are created
+    auto a = lp::transfer_agent::create({.name = "A"}).value();
+    auto b = lp::transfer_agent::create({.name = "B"}).value();
+    ::unsetenv("LOOM_PEER_TIMEOUT_MS");
+    ASSERT_TRUE(a->add_peer("B", lp::as_bytes_of(b->connection_info())));
+    ASSERT_TRUE(b->add_peer("A", lp::as_bytes_of(a->connection_info())));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!(a->is_connected("B") && b->is_connected("A")) && std::chrono::steady_clock::now() < deadline) {
+        a->progress();
+        b->progress();
+    }
+    ASSERT_TRUE(a->connect("B"));
+    auto src = pattern(16 << 20, 8), dst = std::vector<std::byte>(16 << 20);
+    auto* ls = a->register_memory(src).value();
+    auto* ld = b->register_memory(dst).value();
+    auto* rd = a->load_remote("B", lp::as_bytes_of(b->public_data(ld).value())).value();
+    const lp::segment seg{src, ls, reinterpret_cast<std::uintptr_t>(dst.data()), rd};
+    std::vector<lp::transfer*> ts;
+    for (int i = 0; i < 4; ++i) {
+        ts.push_back(a->prepare(lp::transfer_op::write, "B", {&seg, 1}).value());
+        ASSERT_TRUE(a->post(ts.back()));
+    }
+    b.reset();  // the peer is gone with all four in flight (B never progressed them)
+    // Only progress() runs until the peer has long been declared dead: no check drives it.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000);
+    while (std::chrono::steady_clock::now() < until) a->progress();
+    for (auto* t : ts) {
+        auto s = a->check(t);
+        const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (s && *s == lp::transfer_state::in_progress && std::chrono::steady_clock::now() < limit) s = a->check(t);
+        ASSERT_FALSE(s) << "a transfer to a gone peer reported " << (s ? static_cast<int>(*s) : -1);
+        EXPECT_FALSE(a->check(t)) << "the error is reported again until the transfer is posted again";
+    }
+    for (auto* t : ts) EXPECT_TRUE(a->release(t));
+}

@@ -116,8 +116,8 @@ public:
     /// (this agent's name, *notification) once every byte of a write has landed there.
     [[nodiscard]] auto post(transfer* t, std::optional<std::string_view> notification = std::nullopt)
         -> result<transfer_state>;
-    /// Progresses (without a progress thread) and reports; the error of a failed transfer
-    /// once, after which it is idle again.
+    /// Progresses (without a progress thread) and reports; a failed transfer reports its
+    /// error until it is posted again.
     [[nodiscard]] auto check(transfer* t) -> result<transfer_state>;
     /// Forgets `t`; one in flight is abandoned: what is posted ends unseen, nothing more is
     /// posted and no notification is sent. invalid_argument for an unknown handle.
