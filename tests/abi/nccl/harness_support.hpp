@@ -400,6 +400,35 @@ inline void await_peer(int fd) {
     read_all(fd, &c, 1);
 }
 
+/// Both directions between the two processes: `to` carries this process's sends, `from` its
+/// receives (`init`: initialise the plugin first). The side with `listens_first` writes its handle before reading the
+/// peer's (the other side the reverse), so the two handle exchanges over the pipes cannot deadlock.
+struct two_way {
+    void* listen{nullptr};
+    void* from{nullptr};
+    void* to{nullptr};
+};
+inline auto connect_both_ways(api& a, int handle_out, int handle_in, bool listens_first, bool init = true) -> two_way {
+    if (init) init_and_check(a);
+    two_way w;
+    std::array<char, handle_maxsize> mine{}, theirs{};
+    CHECK(a.listen(0, mine.data(), &w.listen) == 0 && w.listen != nullptr, "listen");
+    if (listens_first) {
+        write_all(handle_out, mine.data(), mine.size());
+        read_all(handle_in, theirs.data(), theirs.size());
+    } else {
+        read_all(handle_in, theirs.data(), theirs.size());
+        write_all(handle_out, mine.data(), mine.size());
+    }
+    const auto deadline = clk::now() + std::chrono::seconds(30);
+    while (w.from == nullptr || w.to == nullptr) {
+        if (w.to == nullptr) CHECK(a.connect(0, theirs.data(), &w.to) == 0, "connect");
+        if (w.from == nullptr) CHECK(a.accept(w.listen, &w.from) == 0, "accept");
+        CHECK(clk::now() < deadline, "connections both ways timed out");
+    }
+    return w;
+}
+
 /// Runs receiver and sender in two fresh processes; returns their exit codes.
 inline auto run_pair(const std::string& provider, const std::string& extra_env,
                      const std::function<void(const pipes&)>& receiver,

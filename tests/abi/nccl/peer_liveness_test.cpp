@@ -21,35 +21,6 @@ auto can_make_uts_namespaces() -> bool {
     return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-/// Both directions between the two processes: `to` carries this process's sends, `from` its
-/// receives. The side with `listens_first` writes its handle before reading the peer's (the
-/// other side the reverse), so the two handle exchanges over the pipes cannot deadlock.
-struct two_way {
-    void* listen{nullptr};
-    void* from{nullptr};
-    void* to{nullptr};
-};
-auto connect_both_ways(api& a, int handle_out, int handle_in, bool listens_first) -> two_way {
-    init_and_check(a);
-    two_way w;
-    std::array<char, handle_maxsize> mine{}, theirs{};
-    CHECK(a.listen(0, mine.data(), &w.listen) == 0 && w.listen != nullptr, "listen");
-    if (listens_first) {
-        write_all(handle_out, mine.data(), mine.size());
-        read_all(handle_in, theirs.data(), theirs.size());
-    } else {
-        read_all(handle_in, theirs.data(), theirs.size());
-        write_all(handle_out, mine.data(), mine.size());
-    }
-    const auto deadline = clk::now() + std::chrono::seconds(30);
-    while (w.from == nullptr || w.to == nullptr) {
-        if (w.to == nullptr) CHECK(a.connect(0, theirs.data(), &w.to) == 0, "connect");
-        if (w.from == nullptr) CHECK(a.accept(w.listen, &w.from) == 0, "accept");
-        CHECK(clk::now() < deadline, "connections both ways timed out");
-    }
-    return w;
-}
-
 constexpr long peer_timeout_ms = 1500;  // what run_pair sets LOOM_PEER_TIMEOUT_MS to
 
 TEST_P(nccl_abi, peer_on_another_host_killed_fails_every_request_within_the_peer_timeout) {

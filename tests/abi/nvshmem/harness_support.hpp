@@ -254,6 +254,33 @@ inline void tear_down(pe_env& e) {
     std::free(e.heap);
 }
 
+// ---------------------------------------------------------------- the verbs, as the core calls them
+inline auto rma(pe_env& e, int op, int pe, std::size_t off, void* local, std::size_t nelems, int elembytes, bool nbi,
+                int qp = 0, std::ptrdiff_t src_stride = 1, std::ptrdiff_t dst_stride = 1) -> int {
+    abi::rma_verb v{op, nbi ? 1 : 0, 0, nullptr};
+    auto r = e.remote(pe, off);
+    abi::rma_memdesc l{local, 0, nullptr};
+    abi::rma_bytesdesc b{nelems, elembytes, src_stride, dst_stride};
+    return e.t->ops.rma(e.t, pe, v, &r, &l, b, qp);
+}
+inline auto put(pe_env& e, int pe, std::size_t off, const void* src, std::size_t n, bool nbi, int qp = 0) -> int {
+    return rma(e, abi::op_put, pe, off, const_cast<void*>(src), n, 1, nbi, qp);
+}
+inline auto get(pe_env& e, int pe, std::size_t off, void* dst, std::size_t n, bool nbi, int qp = 0) -> int {
+    return rma(e, abi::op_get, pe, off, dst, n, 1, nbi, qp);
+}
+inline auto amo(pe_env& e, int pe, std::size_t off, int code, int elembytes, std::uint64_t val, std::uint64_t cmp = 0,
+                void* ret = nullptr, int qp = 0) -> int {
+    abi::amo_verb v{code, code >= abi::amo_fetch ? 1 : 0, 1, code == abi::amo_compare_swap ? 1 : 0};
+    abi::amo_memdesc m{};
+    m.remote_memdesc = e.remote(pe, off);
+    m.val = val;
+    m.cmp = cmp;
+    m.retptr = ret;
+    return e.t->ops.amo(e.t, pe, ret, v, &m, abi::amo_bytesdesc{0, elembytes}, qp);
+}
+inline auto quiet_all(pe_env& e) -> int { return e.t->ops.quiet(e.t, 0, 0) | e.t->ops.quiet(e.t, 0, 1); }
+
 /// Forks `n` PEs running `body(env)` with LOOM_PROVIDER=provider and `env` set; serves their
 /// bootstrap; expects each to exit 0 (or, for PEs in `may_die`, anything).
 inline void run_pes(int n, const std::string& provider, std::vector<std::pair<std::string, std::string>> env,

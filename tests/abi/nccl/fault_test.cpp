@@ -1,0 +1,218 @@
+// A peer on another host for real: each process in its own network namespace, the two joined
+// by a veth pair. Transfers cross the link byte-exact; the link is taken down in the middle of
+// large transfers both ways, and every outstanding request of both processes fails within
+// LOOM_PEER_TIMEOUT_MS (neither process died, so only the liveness exchange can tell); the
+// link is brought back and new connections carry data again.
+#include "harness_support.hpp"
+#include "netns.hpp"
+
+namespace nccl_harness {
+namespace {
+
+using loom::test::netns_pair;
+
+constexpr long link_timeout_ms = 1500;  // LOOM_PEER_TIMEOUT_MS in both processes
+constexpr int large_count = 4;
+constexpr std::size_t large_size = std::size_t{32} << 20;
+constexpr int never_sent = 2;  // receives whose tags no send carries: outstanding for sure
+
+class nccl_across_hosts : public ::testing::TestWithParam<param> {};
+
+/// One process's pipes: to and from its peer (listen handles), to and from the test.
+struct side_pipes {
+    int from_peer{-1}, to_peer{-1}, from_test{-1}, to_test{-1};
+};
+
+auto seed_of(int side, std::size_t n, int round) -> std::uint64_t {
+    return (static_cast<std::uint64_t>(side) * 1000) + n + (static_cast<std::uint64_t>(round) * 7);
+}
+
+/// Both ways at a few sizes, byte-exact.
+void exchange(api& a, const two_way& w, int side, int round) {
+    for (const std::size_t n : {std::size_t{8}, std::size_t{65536}, std::size_t{4} << 20}) {
+        std::vector<std::byte> out(n), in(n);
+        fill(out.data(), n, seed_of(side, n, round));
+        void* d = in.data();
+        std::size_t sz = n;
+        int tag = round;
+        void* r = post_recv(a, w.from, 1, &d, &sz, &tag, nullptr);
+        void* s = post_send(a, w.to, out.data(), n, round, nullptr);
+        CHECK(wait(a, s, nullptr) == 0, "send of %zu bytes", n);
+        int got = 0;
+        CHECK(wait(a, r, &got) == 0 && got == static_cast<int>(n), "receive of %zu bytes: %d", n, got);
+        const long bad = first_bad(in.data(), n, seed_of(1 - side, n, round));
+        CHECK(bad == -1, "%zu bytes across the link differ at %ld", n, bad);
+    }
+}
+
+struct outstanding {
+    void* req{nullptr};
+    int index{0};  ///< into the large buffers; -1 for a receive nothing matches
+    bool receive{false};
+    int code{-1};  ///< test()'s code once done
+    clk::time_point at{};
+};
+
+/// Posts the large transfers both ways and the never-matched receives.
+auto post_large(api& a, const two_way& w, int side, std::vector<std::vector<std::byte>>& outs,
+                std::vector<std::vector<std::byte>>& ins, std::vector<std::byte>& spare) -> std::vector<outstanding> {
+    std::vector<outstanding> reqs;
+    for (int i = 0; i < large_count; ++i) {
+        auto& in = ins[static_cast<std::size_t>(i)];
+        auto& out = outs[static_cast<std::size_t>(i)];
+        fill(out.data(), out.size(), seed_of(side, out.size(), 100 + i));
+        void* d = in.data();
+        std::size_t sz = in.size();
+        int tag = 100 + i;
+        reqs.push_back({post_recv(a, w.from, 1, &d, &sz, &tag, nullptr), i, true});
+        reqs.push_back({post_send(a, w.to, out.data(), out.size(), 100 + i, nullptr), i, false});
+    }
+    for (int i = 0; i < never_sent; ++i) {
+        void* d = spare.data();
+        std::size_t sz = spare.size();
+        int tag = 900 + i;
+        reqs.push_back({post_recv(a, w.from, 1, &d, &sz, &tag, nullptr), -1, true});
+    }
+    return reqs;
+}
+
+/// Tests every request until each is done, recording when and how.
+void drive(api& a, std::vector<outstanding>& reqs) {
+    const auto deadline = clk::now() + std::chrono::seconds(60);
+    std::size_t left = reqs.size();
+    while (left > 0) {
+        for (auto& r : reqs) {
+            if (r.req == nullptr) continue;
+            int done = 0;
+            const int rc = a.test(r.req, &done, nullptr);
+            if (rc == 0 && done == 0) continue;
+            r.code = rc;
+            r.at = clk::now();
+            r.req = nullptr;
+            --left;
+        }
+        CHECK(clk::now() < deadline, "%zu requests never ended after the link went down", left);
+    }
+}
+
+/// What a process does: connect across the link, exchange, wait out the link's loss with
+/// large transfers outstanding, then connect again once the test brings the link back.
+void one_side(api& a, int side, const side_pipes& p) {
+    const bool first = side == 0;
+    auto w = connect_both_ways(a, p.to_peer, p.from_peer, first);
+    exchange(a, w, side, 1);
+
+    std::vector<std::vector<std::byte>> outs(large_count, std::vector<std::byte>(large_size));
+    std::vector<std::vector<std::byte>> ins(large_count, std::vector<std::byte>(large_size));
+    std::vector<std::byte> spare(4096);
+    auto reqs = post_large(a, w, side, outs, ins, spare);
+    signal_peer(p.to_test);  // posted: the test takes the link down shortly
+    drive(a, reqs);
+    clk::rep down_ticks = 0;
+    read_all(p.from_test, &down_ticks, sizeof down_ticks);
+    const clk::time_point down{clk::duration(down_ticks)};
+
+    int failed = 0;
+    long slowest = 0;
+    for (const auto& r : reqs) {
+        if (r.code == 0) {  // finished before the loss took effect: must be whole
+            CHECK(r.index >= 0, "a receive no send matches succeeded");
+            if (r.receive) {
+                const auto& in = ins[static_cast<std::size_t>(r.index)];
+                CHECK(first_bad(in.data(), in.size(), seed_of(1 - side, in.size(), 100 + r.index)) == -1,
+                      "large receive %d completed with other bytes", r.index);
+            }
+            continue;
+        }
+        CHECK(r.code == system_error, "a request ended with %d, expected ncclSystemError", r.code);
+        CHECK(r.at >= down, "a request failed before the link went down");
+        ++failed;
+        slowest = std::max<long>(
+            slowest, static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(r.at - down).count()));
+    }
+    std::fprintf(stderr, "side %d: %d of %zu requests failed, the last %ld ms after the link went down\n", side, failed,
+                 reqs.size(), slowest);
+    CHECK(failed >= never_sent, "only %d requests failed", failed);
+    // The timeout, one 100 ms check, and scheduling on a loaded 2-core machine.
+    CHECK(slowest <= link_timeout_ms + 1000, "requests failed %ld ms after the loss (timeout %ld ms)", slowest,
+          link_timeout_ms);
+    CHECK(a.close_send(w.to) == 0 && a.close_recv(w.from) == 0 && a.close_listen(w.listen) == 0,
+          "close after the loss");
+
+    signal_peer(p.to_test);   // closed
+    await_peer(p.from_test);  // the link is back
+    auto again = connect_both_ways(a, p.to_peer, p.from_peer, first, false);
+    exchange(a, again, side, 2);
+    CHECK(a.close_send(again.to) == 0 && a.close_recv(again.from) == 0 && a.close_listen(again.listen) == 0, "close");
+}
+
+/// Waits up to `limit` for one byte on `fd` (false on timeout or a closed pipe).
+auto await_child(int fd, std::chrono::seconds limit) -> bool {
+    pollfd pfd{fd, POLLIN, 0};
+    if (::poll(&pfd, 1, static_cast<int>(std::chrono::milliseconds(limit).count())) != 1) return false;
+    char c = 0;
+    return ::read(fd, &c, 1) == 1;
+}
+
+TEST_P(nccl_across_hosts, link_loss_fails_every_outstanding_request_and_new_connections_work_after) {
+    auto ns = netns_pair::create();
+    if (!ns) GTEST_SKIP() << "cannot make network namespaces here (needs root and iproute2)";
+    int peer[2][2], down[2][2], up[2][2];  // peer[i]: to side i; down: test → side; up: side → test
+    for (int i = 0; i < 2; ++i) ASSERT_TRUE(::pipe(peer[i]) == 0 && ::pipe(down[i]) == 0 && ::pipe(up[i]) == 0);
+    pid_t pids[2];
+    for (int side = 0; side < 2; ++side) {
+        pids[side] = ::fork();
+        ASSERT_GE(pids[side], 0);
+        if (pids[side] != 0) continue;
+        // Only its own ends stay open: a peer's death then reads as a closed pipe.
+        const int other = 1 - side;
+        for (const int fd :
+             {peer[side][1], peer[other][0], down[other][0], up[other][1], down[0][1], down[1][1], up[0][0], up[1][0]})
+            ::close(fd);
+        CHECK(ns->enter(side), "entering namespace %s", ns->name(side).c_str());
+        ::setenv("LOOM_PROVIDER", GetParam().provider.c_str(), 1);
+        ::setenv("LOOM_IFACE", netns_pair::interface, 1);
+        ::setenv("LOOM_PEER_TIMEOUT_MS", std::to_string(link_timeout_ms).c_str(), 1);
+        api a = load(GetParam().version);
+        one_side(a, side, {peer[side][0], peer[1 - side][1], down[side][0], up[side][1]});
+        std::fflush(nullptr);
+        ::_exit(0);
+    }
+    for (int i = 0; i < 2; ++i)
+        for (int fd : {peer[i][0], peer[i][1], down[i][0], up[i][1]}) ::close(fd);
+    const auto limit = std::chrono::seconds(60);
+    bool ok = await_child(up[0][0], limit) && await_child(up[1][0], limit);
+    if (ok) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the transfers under way
+        EXPECT_TRUE(ns->set_link(false));
+        const clk::rep at = clk::now().time_since_epoch().count();
+        for (auto& d : down) ok = ::write(d[1], &at, sizeof at) == sizeof at && ok;
+        ok = ok && await_child(up[0][0], limit) && await_child(up[1][0], limit);
+        EXPECT_TRUE(ns->set_link(true));
+        const char c = 'u';
+        for (auto& d : down) ok = ::write(d[1], &c, 1) == 1 && ok;
+    }
+    EXPECT_TRUE(ok) << "a process did not reach the next step";
+    for (auto& d : down) ::close(d[1]);
+    for (auto& u : up) ::close(u[0]);
+    for (const pid_t pid : pids) {
+        int st = 0;
+        const auto deadline = clk::now() + limit;
+        while (::waitpid(pid, &st, WNOHANG) == 0) {
+            if (clk::now() > deadline) {
+                ::kill(pid, SIGKILL);
+                ::waitpid(pid, &st, 0);
+                ADD_FAILURE() << "process " << pid << " hung";
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        EXPECT_TRUE(exited_ok(st)) << "process " << pid << " status " << st;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(network_namespaces, nccl_across_hosts,
+                         ::testing::Values(param{"tcp", 12}, param{"tcp;ofi_rxm", 12}), name_of);
+
+}  // namespace
+}  // namespace nccl_harness
