@@ -8,6 +8,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -154,6 +156,13 @@ engine::~engine() {
     discard_reg_.release();
     flush_reg_.release();
     main_.reset();  // cache, AV, CQ, domain, fabric in that order (rail's member order)
+#if defined(__GLIBC__)
+    // The provider's pools are freed now (ofi_rxm's receive pool alone is ~120 MiB). Once
+    // glibc's dynamic mmap threshold has risen, such blocks come from and go back to its heap,
+    // which keeps them resident: a host that opens and closes engines (NVSHMEM init/finalize)
+    // grew by up to that much per malloc arena. Hand the free pages back.
+    (void)::malloc_trim(0);
+#endif
 }
 
 auto engine::new_channel_id() -> result<std::uint32_t> {
