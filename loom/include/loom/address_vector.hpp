@@ -16,11 +16,13 @@
 
 namespace loom {
 
+/// How an address vector is opened (fi_av_attr).
 struct address_vector_attr {
-    av_type type{av_type::unspecified};
-    std::size_t count{0};  ///< expected number of peers (0: provider default)
-    int rx_ctx_bits{0};    ///< bits reserved for named receive-context indices (0..64)
+    av_type type{av_type::unspecified};  ///< map or table (unspecified: the provider's choice)
+    std::size_t count{0};                ///< expected number of peers (0: provider default)
+    int rx_ctx_bits{0};                  ///< bits reserved for named receive-context indices (0..64)
 };
+/// Short name of address_vector_attr.
 using av_attr = address_vector_attr;
 
 /// How addresses are inserted.
@@ -31,9 +33,11 @@ struct av_insert_options {
     bool behind_firewall{false};
 };
 
+/// An address vector (fid_av): native peer addresses turned into fabric_addr handles that operations take.
 class address_vector {
 public:
     address_vector() = default;
+    /// Opens an address vector in `dom`; `mr` holds its record of inserted handles.
     [[nodiscard]] static auto create(domain& dom, const address_vector_attr& attr = {},
                                      std::pmr::memory_resource* mr = nullptr) -> result<address_vector>;
 
@@ -58,7 +62,9 @@ public:
                                       const av_insert_options& options = {}) -> result<std::size_t>;
     /// The address stored under a handle.
     [[nodiscard]] auto lookup(fabric_addr handle) const -> result<address>;
+    /// Removes a peer (fi_av_remove): the handle no longer names it.
     [[nodiscard]] auto remove(fabric_addr handle) -> void_result;
+    /// The bits reserved for receive-context indices (attr.rx_ctx_bits).
     [[nodiscard]] auto receive_context_bits() const noexcept -> int { return attr_.rx_ctx_bits; }
 
     /// The destination that reaches receive context `index` of the peer inserted as `base`
@@ -83,9 +89,13 @@ public:
         return inserted_ ? inserted_->get_allocator().resource() : nullptr;
     }
 
+    /// The native fid_av; null once closed.
     [[nodiscard]] auto native() const noexcept -> ::fid_av* { return h_.get(); }
+    /// The native domain the vector was opened in.
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
+    /// True while the vector is open.
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    /// Closes the native vector now; on failure it stays open and the call can be retried.
     auto close() noexcept -> void_result { return h_.close(); }
 
 private:

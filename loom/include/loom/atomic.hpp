@@ -14,6 +14,7 @@
 #include <span>
 #include <type_traits>
 
+/// Remote atomic operations (fi_atomic family) with the datatype deduced from the C++ type.
 namespace loom::atomic {
 
 /// Atomic operations (fi_op), same values.
@@ -61,12 +62,15 @@ enum class datatype : int {
 /// (fi_fetch_atomic: base + atomic_read), compare (fi_compare_atomic: cswap* and mswap).
 enum class family { base, fetch, compare };
 
+/// True for an enumerator of operation (a value cast from an int may be none).
 [[nodiscard]] constexpr auto is_known(operation op) noexcept -> bool {
     return static_cast<int>(op) >= 0 && static_cast<int>(op) <= static_cast<int>(operation::mswap);
 }
+/// True for an enumerator of datatype.
 [[nodiscard]] constexpr auto is_known(datatype dt) noexcept -> bool {
     return static_cast<int>(dt) >= 0 && static_cast<int>(dt) <= static_cast<int>(datatype::uint128);
 }
+/// True when `op` belongs to family `f` (atomic_read: fetch only; cswap* and mswap: compare only).
 [[nodiscard]] constexpr auto in_family(operation op, family f) noexcept -> bool {
     if (!is_known(op)) return false;
     const bool compare = static_cast<int>(op) >= static_cast<int>(operation::cswap);
@@ -81,8 +85,10 @@ enum class family { base, fetch, compare };
 template <class T>
 struct datatype_traits;  // undefined: no libfabric datatype for T
 #define LOOM_DETAIL_DT(T, v)                           \
+    /** T's libfabric datatype. */                     \
     template <>                                        \
     struct datatype_traits<T> {                        \
+        /** The datatype enumerator for T. */          \
         static constexpr datatype value = datatype::v; \
     };
 LOOM_DETAIL_DT(std::int8_t, int8)
@@ -103,8 +109,10 @@ LOOM_DETAIL_DT(__int128, int128)
 LOOM_DETAIL_DT(unsigned __int128, uint128)
 #undef LOOM_DETAIL_DT
 
+/// A type with a libfabric datatype (datatype_traits has a specialization for it).
 template <class T>
 concept atomic_value = requires { datatype_traits<std::remove_cv_t<T>>::value; };
+/// The libfabric datatype of T (cv-qualifiers ignored).
 template <atomic_value T>
 inline constexpr datatype datatype_of = datatype_traits<std::remove_cv_t<T>>::value;
 
@@ -112,14 +120,16 @@ inline constexpr datatype datatype_of = datatype_traits<std::remove_cv_t<T>>::va
 /// False — with *count untouched — for unknown enums, an operation of another family, or
 /// when the provider says no.
 [[nodiscard]] auto is_valid(const endpoint& ep, operation op, datatype dt, std::size_t* count) noexcept -> bool;
+/// is_valid for the fetch family (fi_fetch_atomicvalid).
 [[nodiscard]] auto is_fetch_valid(const endpoint& ep, operation op, datatype dt, std::size_t* count) noexcept -> bool;
+/// is_valid for the compare family (fi_compare_atomicvalid).
 [[nodiscard]] auto is_compare_valid(const endpoint& ep, operation op, datatype dt, std::size_t* count) noexcept -> bool;
 
 /// One operand/result/compare buffer with its (optional) registration.
 struct buffer_ref {
-    const void* data{nullptr};
-    std::size_t bytes{0};
-    const memory_region* mr{nullptr};
+    const void* data{nullptr};         ///< first byte
+    std::size_t bytes{0};              ///< length in bytes
+    const memory_region* mr{nullptr};  ///< its registration; null when the provider needs none
 };
 
 namespace detail {
@@ -197,6 +207,7 @@ LOOM_SUBMIT_INLINE auto submit_now(endpoint& ep, const request& r, Dest peer) no
 }  // namespace detail
 
 // ---------------------------------------------------------------- base interface
+/// Runs `op` with `operand` on `remote` at `peer` (fi_atomic); completes on the transmit queue.
 template <atomic_value T, destination Dest = fabric_addr>
 LOOM_SUBMIT_INLINE auto execute_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr, Dest peer,
                                    const remote_memory& remote, operation op, context_ptr<void> ctx = {}) noexcept
@@ -215,6 +226,7 @@ LOOM_SUBMIT_INLINE auto execute_to(endpoint& ep, std::span<const T> operand, con
                                ctx.get()},
                               peer);
 }
+/// execute_to with exactly these flags (fi_atomicmsg); D decides whether the endpoint's defaults join them.
 template <operation_defaults D = operation_defaults::replace, atomic_value T>
 auto execute_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr, fabric_addr peer,
                 const remote_memory& remote, operation op, op_flag flags, context_ptr<void> ctx) noexcept
@@ -252,6 +264,7 @@ auto inject_to(endpoint& ep, std::span<const T> operand, fabric_addr peer, const
 }
 
 // ---------------------------------------------------------------- fetch interface
+/// Runs `op` on `remote` and fetches the values it held before into `result` (fi_fetch_atomic).
 template <atomic_value T, destination Dest = fabric_addr>
 LOOM_SUBMIT_INLINE auto fetch_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr,
                                  std::span<T> result, const memory_region* result_mr, Dest peer,
@@ -273,6 +286,7 @@ LOOM_SUBMIT_INLINE auto fetch_to(endpoint& ep, std::span<const T> operand, const
                                ctx.get()},
                               peer);
 }
+/// fetch_to with exactly these flags (fi_fetch_atomicmsg); D decides whether the endpoint's defaults join them.
 template <operation_defaults D = operation_defaults::replace, atomic_value T>
 auto fetch_to(endpoint& ep, std::span<const T> operand, const memory_region* operand_mr, std::span<T> result,
               const memory_region* result_mr, fabric_addr peer, const remote_memory& remote, operation op,
@@ -296,6 +310,7 @@ auto fetch_to(endpoint& ep, std::span<const T> operand, const memory_region* ope
 }
 
 // ---------------------------------------------------------------- compare interface
+/// Compare-and-swap family (cswap*, mswap) on `remote`; `result` gets the values held before (fi_compare_atomic).
 template <atomic_value T, destination Dest = fabric_addr>
 LOOM_SUBMIT_INLINE auto compare_swap_to(endpoint& ep, std::span<const T> compare, const memory_region* compare_mr,
                                         std::span<const T> desired, const memory_region* desired_mr,
@@ -310,6 +325,8 @@ LOOM_SUBMIT_INLINE auto compare_swap_to(endpoint& ep, std::span<const T> compare
          detail::ref(compare, compare_mr), detail::ref(result, result_mr), peer, remote, ctx.get()},
         peer);
 }
+/// compare_swap_to with exactly these flags (fi_compare_atomicmsg); D decides whether the endpoint's defaults join
+/// them.
 template <operation_defaults D = operation_defaults::replace, atomic_value T>
 auto compare_swap_to(endpoint& ep, std::span<const T> compare, const memory_region* compare_mr,
                      std::span<const T> desired, const memory_region* desired_mr, std::span<T> result,
@@ -327,6 +344,7 @@ auto compare_swap_to(endpoint& ep, std::span<const T> compare, const memory_regi
 
 // ---------------------------------------------------------------- typed single-value helpers
 // Arguments are borrowed until completion: temporaries are rejected at compile time.
+/// Adds one `value` to the remote element.
 template <atomic_value T, destination Dest = fabric_addr>
 LOOM_SUBMIT_INLINE auto add_to(endpoint& ep, const T& value, const memory_region* value_mr, Dest peer,
                                const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
@@ -336,6 +354,7 @@ template <atomic_value T>
 auto add_to(endpoint&, const T&&, const memory_region*, fabric_addr, const remote_memory&, context_ptr<void> = {})
     -> void_result = delete;
 
+/// Adds `increment` to the remote element; `*previous` gets the value it held before.
 template <atomic_value T, destination Dest = fabric_addr>
 LOOM_SUBMIT_INLINE auto fetch_add_to(endpoint& ep, const T& increment, T* previous, const memory_region* input_mr,
                                      const memory_region* result_mr, Dest peer, const remote_memory& remote,
@@ -348,6 +367,7 @@ template <atomic_value T>
 auto fetch_add_to(endpoint&, const T&&, T*, const memory_region*, const memory_region*, fabric_addr,
                   const remote_memory&, context_ptr<void> = {}) -> void_result = delete;
 
+/// Stores `desired` in the remote element if it equals `expected`; `*result` gets the value it held before.
 template <atomic_value T, destination Dest = fabric_addr>
 LOOM_SUBMIT_INLINE auto cas_to(endpoint& ep, const T& expected, const memory_region* expected_mr, const T& desired,
                                const memory_region* desired_mr, T* result, const memory_region* result_mr, Dest peer,
@@ -361,6 +381,7 @@ LOOM_SUBMIT_INLINE auto cas_to(endpoint& ep, const T& expected, const memory_reg
 // The original single-value helpers: no destination (fabric_addrs::unspecified), for connected
 // (MSG) endpoints; an RDM endpoint refuses them with invalid_argument. Arguments are borrowed
 // until completion, as above.
+/// add_to without a destination, for a connected endpoint.
 template <atomic_value T>
 LOOM_SUBMIT_INLINE auto add(endpoint& ep, const T& value, const remote_memory& remote,
                             context_ptr<void> ctx = {}) noexcept -> void_result {
@@ -369,6 +390,7 @@ LOOM_SUBMIT_INLINE auto add(endpoint& ep, const T& value, const remote_memory& r
 template <atomic_value T>
 auto add(endpoint&, const T&&, const remote_memory&, context_ptr<void> = {}) -> void_result = delete;
 
+/// fetch_add_to without a destination, for a connected endpoint.
 template <atomic_value T>
 LOOM_SUBMIT_INLINE auto fetch_add(endpoint& ep, const T& increment, T* previous, const memory_region& result_mr,
                                   const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
@@ -378,6 +400,7 @@ template <atomic_value T>
 auto fetch_add(endpoint&, const T&&, T*, const memory_region&, const remote_memory&, context_ptr<void> = {})
     -> void_result = delete;
 
+/// cas_to without a destination, for a connected endpoint.
 template <atomic_value T>
 LOOM_SUBMIT_INLINE auto cas(endpoint& ep, const T& expected, const T& desired, T* previous,
                             const memory_region& result_mr, const remote_memory& remote,

@@ -38,11 +38,12 @@ struct dispatch_result {
 
 class xpu_context;
 
+/// How a completion queue is opened (fi_cq_attr).
 struct cq_attr {
-    std::size_t size{0};  ///< 0: provider default
-    cq_format format{cq_format::tagged};
-    bool wait_obj{false};     ///< request a wait object (enables blocking wait)
-    bool want_source{false};  ///< read source addresses (needs capability::source)
+    std::size_t size{0};                  ///< 0: provider default
+    cq_format format{cq_format::tagged};  ///< what each entry carries; read_tagged needs tagged
+    bool wait_obj{false};                 ///< request a wait object (enables blocking wait)
+    bool want_source{false};              ///< read source addresses (needs capability::source)
     /// Device-side use through this XPU context of the same domain (FI_XPU, libfabric 2.7:
     /// not_supported before; loom/xpu.hpp). Untested on hardware.
     const xpu_context* xpu{nullptr};
@@ -53,15 +54,23 @@ struct cq_attr {
 /// entry itself. The tag is defined for receives only (a send's completion leaves it open).
 class tagged_completion {
 public:
+    /// The operation's context (op_context).
     [[nodiscard]] auto context() const noexcept -> void* { return e_.op_context; }
+    /// The context as the request_context it was submitted with.
     [[nodiscard]] auto request() const noexcept -> request_context* {
         return request_context::from_native(e_.op_context);
     }
+    /// What completed (op_flag::send, op_flag::recv, ...).
     [[nodiscard]] auto flags() const noexcept -> op_flag { return op_flag{e_.flags}; }
+    /// Bytes received (receives).
     [[nodiscard]] auto bytes_transferred() const noexcept -> std::size_t { return e_.len; }
+    /// Where the data landed (multi-receive buffers).
     [[nodiscard]] auto buffer() const noexcept -> void* { return e_.buf; }
+    /// Remote CQ data (with op_flag::remote_cq_data).
     [[nodiscard]] auto data() const noexcept -> std::uint64_t { return e_.data; }
+    /// The message's tag (receives only).
     [[nodiscard]] auto tag() const noexcept -> std::uint64_t { return e_.tag; }
+    /// The entry as the provider wrote it.
     [[nodiscard]] auto native() const noexcept -> const ::fi_cq_tagged_entry& { return e_; }
 
 private:
@@ -98,9 +107,11 @@ private:
 };
 }  // namespace detail
 
+/// A completion queue (fid_cq): where finished operations are reported, read by polling or waiting.
 class completion_queue {
 public:
     completion_queue() = default;
+    /// Opens a completion queue in `dom` (fi_cq_open); `mr` holds its completion registry.
     [[nodiscard]] static auto create(domain& dom, const cq_attr& attr = {}, std::pmr::memory_resource* mr = nullptr)
         -> result<completion_queue>;
 
@@ -200,14 +211,20 @@ public:
     /// recorded fabric (libfabric 2.1's shm crashes in fi_trywait otherwise).
     [[nodiscard]] auto try_wait() noexcept -> void_result;
 
+    /// The entry format it was opened with.
     [[nodiscard]] auto format() const noexcept -> cq_format { return attr_.format; }
+    /// The attributes it was opened with.
     [[nodiscard]] auto attributes() const noexcept -> const cq_attr& { return attr_; }
+    /// The native fid_cq; null once closed.
     [[nodiscard]] auto native() const noexcept -> ::fid_cq* { return h_.get(); }
+    /// The native domain the queue was opened in.
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
     /// The fabric the queue was opened under (what fi_trywait needs); null for a queue not
     /// created by create().
     [[nodiscard]] auto fabric_native() const noexcept -> ::fid_fabric* { return fabric_; }
+    /// True while the queue is open.
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    /// Closes the native queue now; on failure it stays open and the call can be retried.
     auto close() noexcept -> void_result {
         auto r = h_.close();
         if (r) fast_ = detail::cq_read_gate{};

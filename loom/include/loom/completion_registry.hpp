@@ -39,9 +39,11 @@ public:
 
     /// What the operation is submitted with (the provider stores and returns this pointer).
     [[nodiscard]] auto context() noexcept -> void* { return &native_; }
+    /// context() as an integer: the key the registry files the operation under.
     [[nodiscard]] auto context_address() const noexcept -> std::uintptr_t {
         return reinterpret_cast<std::uintptr_t>(&native_);
     }
+    /// What the operation belongs to; null for none.
     [[nodiscard]] auto owner() const noexcept -> const void* { return owner_; }
 
 protected:
@@ -109,6 +111,7 @@ public:
     /// polls the queue calls it after reading (loom::execution::poll_completions, the Asio
     /// service).
     auto retry_deferred() noexcept -> std::size_t;
+    /// Operations waiting in the deferred list for retry_deferred.
     [[nodiscard]] auto deferred_count() const noexcept -> std::size_t {
         return deferred_count_.load(std::memory_order_acquire);
     }
@@ -119,10 +122,12 @@ public:
     /// hold_capacity events is allocated with the registry; hold() grows it when full and is
     /// false only when that allocation fails.
     static constexpr std::size_t hold_capacity = 16;
+    /// Keeps `ev` for the next reader, after those already held.
     auto hold(const completion_event& ev) noexcept -> bool;
     /// Makes room for `n` more held events without a later allocation; false when the memory
     /// cannot be had (a reader that must not lose events then reads no more than hold_room()).
     auto reserve_hold(std::size_t n) noexcept -> bool;
+    /// Events that can be held before hold() must allocate.
     [[nodiscard]] auto hold_room() const noexcept -> std::size_t;
     /// Delivers the held events that belong to passive operations (make_passive), keeping the
     /// others in order: what a blocking call does first, in case another reader held its
@@ -130,11 +135,13 @@ public:
     auto dispatch_held_passive() noexcept -> std::size_t;
     /// The oldest held event into `out` (reusing its storage); false when none is held.
     auto take_held(completion_event& out) noexcept -> bool;
+    /// Events held for readers.
     [[nodiscard]] auto held_count() const noexcept -> std::size_t {
         return held_count_.load(std::memory_order_acquire);
     }
     /// True when an operation is registered with `context` (compared, not dereferenced).
     [[nodiscard]] auto owns(const void* context) const noexcept -> bool;
+    /// Operations registered (deferred ones not counted).
     [[nodiscard]] auto size() const noexcept -> std::size_t;
 
 private:

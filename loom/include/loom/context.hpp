@@ -16,10 +16,14 @@ namespace loom {
 template <class Tag, class T>
 class strong_value {
 public:
+    /// The wrapped type.
     using value_type = T;
     constexpr strong_value() noexcept = default;
+    /// Wraps `v`.
     constexpr explicit strong_value(T v) noexcept : v_(v) {}
+    /// The wrapped value.
     [[nodiscard]] constexpr auto get() const noexcept -> T { return v_; }
+    /// Ordered as the wrapped values.
     friend constexpr auto operator<=>(strong_value, strong_value) noexcept = default;
 
 private:
@@ -47,6 +51,7 @@ private:
     friend class address_vector;
 };
 
+/// Reserved fabric_addr values.
 namespace fabric_addrs {
 /// No particular peer: a connected destination, or a receive from anyone.
 inline constexpr fabric_addr unspecified{FI_ADDR_UNSPEC};
@@ -70,10 +75,12 @@ namespace detail {
 /// pointer the provider stores (and returns in completions) is the request_context itself.
 /// Derive from it to attach application state; it is never allocated by loom.
 struct request_context {
-    ::fi_context2 native{};
-    void* user_data{nullptr};
+    ::fi_context2 native{};    ///< what the provider stores; first, so its address is the request_context's
+    void* user_data{nullptr};  ///< free for the application
 
+    /// The pointer to hand to libfabric as the operation's context.
     [[nodiscard]] auto native_context() noexcept -> void* { return &native; }
+    /// The request_context whose native_context() is `p` (a completion's op_context).
     [[nodiscard]] static auto from_native(void* p) noexcept -> request_context* {
         return static_cast<request_context*>(p);
     }
@@ -86,11 +93,15 @@ template <class T>
 class context_ptr {
 public:
     constexpr context_ptr() noexcept = default;
+    /// No context.
     constexpr context_ptr(std::nullptr_t) noexcept {}
+    /// Borrows `p`.
     template <class U>
         requires std::is_convertible_v<U*, T*>
     constexpr context_ptr(U* p) noexcept : p_(p) {}  // NOLINT(google-explicit-constructor)
+    /// The borrowed pointer; null for no context.
     [[nodiscard]] constexpr auto get() const noexcept -> T* { return p_; }
+    /// True when a context is set.
     constexpr explicit operator bool() const noexcept { return p_ != nullptr; }
 
 private:

@@ -13,14 +13,17 @@
 
 namespace loom {
 
+/// Selects reliable datagram (RDM) endpoints for a profile.
 struct rdm_endpoint_tag {
-    static constexpr endpoint_types type = endpoint_types::rdm;
+    static constexpr endpoint_types type = endpoint_types::rdm;  ///< endpoint_types::rdm
 };
+/// Selects connected (msg) endpoints for a profile.
 struct msg_endpoint_tag {
-    static constexpr endpoint_types type = endpoint_types::msg;
+    static constexpr endpoint_types type = endpoint_types::msg;  ///< endpoint_types::msg
 };
+/// Selects unreliable datagram endpoints for a profile.
 struct dgram_endpoint_tag {
-    static constexpr endpoint_types type = endpoint_types::dgram;
+    static constexpr endpoint_types type = endpoint_types::dgram;  ///< endpoint_types::dgram
 };
 
 /// A message endpoint of type EndpointTag whose injects carry up to InjectBound bytes (0: no
@@ -30,10 +33,11 @@ struct dgram_endpoint_tag {
 /// `supported_modes` it satisfies for every operation.
 template <class EndpointTag, std::size_t InjectBound>
 struct message_endpoint_profile {
-    static constexpr endpoint_types ep_type = EndpointTag::type;
-    static constexpr capability required_caps = capability::msg;
-    static constexpr capability optional_caps = capability::tagged;
-    static constexpr mode_flags supported_modes = mode_flags::none;
+    static constexpr endpoint_types ep_type = EndpointTag::type;     ///< the endpoint type required
+    static constexpr capability required_caps = capability::msg;     ///< capabilities the configuration must offer
+    static constexpr capability optional_caps = capability::tagged;  ///< capabilities used when offered
+    static constexpr mode_flags supported_modes = mode_flags::none;  ///< mode obligations the program meets; none
+    /// Largest inject the contract guarantees (0: no inject)
     static constexpr std::size_t inject_bound = InjectBound;
     /// As a capability descriptor: fabric_query<Profile> finds configurations to try.
     static constexpr capability caps = required_caps;
@@ -55,7 +59,9 @@ concept endpoint_profile = requires {
 template <endpoint_profile Profile>
 class contract_endpoint {
 public:
+    /// The profile the endpoint was checked against.
     using profile = Profile;
+    /// Largest inject the contract guarantees.
     static constexpr std::size_t inject_bound = Profile::inject_bound;
 
     contract_endpoint() = default;
@@ -75,13 +81,17 @@ public:
     }
 
     // ------------------------------------------------------------ set-up (each revalidates)
+    /// endpoint::bind_cq, then the contract checked again.
     auto bind_cq(completion_queue& cq, cq_bind flags) noexcept -> void_result {
         return checked(ep_.bind_cq(cq, flags));
     }
+    /// endpoint::bind_av, then the contract checked again.
     auto bind_av(address_vector& av) noexcept -> void_result { return checked(ep_.bind_av(av)); }
+    /// endpoint::bind_counter, then the contract checked again.
     auto bind_counter(counter& c, counter_bind flags) noexcept -> void_result {
         return checked(ep_.bind_counter(c, flags));
     }
+    /// endpoint::enable, then the contract checked again.
     auto enable() noexcept -> void_result { return checked(ep_.enable()); }
 
     // ------------------------------------------------------------ inject within the bound
@@ -110,6 +120,7 @@ public:
     }
 
     // ------------------------------------------------------------ the rest, as endpoint has them
+    /// endpoint::send; bad_state once the contract is broken.
     template <class... A>
     auto send(A&&... a) noexcept -> void_result
         requires requires(endpoint& e) { e.send(std::forward<A>(a)...); }
@@ -118,6 +129,7 @@ public:
             return make_unexpected(errc::bad_state);
         return ep_.send(std::forward<A>(a)...);
     }
+    /// endpoint::recv; bad_state once the contract is broken.
     template <class... A>
     auto recv(A&&... a) noexcept -> void_result
         requires requires(endpoint& e) { e.recv(std::forward<A>(a)...); }
@@ -126,6 +138,7 @@ public:
             return make_unexpected(errc::bad_state);
         return ep_.recv(std::forward<A>(a)...);
     }
+    /// endpoint::tagged_send; bad_state once the contract is broken.
     template <class... A>
     auto tagged_send(A&&... a) noexcept -> void_result
         requires requires(endpoint& e) { e.tagged_send(std::forward<A>(a)...); }
@@ -134,6 +147,7 @@ public:
             return make_unexpected(errc::bad_state);
         return ep_.tagged_send(std::forward<A>(a)...);
     }
+    /// endpoint::tagged_recv; bad_state once the contract is broken.
     template <class... A>
     auto tagged_recv(A&&... a) noexcept -> void_result
         requires requires(endpoint& e) { e.tagged_recv(std::forward<A>(a)...); }
@@ -142,7 +156,9 @@ public:
             return make_unexpected(errc::bad_state);
         return ep_.tagged_recv(std::forward<A>(a)...);
     }
+    /// endpoint::cancel.
     auto cancel(context_ptr<void> ctx) noexcept -> void_result { return ep_.cancel(ctx); }
+    /// endpoint::name.
     [[nodiscard]] auto name() const -> result<address> { return ep_.name(); }
 
     // ------------------------------------------------------------ the generic API
@@ -153,6 +169,7 @@ public:
         broken_ = true;
         return std::move(ep_);
     }
+    /// True while the endpoint is open and the contract holds.
     [[nodiscard]] auto valid() const noexcept -> bool { return ep_.valid() && !broken_; }
 
     /// The profile as the checks see it.
@@ -190,10 +207,15 @@ private:
 template <class Provider, std::size_t Bound = provider_traits<Provider>::max_inject_size,
           class EndpointTag = rdm_endpoint_tag>
 using provider_endpoint = contract_endpoint<message_endpoint_profile<EndpointTag, Bound>>;
+/// A verbs RDM endpoint with verbs' default inject bound.
 using verbs_endpoint = provider_endpoint<provider::verbs_tag>;
+/// An efa RDM endpoint with efa's default inject bound.
 using efa_endpoint = provider_endpoint<provider::efa_tag>;
+/// A tcp RDM endpoint with tcp's default inject bound.
 using tcp_endpoint = provider_endpoint<provider::tcp_tag>;
+/// A shm RDM endpoint with shm's default inject bound.
 using shm_endpoint = provider_endpoint<provider::shm_tag>;
+/// A cxi (Slingshot) RDM endpoint with cxi's default inject bound.
 using slingshot_endpoint = provider_endpoint<provider::slingshot_tag>;
 
 }  // namespace loom

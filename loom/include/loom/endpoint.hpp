@@ -33,15 +33,21 @@ class event_queue;
 
 /// Negotiated IOV bounds: transmit, receive and remote (RMA) entries per operation.
 struct iov_limits {
+    /// Transmit entries per operation.
     std::size_t tx{0};
+    /// Receive entries per operation.
     std::size_t rx{0};
+    /// Remote (RMA) entries per operation.
     std::size_t rma{0};
 };
 
 /// Scoped endpoint-option identifiers (fi_getopt/fi_setopt).
 namespace ep_opt {
+/// Option levels (FI_OPT_ENDPOINT).
 enum class level : int { endpoint = 0 };
+/// Shorthand for level::endpoint.
 inline constexpr level level_endpoint = level::endpoint;
+/// Endpoint options (FI_OPT_*), same values.
 enum class option : int {
     min_multi_recv = 0,
     cm_data_size,
@@ -64,25 +70,45 @@ enum class option : int {
     inject_rma_size,
     inject_atomic_size,
 };
+/// FI_OPT_MIN_MULTI_RECV: space left when a multi-receive buffer is released.
 inline constexpr option min_multi_recv = option::min_multi_recv;
+/// FI_OPT_CM_DATA_SIZE: connection data the endpoint can carry.
 inline constexpr option cm_data_size = option::cm_data_size;
+/// FI_OPT_BUFFERED_MIN: bytes of an unexpected message buffered before it is reported.
 inline constexpr option buffered_min = option::buffered_min;
+/// FI_OPT_BUFFERED_LIMIT: largest unexpected message the provider buffers.
 inline constexpr option buffered_limit = option::buffered_limit;
+/// FI_OPT_SEND_BUF_SIZE: the socket's send buffer.
 inline constexpr option send_buf_size = option::send_buf_size;
+/// FI_OPT_RECV_BUF_SIZE: the socket's receive buffer.
 inline constexpr option recv_buf_size = option::recv_buf_size;
+/// FI_OPT_TX_SIZE: transmit queue depth.
 inline constexpr option tx_size = option::tx_size;
+/// FI_OPT_RX_SIZE: receive queue depth.
 inline constexpr option rx_size = option::rx_size;
+/// FI_OPT_FI_HMEM_P2P: peer-to-peer policy for device memory.
 inline constexpr option hmem_p2p = option::hmem_p2p;
+/// FI_OPT_XPU_TRIGGER: triggers for device-initiated operations.
 inline constexpr option xpu_trigger = option::xpu_trigger;
+/// FI_OPT_CUDA_API_PERMITTED: whether the provider may call CUDA.
 inline constexpr option cuda_api_permitted = option::cuda_api_permitted;
+/// FI_OPT_SHARED_MEMORY_PERMITTED: whether the provider may use shared memory.
 inline constexpr option shared_memory_permitted = option::shared_memory_permitted;
+/// FI_OPT_MAX_MSG_SIZE: largest message.
 inline constexpr option max_msg_size = option::max_msg_size;
+/// FI_OPT_MAX_TAGGED_SIZE: largest tagged message.
 inline constexpr option max_tagged_size = option::max_tagged_size;
+/// FI_OPT_MAX_RMA_SIZE: largest RMA transfer.
 inline constexpr option max_rma_size = option::max_rma_size;
+/// FI_OPT_MAX_ATOMIC_SIZE: largest atomic transfer.
 inline constexpr option max_atomic_size = option::max_atomic_size;
+/// FI_OPT_INJECT_MSG_SIZE: largest injected message.
 inline constexpr option inject_msg_size = option::inject_msg_size;
+/// FI_OPT_INJECT_TAGGED_SIZE: largest injected tagged message.
 inline constexpr option inject_tagged_size = option::inject_tagged_size;
+/// FI_OPT_INJECT_RMA_SIZE: largest injected RMA write.
 inline constexpr option inject_rma_size = option::inject_rma_size;
+/// FI_OPT_INJECT_ATOMIC_SIZE: largest injected atomic.
 inline constexpr option inject_atomic_size = option::inject_atomic_size;
 /// The value size an option takes, or 0 for an unknown/unsupported identifier.
 [[nodiscard]] auto value_size(option o) noexcept -> std::size_t;
@@ -256,9 +282,12 @@ concept receive_target =
         { t.check_rx_iov(family, iov, desc, addr, ctx) } noexcept -> std::same_as<int>;
     };
 
+/// An endpoint (fid_ep): sends, receives, RMA and atomics, after its queues and address vector are bound and it is
+/// enabled.
 class endpoint {
 public:
     endpoint() = default;
+    /// Opens an endpoint in `dom` for a discovery result (fi_endpoint).
     [[nodiscard]] static auto create(domain& dom, const fabric_info& info, std::pmr::memory_resource* mr = nullptr)
         -> result<endpoint>;
     /// Takes ownership of a native endpoint-class object (a scalable endpoint's transmit or
@@ -279,6 +308,7 @@ public:
         bool broken_atomic_inject{false};  ///< udp;ofi_rxd <= 2.1: fi_inject_atomic
         bool broken_self_insert{false};    ///< *;ofi_rxm: inserting its own address into an AV with peers crashes
     };
+    /// The provider defects this endpoint works around.
     [[nodiscard]] auto quirks() const noexcept -> const provider_quirks& { return quirks_; }
     /// The quirks an endpoint opened from `info` will report.
     [[nodiscard]] static auto quirks_for(const fabric_info& info) noexcept -> provider_quirks;
@@ -308,14 +338,18 @@ public:
     [[nodiscard]] auto send_gate(capability family) const noexcept -> ::fid_ep* { return gates_.send(family); }
 
     // ------------------------------------------------------------ set-up
+    /// Binds a completion queue of the same domain for transmit and/or receive completions; before enable().
     auto bind_cq(completion_queue& cq, cq_bind flags) noexcept -> void_result;
+    /// Binds an address vector of the same domain (not for msg endpoints); before enable().
     auto bind_av(address_vector& av) noexcept -> void_result;
+    /// Binds a counter of the same domain for the events `flags` name; before enable().
     auto bind_counter(counter& c, counter_bind flags = counter_bind::send | counter_bind::recv | counter_bind::read |
                                                        counter_bind::write) noexcept -> void_result;
     /// Receives through `srx` (fi_ep_bind with the SRX): before enable(), same domain. The
     /// endpoint counts as an open child of the SRX until it is closed, so srx.close() is
     /// refused with busy meanwhile. bad_state after enable() or when already bound.
     auto bind_srx(shared_rx_context& srx) noexcept -> void_result;
+    /// Enables the endpoint (fi_enable); no_address_vector when it needs one and none is bound.
     auto enable() noexcept -> void_result;
 
     // ------------------------------------------------------------ MSG connection setup
@@ -325,6 +359,7 @@ public:
     /// Asks the listener at `peer` for a connection, sending `data` (at most the provider's
     /// FI_OPT_CM_DATA_SIZE); a connected or an error event follows. After enable().
     auto connect(const address& peer, std::span<const std::byte> data = {}) -> void_result;
+    /// connect() with the listener's native address bytes.
     auto connect_raw(std::span<const std::byte> native_address, std::span<const std::byte> data = {}) noexcept
         -> void_result;
     /// Accepts the request this endpoint was created from (endpoint::create with a connreq
@@ -341,30 +376,46 @@ public:
     auto set_min_multi_recv(std::size_t bytes) noexcept -> void_result;
 
     // ------------------------------------------------------------ queries
+    /// The negotiated iovec bounds.
     [[nodiscard]] auto iov_limits() const noexcept -> loom::iov_limits { return limits_; }
+    /// Largest message inject() takes.
     [[nodiscard]] auto inject_size() const noexcept -> std::size_t { return inject_size_; }
+    /// Largest message a send takes.
     [[nodiscard]] auto max_msg_size() const noexcept -> std::size_t { return max_msg_size_; }
+    /// The capabilities it was opened with.
     [[nodiscard]] auto capabilities() const noexcept -> capability { return caps_; }
+    /// Its type.
     [[nodiscard]] auto type() const noexcept -> endpoint_types { return type_; }
+    /// Flags transmit operations get by default.
     [[nodiscard]] auto tx_op_flags() const noexcept -> op_flag { return tx_flags_; }
+    /// Flags receive operations get by default.
     [[nodiscard]] auto rx_op_flags() const noexcept -> op_flag { return rx_flags_; }
+    /// True when every operation needs a context (the provider's mode asks for one).
     [[nodiscard]] auto context_required() const noexcept -> bool { return needs_context_; }
     /// True when a queue was bound for that direction with cq_bind::selective_completion
     /// (operations without FI_COMPLETION then leave no entry).
     [[nodiscard]] auto transmit_completion_is_selective() const noexcept -> bool { return selective_tx_; }
+    /// The same for receives.
     [[nodiscard]] auto receive_completion_is_selective() const noexcept -> bool { return selective_rx_; }
+    /// True once enable() succeeded (until close).
     [[nodiscard]] auto enabled() const noexcept -> bool { return enabled_; }
     /// True once bind_srx() succeeded (until close).
     [[nodiscard]] auto bound_to_srx() const noexcept -> bool { return static_cast<bool>(srx_link_); }
+    /// The native address format.
     [[nodiscard]] auto addr_format() const noexcept -> address_format { return format_; }
     /// The resource the factory was given (the endpoint allocates no state of its own).
     [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
+    /// True when it was opened in `dom`.
     [[nodiscard]] auto belongs_to(const domain& dom) const noexcept -> bool {
         return domain_ != nullptr && domain_ == dom.native();
     }
+    /// The native fid_ep; null once closed.
     [[nodiscard]] auto native() const noexcept -> ::fid_ep* { return h_.get(); }
+    /// The native domain it was opened in.
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
+    /// True while the endpoint is open.
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    /// Closes the native endpoint now; on failure it stays open and the call can be retried.
     auto close() noexcept -> void_result {
         auto r = h_.close();
         if (r) {
@@ -383,31 +434,38 @@ public:
     // to a plain fabric_addr check first only that it is not fabric_addrs::unspecified where a
     // destination is needed. Each instruction before the provider call showed on shm streams of
     // 8-256 B (about 2.5 % of the bandwidth per compare, docs/bench.md).
+    /// Sends on a connected endpoint (no destination).
     auto send(std::span<const std::byte> data, context_ptr<void> ctx = {}) noexcept -> void_result {
         return send(data, fabric_addrs::unspecified, nullptr, ctx);
     }
+    /// Sends `data` to `dest`, described by `desc` (a registration's descriptor, or null).
     LOOM_SUBMIT_INLINE auto send(std::span<const std::byte> data, fabric_addr dest, void* desc = nullptr,
                                  context_ptr<void> ctx = {}) noexcept -> void_result {
         if (dest == fabric_addrs::unspecified) [[unlikely]]
             if (const int e = check_tx_full(capability::msg, data.size(), dest, ctx)) return fail(e);
         return check_native(::fi_send(tx_msg(), data.data(), data.size(), desc, dest.get(), ctx.get()));
     }
+    /// The same to a peer_addr, straight to the provider.
     LOOM_SUBMIT_INLINE auto send(std::span<const std::byte> data, peer_addr dest, void* desc = nullptr,
                                  context_ptr<void> ctx = {}) noexcept -> void_result {
         return check_native(::fi_send(tx_msg(), data.data(), data.size(), desc, dest.get(), ctx.get()));
     }
+    /// Sends from registered memory; invalid_argument when `mr` does not cover `data`.
     auto send(std::span<const std::byte> data, const memory_region& mr, fabric_addr dest,
               context_ptr<void> ctx = {}) noexcept -> void_result;
+    /// Sends with remote CQ data `imm`.
     LOOM_SUBMIT_INLINE auto senddata(std::span<const std::byte> data, std::uint64_t imm, fabric_addr dest,
                                      void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
         if (dest == fabric_addrs::unspecified) [[unlikely]]
             if (const int e = check_tx_full(capability::msg, data.size(), dest, ctx)) return fail(e);
         return check_native(::fi_senddata(tx_msg(), data.data(), data.size(), desc, imm, dest.get(), ctx.get()));
     }
+    /// The same to a peer_addr, straight to the provider.
     LOOM_SUBMIT_INLINE auto senddata(std::span<const std::byte> data, std::uint64_t imm, peer_addr dest,
                                      void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
         return check_native(::fi_senddata(tx_msg(), data.data(), data.size(), desc, imm, dest.get(), ctx.get()));
     }
+    /// Sends the gathered `iov` (descriptors in `desc`, one per entry, or none).
     auto sendv(std::span<const ::iovec> iov, std::span<void* const> desc, fabric_addr dest,
                context_ptr<void> ctx = {}) noexcept -> void_result {
         if (const int e = check_tx_iov(capability::msg, iov, desc, dest, ctx)) [[unlikely]]
@@ -422,21 +480,26 @@ public:
             return fail(e);
         return check_native(::fi_inject(h_.get(), data.data(), data.size(), dest.get()));
     }
+    /// inject() with remote CQ data `imm`.
     auto injectdata(std::span<const std::byte> data, std::uint64_t imm,
                     fabric_addr dest = fabric_addrs::unspecified) noexcept -> void_result {
         if (const int e = check_inject(capability::msg, data.size(), dest)) [[unlikely]]
             return fail(e);
         return check_native(::fi_injectdata(h_.get(), data.data(), data.size(), imm, dest.get()));
     }
+    /// Receives on a connected endpoint, or from anyone.
     auto recv(std::span<std::byte> buffer, context_ptr<void> ctx = {}) noexcept -> void_result {
         return recv(buffer, fabric_addrs::unspecified, nullptr, ctx);
     }
+    /// Receives into `buffer` from `src` (fabric_addrs::unspecified: anyone).
     auto recv(std::span<std::byte> buffer, fabric_addr src, void* desc = nullptr, context_ptr<void> ctx = {}) noexcept
         -> void_result {
         return detail::post_recv(*this, buffer, src, desc, ctx);
     }
+    /// Receives into registered memory; invalid_argument when `mr` does not cover `buffer`.
     auto recv(std::span<std::byte> buffer, const memory_region& mr, fabric_addr src,
               context_ptr<void> ctx = {}) noexcept -> void_result;
+    /// Receives into the scattered `iov`.
     auto recvv(std::span<const ::iovec> iov, std::span<void* const> desc, fabric_addr src,
                context_ptr<void> ctx = {}) noexcept -> void_result {
         return detail::post_recvv(*this, iov, desc, src, ctx);
@@ -447,22 +510,27 @@ public:
                     fabric_addr src = fabric_addrs::unspecified) noexcept -> void_result;
 
     // ------------------------------------------------------------ tagged messages
+    /// Sends a tagged message on a connected endpoint.
     auto tagged_send(std::span<const std::byte> data, std::uint64_t tag, context_ptr<void> ctx = {}) noexcept
         -> void_result {
         return tagged_send(data, tag, fabric_addrs::unspecified, nullptr, ctx);
     }
+    /// Sends a tagged message to `dest`.
     LOOM_SUBMIT_INLINE auto tagged_send(std::span<const std::byte> data, std::uint64_t tag, fabric_addr dest,
                                         void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
         if (dest == fabric_addrs::unspecified) [[unlikely]]
             if (const int e = check_tx_full(capability::tagged, data.size(), dest, ctx)) return fail(e);
         return check_native(::fi_tsend(tx_tagged(), data.data(), data.size(), desc, dest.get(), tag, ctx.get()));
     }
+    /// The same to a peer_addr, straight to the provider.
     LOOM_SUBMIT_INLINE auto tagged_send(std::span<const std::byte> data, std::uint64_t tag, peer_addr dest,
                                         void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
         return check_native(::fi_tsend(tx_tagged(), data.data(), data.size(), desc, dest.get(), tag, ctx.get()));
     }
+    /// Sends a tagged message from registered memory; invalid_argument when `mr` does not cover `data`.
     auto tagged_send(std::span<const std::byte> data, const memory_region& mr, std::uint64_t tag, fabric_addr dest,
                      context_ptr<void> ctx = {}) noexcept -> void_result;
+    /// Sends a tagged message with remote CQ data `imm`.
     LOOM_SUBMIT_INLINE auto tagged_senddata(std::span<const std::byte> data, std::uint64_t tag, std::uint64_t imm,
                                             fabric_addr dest, void* desc = nullptr, context_ptr<void> ctx = {}) noexcept
         -> void_result {
@@ -471,12 +539,14 @@ public:
         return check_native(
             ::fi_tsenddata(tx_tagged(), data.data(), data.size(), desc, imm, dest.get(), tag, ctx.get()));
     }
+    /// The same to a peer_addr, straight to the provider.
     LOOM_SUBMIT_INLINE auto tagged_senddata(std::span<const std::byte> data, std::uint64_t tag, std::uint64_t imm,
                                             peer_addr dest, void* desc = nullptr, context_ptr<void> ctx = {}) noexcept
         -> void_result {
         return check_native(
             ::fi_tsenddata(tx_tagged(), data.data(), data.size(), desc, imm, dest.get(), tag, ctx.get()));
     }
+    /// Sends the gathered `iov` as one tagged message.
     auto tagged_sendv(std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag, fabric_addr dest,
                       context_ptr<void> ctx = {}) noexcept -> void_result {
         if (const int e = check_tx_iov(capability::tagged, iov, desc, dest, ctx)) [[unlikely]]
@@ -484,12 +554,14 @@ public:
         return check_native(::fi_tsendv(h_.get(), iov.data(), desc.empty() ? nullptr : const_cast<void**>(desc.data()),
                                         iov.size(), dest.get(), tag, ctx.get()));
     }
+    /// Sends a tagged message without a completion; the buffer is reusable on return.
     auto tagged_inject(std::span<const std::byte> data, std::uint64_t tag,
                        fabric_addr dest = fabric_addrs::unspecified) noexcept -> void_result {
         if (const int e = check_inject(capability::tagged, data.size(), dest)) [[unlikely]]
             return fail(e);
         return check_native(::fi_tinject(h_.get(), data.data(), data.size(), dest.get(), tag));
     }
+    /// tagged_inject() with remote CQ data `imm`.
     auto tagged_injectdata(std::span<const std::byte> data, std::uint64_t tag, std::uint64_t imm,
                            fabric_addr dest = fabric_addrs::unspecified) noexcept -> void_result {
         if (const int e = check_inject(capability::tagged, data.size(), dest)) [[unlikely]]
@@ -506,8 +578,10 @@ public:
                      void* desc = nullptr, context_ptr<void> ctx = {}) noexcept -> void_result {
         return detail::post_tagged_recv(*this, buffer, tag, ignore, src, desc, ctx);
     }
+    /// Receives a tagged message into registered memory; invalid_argument when `mr` does not cover `buffer`.
     auto tagged_recv(std::span<std::byte> buffer, const memory_region& mr, std::uint64_t tag, std::uint64_t ignore,
                      fabric_addr src, context_ptr<void> ctx = {}) noexcept -> void_result;
+    /// Receives a tagged message into the scattered `iov`.
     auto tagged_recvv(std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag,
                       std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx = {}) noexcept -> void_result {
         return detail::post_tagged_recvv(*this, iov, desc, tag, ignore, src, ctx);
@@ -515,6 +589,7 @@ public:
 
     // ------------------------------------------------------------ pre-submission checks
     // Each returns 0 or a positive FI_E* code; used by the msg:: helpers too.
+    /// Checks a send of `len` bytes before the provider sees it; cheap when the family's gate is the endpoint itself.
     [[nodiscard]] auto check_tx(capability family, std::size_t len, fabric_addr dest,
                                 context_ptr<void> ctx) const noexcept -> int {
         // A family whose gate is the endpoint itself is enabled, has the capability, needs no
@@ -525,6 +600,7 @@ public:
             return 0;
         return check_tx_full(family, len, dest, ctx);
     }
+    /// Every check of a send: enabled, capability, context, destination, size.
     [[nodiscard]] auto check_tx_full(capability family, std::size_t len, fabric_addr dest,
                                      context_ptr<void> ctx) const noexcept -> int {
         if (!enabled_) return FI_EOPBADSTATE;
@@ -534,6 +610,7 @@ public:
         if (len > max_msg_size_) return FI_EINVAL;
         return 0;
     }
+    /// Checks an inject of `len` bytes (size against inject_size()).
     [[nodiscard]] auto check_inject(capability family, std::size_t len, fabric_addr dest) const noexcept -> int {
         if (!enabled_) return FI_EOPBADSTATE;
         if (!caps_.any(family)) return FI_EINVAL;
@@ -541,9 +618,11 @@ public:
         if (len > inject_size_) return FI_EINVAL;
         return 0;
     }
+    /// Checks a receive.
     [[nodiscard]] auto check_rx(capability family, fabric_addr src, context_ptr<void> ctx) const noexcept -> int {
         return detail::check_receive(enabled_, caps_, needs_context_, family, src, ctx);
     }
+    /// Checks a gathered send (descriptor count, iovec bound, total length).
     [[nodiscard]] auto check_tx_iov(capability family, std::span<const ::iovec> iov, std::span<void* const> desc,
                                     fabric_addr dest, context_ptr<void> ctx) const noexcept -> int {
         if (!desc.empty() && desc.size() != iov.size()) return FI_EINVAL;
@@ -551,10 +630,12 @@ public:
         if (iov.size() > limits_.tx) return FI_EINVAL;
         return check_tx(family, total_length(iov), dest, ctx);
     }
+    /// Checks a scattered receive.
     [[nodiscard]] auto check_rx_iov(capability family, std::span<const ::iovec> iov, std::span<void* const> desc,
                                     fabric_addr src, context_ptr<void> ctx) const noexcept -> int {
         return detail::check_receive_iov(enabled_, caps_, needs_context_, limits_.rx, family, iov, desc, src, ctx);
     }
+    /// Total bytes of `iov`; all ones when the sum overflows.
     [[nodiscard]] static auto total_length(std::span<const ::iovec> iov) noexcept -> std::size_t {
         std::size_t n = 0;
         for (const auto& v : iov) {
@@ -563,6 +644,7 @@ public:
         }
         return n;
     }
+    /// A check's FI_E* code as an error result.
     [[nodiscard]] static auto fail(int code) noexcept -> void_result { return detail::fail_code(code); }
 
 private:
@@ -610,50 +692,62 @@ namespace detail {
 }  // namespace detail
 
 // ---------------------------------------------------------------- endpoint options
+/// Reads option `name` into `value` (`*length` bytes of room; set to the size read); invalid_argument for an unknown
+/// option or too little room.
 auto get_endpoint_option(const endpoint& ep, ep_opt::level level, ep_opt::option name, void* value,
                          std::size_t* length) noexcept -> void_result;
+/// Sets option `name` from `value` (`length` must be its size); invalid_argument for an unknown option or another size.
 auto set_endpoint_option(endpoint& ep, ep_opt::level level, ep_opt::option name, const void* value,
                          std::size_t length) noexcept -> void_result;
 /// Native FI_OPT_* (or provider extension) identifiers, forwarded unchanged.
 auto get_native_endpoint_option(const endpoint& ep, int level, int name, void* value, std::size_t* length) noexcept
     -> void_result;
+/// The same as set_endpoint_option, unchecked.
 auto set_native_endpoint_option(endpoint& ep, int level, int name, const void* value, std::size_t length) noexcept
     -> void_result;
 
 // ---------------------------------------------------------------- free-function spellings
+/// ep.send(data, dest, desc, ctx).
 inline auto send(endpoint& ep, std::span<const std::byte> data, fabric_addr dest, void* desc,
                  context_ptr<void> ctx = {}) noexcept -> void_result {
     return ep.send(data, dest, desc, ctx);
 }
+/// ep.tagged_send(data, tag, dest, desc, ctx).
 inline auto tagged_send(endpoint& ep, std::span<const std::byte> data, std::uint64_t tag, fabric_addr dest, void* desc,
                         context_ptr<void> ctx = {}) noexcept -> void_result {
     return ep.tagged_send(data, tag, dest, desc, ctx);
 }
+/// ep.send(data, dest, desc, ctx), to a peer_addr.
 inline auto send(endpoint& ep, std::span<const std::byte> data, peer_addr dest, void* desc,
                  context_ptr<void> ctx = {}) noexcept -> void_result {
     return ep.send(data, dest, desc, ctx);
 }
+/// ep.tagged_send(data, tag, dest, desc, ctx), to a peer_addr.
 inline auto tagged_send(endpoint& ep, std::span<const std::byte> data, std::uint64_t tag, peer_addr dest, void* desc,
                         context_ptr<void> ctx = {}) noexcept -> void_result {
     return ep.tagged_send(data, tag, dest, desc, ctx);
 }
 // Receives accept an endpoint or a shared receive context (receive_target). Source filters,
 // descriptors, contexts and tag masks go to the provider unchanged.
+/// Receives into `buffer` on an endpoint or a shared receive context.
 template <receive_target T>
 auto recv(T& target, std::span<std::byte> buffer, fabric_addr src, void* desc, context_ptr<void> ctx = {}) noexcept
     -> void_result {
     return detail::post_recv(target, buffer, src, desc, ctx);
 }
+/// Receives into the scattered `iov` on an endpoint or a shared receive context.
 template <receive_target T>
 auto recvv(T& target, std::span<const ::iovec> iov, std::span<void* const> desc, fabric_addr src,
            context_ptr<void> ctx = {}) noexcept -> void_result {
     return detail::post_recvv(target, iov, desc, src, ctx);
 }
+/// Receives a tagged message on an endpoint or a shared receive context.
 template <receive_target T>
 auto tagged_recv(T& target, std::span<std::byte> buffer, std::uint64_t tag, std::uint64_t ignore, fabric_addr src,
                  void* desc, context_ptr<void> ctx = {}) noexcept -> void_result {
     return detail::post_tagged_recv(target, buffer, tag, ignore, src, desc, ctx);
 }
+/// Receives a tagged message into `iov` on an endpoint or a shared receive context.
 template <receive_target T>
 auto tagged_recvv(T& target, std::span<const ::iovec> iov, std::span<void* const> desc, std::uint64_t tag,
                   std::uint64_t ignore, fabric_addr src, context_ptr<void> ctx = {}) noexcept -> void_result {

@@ -6,6 +6,7 @@
 #include <system_error>
 #include <type_traits>
 
+/// The core binding: typed, owning wrappers of libfabric's objects and operations.
 namespace loom {
 
 /// Error codes: libfabric's FI_E* values (positive), one enumerator per code.
@@ -82,12 +83,15 @@ extern const std::error_category* const fabric_category_object;
     return *detail::fabric_category_object;
 }
 
+/// An error code of loom's category for `e`.
 [[nodiscard]] inline auto make_error_code(errc e) noexcept -> std::error_code {
     return {static_cast<int>(e), fabric_category()};
 }
 
+/// A value or the error code of why there is none.
 template <class T>
 using result = std::expected<T, std::error_code>;
+/// Success or the error code of the failure.
 using void_result = result<void>;
 
 /// An error result for a positive FI_E* code or an errc.
@@ -99,6 +103,7 @@ using void_result = result<void>;
     const auto v = rc < 0 ? -rc : rc;
     return {static_cast<int>(v), fabric_category()};
 }
+/// native_error(rc) as an unexpected result.
 [[nodiscard]] inline auto native_unexpected(long long rc) noexcept -> std::unexpected<std::error_code> {
     return std::unexpected(native_error(rc));
 }

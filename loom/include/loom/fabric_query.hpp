@@ -24,29 +24,31 @@ concept capability_descriptor = requires {
 
 /// Tagged and untagged messages on reliable-datagram endpoints.
 struct rdm_tagged_messaging {
-    static constexpr capability caps = capability::msg | capability::tagged;
-    static constexpr endpoint_types ep_type = endpoint_types::rdm;
+    static constexpr capability caps = capability::msg | capability::tagged;  ///< FI_MSG and FI_TAGGED
+    static constexpr endpoint_types ep_type = endpoint_types::rdm;            ///< reliable datagram
 };
 /// RMA writes, initiated and received.
 struct rdma_write_ops {
+    /// FI_RMA with both write directions.
     static constexpr capability caps = capability::rma | capability::write | capability::remote_write;
-    static constexpr endpoint_types ep_type = endpoint_types::unspecified;
+    static constexpr endpoint_types ep_type = endpoint_types::unspecified;  ///< any type
 };
 /// RMA reads, initiated and served.
 struct rdma_read_ops {
+    /// FI_RMA with both read directions.
     static constexpr capability caps = capability::rma | capability::read | capability::remote_read;
-    static constexpr endpoint_types ep_type = endpoint_types::unspecified;
+    static constexpr endpoint_types ep_type = endpoint_types::unspecified;  ///< any type
 };
 /// Atomic operations in every direction (whether an operation, datatype and count are
 /// supported is still asked with atomic::is_valid and its kin).
 struct atomic_ops {
-    static constexpr capability caps = capability::atomic;
-    static constexpr endpoint_types ep_type = endpoint_types::unspecified;
+    static constexpr capability caps = capability::atomic;                  ///< FI_ATOMIC
+    static constexpr endpoint_types ep_type = endpoint_types::unspecified;  ///< any type
 };
 /// RMA to and from device memory (FI_HMEM): the provider registers GPU buffers itself.
 struct gpu_direct_rdma {
-    static constexpr capability caps = capability::rma | capability::hmem;
-    static constexpr endpoint_types ep_type = endpoint_types::unspecified;
+    static constexpr capability caps = capability::rma | capability::hmem;  ///< FI_RMA and FI_HMEM
+    static constexpr endpoint_types ep_type = endpoint_types::unspecified;  ///< any type
 };
 
 namespace detail {
@@ -76,9 +78,11 @@ class fabric_query {
                   "the capability descriptors name different endpoint types");
 
 public:
+    /// The endpoint type the descriptors name (unspecified when none names one).
     [[nodiscard]] static constexpr auto get_endpoint_type() noexcept -> endpoint_types {
         return detail::named_endpoint_type<Descriptors...>();
     }
+    /// Every capability the descriptors require.
     [[nodiscard]] static constexpr auto get_required_caps() noexcept -> capability {
         return (capability::none | ... | Descriptors::caps);
     }

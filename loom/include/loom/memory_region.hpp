@@ -27,15 +27,15 @@ enum class hmem_iface : std::uint32_t { system = 0, cuda = 1, rocr = 2, ze = 3, 
 /// the page-aligned address where the buffer's offset 0 is mapped (nullptr when it is not
 /// mapped; providers that need an address then refuse the registration).
 struct dmabuf_region {
-    int fd{-1};
-    std::uint64_t offset{0};
-    std::size_t length{0};
-    void* base_addr{nullptr};
+    int fd{-1};                ///< the DMA-BUF's file descriptor
+    std::uint64_t offset{0};   ///< first byte registered, from the buffer's start
+    std::size_t length{0};     ///< bytes registered
+    void* base_addr{nullptr};  ///< where the buffer's offset 0 is mapped; null: unmapped
 };
 
 /// Full registration request.
 struct memory_registration {
-    mr_access_flags access{};
+    mr_access_flags access{};        ///< access the registration grants
     std::uint64_t offset{0};         ///< requested offset for non-virtual-address domains
     std::uint64_t requested_key{0};  ///< 0: loom picks a unique key when the provider does not
     bool rma_events{false};          ///< FI_RMA_EVENT: count remote accesses via a bound counter
@@ -43,12 +43,15 @@ struct memory_registration {
     /// for Level Zero). Anything but `system` needs a domain opened with capability::hmem
     /// (not_supported otherwise, before the provider is called).
     hmem_iface iface{hmem_iface::system};
-    std::uint64_t device{0};
+    std::uint64_t device{0};  ///< device id on `iface`
 };
 
+/// A memory registration (fid_mr): local memory the provider may access, with the descriptor and key that operations
+/// and peers need.
 class memory_region {
 public:
     memory_region() = default;
+    /// Registers `buffer` with `access` in `dom` (fi_mr_regattr).
     [[nodiscard]] static auto register_memory(domain& dom, std::span<std::byte> buffer, mr_access_flags access,
                                               std::pmr::memory_resource* mr = nullptr) -> result<memory_region>;
     /// Read-only memory: only send/read/remote_read access is accepted.
@@ -61,12 +64,14 @@ public:
                                               std::pmr::memory_resource* mr = nullptr) -> result<memory_region> {
         return register_memory(dom, std::span<std::byte>{buffer}, access, mr);
     }
+    /// The same for a fixed-extent read-only span.
     template <std::size_t N>
         requires(N != std::dynamic_extent)
     [[nodiscard]] static auto register_memory(domain& dom, std::span<const std::byte, N> buffer, mr_access_flags access,
                                               std::pmr::memory_resource* mr = nullptr) -> result<memory_region> {
         return register_memory(dom, std::span<const std::byte>{buffer}, access, mr);
     }
+    /// Registers `buffer` as `request` describes (access, offset, key, RMA events, device memory).
     [[nodiscard]] static auto register_memory(domain& dom, std::span<std::byte> buffer,
                                               const memory_registration& request,
                                               std::pmr::memory_resource* mr = nullptr) -> result<memory_region>;
@@ -85,15 +90,20 @@ public:
     /// The remote protection key; not_supported for raw-key domains, again when the provider
     /// cannot report it yet, invalid_argument for an empty region.
     [[nodiscard]] auto key() const noexcept -> result<std::uint64_t>;
+    /// The first registered byte (null for an unmapped DMA-BUF).
     [[nodiscard]] auto address() const noexcept -> std::byte* { return base_; }
+    /// Bytes registered.
     [[nodiscard]] auto size() const noexcept -> std::size_t { return length_; }
+    /// The access it was registered with.
     [[nodiscard]] auto access() const noexcept -> mr_access_flags { return access_; }
+    /// The domain's registration modes, as they applied to it.
     [[nodiscard]] auto mode() const noexcept -> mr_mode_flags { return mode_; }
     /// True when [p, p+n) lies inside the registration (false for wrapping ranges and for an
     /// empty or closed region).
     [[nodiscard]] auto contains(const void* p, std::size_t n) const noexcept -> bool {
         return h_.get() != nullptr && in_range(p, n);
     }
+    /// contains() for a span.
     [[nodiscard]] auto contains(std::span<const std::byte> s) const noexcept -> bool {
         return contains(s.data(), s.size());
     }
@@ -106,6 +116,7 @@ public:
     [[nodiscard]] auto covers(const endpoint& ep, const void* p, std::size_t n) const noexcept -> bool {
         return usable_with(ep) && in_range(p, n);
     }
+    /// covers() for a span.
     [[nodiscard]] auto covers(const endpoint& ep, std::span<const std::byte> s) const noexcept -> bool {
         return covers(ep, s.data(), s.size());
     }
@@ -144,9 +155,13 @@ public:
     /// True after enable().
     [[nodiscard]] auto enabled() const noexcept -> bool { return enabled_; }
 
+    /// The native fid_mr; null once closed.
     [[nodiscard]] auto native() const noexcept -> ::fid_mr* { return h_.get(); }
+    /// The native domain it was registered in.
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
+    /// True while registered.
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    /// Deregisters now; on failure it stays registered and the call can be retried.
     auto close() noexcept -> void_result { return h_.close(); }
 
 private:
@@ -178,9 +193,9 @@ private:
 
 /// What a peer needs to reach a registration with RMA: address (virtual or offset), key, length.
 struct remote_memory {
-    std::uint64_t addr{0};
-    std::uint64_t key{0};
-    std::size_t length{0};
+    std::uint64_t addr{0};  ///< address the peer uses: virtual address or offset
+    std::uint64_t key{0};   ///< remote protection key
+    std::size_t length{0};  ///< bytes reachable
 
     /// Exports a local registration (virtual address when the domain uses FI_MR_VIRT_ADDR,
     /// otherwise its offset).
@@ -203,16 +218,18 @@ struct remote_memory {
             return make_unexpected(errc::invalid_argument);
         return subregion(offset, length - offset);
     }
+    /// Field-wise equality.
     friend auto operator==(const remote_memory&, const remote_memory&) noexcept -> bool = default;
 };
 
 /// What a peer needs to map a raw-key registration (mr_mode_flags::raw): exchange every
 /// field, and every key byte, through the application's own protocol.
 struct raw_remote_memory {
-    std::uint64_t base_addr{0};  ///< the native mapping base (fi_mr_raw_attr)
-    std::uint64_t addr{0};       ///< the RMA address of the region's first byte
-    std::size_t length{0};
+    std::uint64_t base_addr{0};          ///< the native mapping base (fi_mr_raw_attr)
+    std::uint64_t addr{0};               ///< the RMA address of the region's first byte
+    std::size_t length{0};               ///< bytes reachable
     std::pmr::vector<std::uint8_t> key;  ///< the raw protection key
+    /// Field-wise equality, key bytes included.
     friend auto operator==(const raw_remote_memory&, const raw_remote_memory&) -> bool = default;
 };
 
@@ -236,7 +253,9 @@ public:
 
     mapped_remote_memory(const mapped_remote_memory&) = delete;
     auto operator=(const mapped_remote_memory&) -> mapped_remote_memory& = delete;
+    /// Takes over `o`'s mapping; `o` is left unmapped.
     mapped_remote_memory(mapped_remote_memory&& o) noexcept;
+    /// Exchanges the two mappings (neither is closed).
     auto operator=(mapped_remote_memory&& o) noexcept -> mapped_remote_memory&;
     ~mapped_remote_memory();
 
@@ -244,13 +263,17 @@ public:
     [[nodiscard]] auto remote() const noexcept -> result<remote_memory>;
     /// The metadata it was mapped from (raw bytes kept).
     [[nodiscard]] auto raw() const noexcept -> const raw_remote_memory& { return raw_; }
+    /// True while mapped.
     [[nodiscard]] auto valid() const noexcept -> bool { return domain_ != nullptr; }
+    /// The native domain it is mapped into.
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
+    /// Where its copy of the key lives.
     [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* {
         return raw_.key.get_allocator().resource();
     }
     /// Unmaps the key; no-op when not mapped. A failure keeps the mapping.
     auto close() noexcept -> void_result;
+    /// Exchanges the two mappings.
     void swap(mapped_remote_memory& o) noexcept;
 
 private:

@@ -40,32 +40,36 @@ enum class memory_kind : std::uint8_t { host = 0, hmem = 1, dmabuf = 2 };
 
 /// The address space a range belongs to; ranges of different spaces never match each other.
 struct memory_space {
-    memory_kind kind{memory_kind::host};
-    std::uint32_t iface{0};        ///< hmem, dmabuf: fi_hmem_iface
-    std::uint64_t device{0};       ///< hmem, dmabuf: device id
-    std::uint64_t fd_identity{0};  ///< dmabuf: the borrowed descriptor
-    std::uint64_t base{0};         ///< dmabuf: where offset 0 is mapped (0: unmapped)
+    memory_kind kind{memory_kind::host};  ///< host memory, a device's, or a DMA-BUF's
+    std::uint32_t iface{0};               ///< hmem, dmabuf: fi_hmem_iface
+    std::uint64_t device{0};              ///< hmem, dmabuf: device id
+    std::uint64_t fd_identity{0};         ///< dmabuf: the borrowed descriptor
+    std::uint64_t base{0};                ///< dmabuf: where offset 0 is mapped (0: unmapped)
+    /// Ordered field by field.
     friend constexpr auto operator<=>(const memory_space&, const memory_space&) noexcept = default;
 };
 
 /// A cached range: [start, end) within `space` (virtual addresses for host memory).
 struct mr_cache_key {
-    memory_space space{};
-    std::uint64_t start{0};
-    std::uint64_t end{0};  ///< exclusive
+    memory_space space{};    ///< the address space
+    std::uint64_t start{0};  ///< first byte
+    std::uint64_t end{0};    ///< exclusive
+    /// Same space and range.
     friend constexpr auto operator==(const mr_cache_key&, const mr_cache_key&) noexcept -> bool = default;
 };
 
 /// Retention bounds. Default-constructed limits are unbounded; an explicit 0 disables idle
 /// retention of that dimension (every entry is deregistered when its last handle goes).
 struct mr_cache_limits {
-    static constexpr std::size_t unbounded = std::numeric_limits<std::size_t>::max();
-    std::size_t max_entries{unbounded};
+    static constexpr std::size_t unbounded = std::numeric_limits<std::size_t>::max();  ///< no bound
+    std::size_t max_entries{unbounded};           ///< idle entries retained at most
     std::size_t max_registered_bytes{unbounded};  ///< host bytes include page rounding
 
+    /// True when either dimension is bounded.
     [[nodiscard]] constexpr auto bounded() const noexcept -> bool {
         return max_entries != unbounded || max_registered_bytes != unbounded;
     }
+    /// Same bounds.
     friend constexpr auto operator==(const mr_cache_limits&, const mr_cache_limits&) noexcept -> bool = default;
 };
 
@@ -75,13 +79,14 @@ struct mr_cache_limits {
 /// same range) or as an invalidation. `entries` and `registered_bytes` cover every live
 /// registration, including invalidated ones still held by handles.
 struct mr_cache_stats {
-    std::uint64_t hits{0};
-    std::uint64_t misses{0};
-    std::uint64_t registrations{0};
-    std::uint64_t evictions{0};
-    std::uint64_t invalidations{0};
-    std::size_t registered_bytes{0};
-    std::size_t entries{0};
+    std::uint64_t hits{0};            ///< lookups an indexed registration served
+    std::uint64_t misses{0};          ///< lookups that needed a new registration
+    std::uint64_t registrations{0};   ///< registrations made
+    std::uint64_t evictions{0};       ///< registrations that left the index by eviction
+    std::uint64_t invalidations{0};   ///< registrations that left the index by invalidation
+    std::size_t registered_bytes{0};  ///< bytes of live registrations
+    std::size_t entries{0};           ///< live registrations
+    /// Same counts.
     friend constexpr auto operator==(const mr_cache_stats&, const mr_cache_stats&) noexcept -> bool = default;
 };
 
@@ -89,9 +94,9 @@ struct mr_cache_stats {
 /// DMA-BUF the range is in the space's index coordinates: virtual addresses when the buffer
 /// is mapped (space.base != 0), file offsets when it is not.
 struct mr_cache_request {
-    memory_space space{};
-    std::span<std::byte> range{};
-    mr_access_flags access{};
+    memory_space space{};          ///< the address space of the range
+    std::span<std::byte> range{};  ///< the range to register
+    mr_access_flags access{};      ///< the access it needs
 };
 
 /// A registration back end. register_range/deregister calls are serialized by the cache;
@@ -112,6 +117,7 @@ concept mr_cache_registrar =
 inline constexpr mr_access_flags mr_cache_known_access =
     mr_access_flags::send | mr_access_flags::recv | mr_access_flags::read | mr_access_flags::write |
     mr_access_flags::remote_read | mr_access_flags::remote_write | mr_access_flags::collective;
+/// Access bits a lookup of read-only memory accepts.
 inline constexpr mr_access_flags mr_cache_read_only_access =
     mr_access_flags::send | mr_access_flags::read | mr_access_flags::remote_read;
 
@@ -375,13 +381,16 @@ class basic_mr_cache;
 template <mr_cache_registrar R>
 class basic_mr_handle {
 public:
+    /// The registration type of the registrar.
     using region_type = typename R::region_type;
 
     basic_mr_handle() noexcept = default;
     basic_mr_handle(const basic_mr_handle&) = delete;
     auto operator=(const basic_mr_handle&) -> basic_mr_handle& = delete;
+    /// Takes over `o`'s reference; `o` is left empty.
     basic_mr_handle(basic_mr_handle&& o) noexcept
         : core_(std::exchange(o.core_, nullptr)), e_(std::exchange(o.e_, nullptr)) {}
+    /// Gives this handle's reference back and takes over `o`'s.
     auto operator=(basic_mr_handle&& o) noexcept -> basic_mr_handle& {
         if (this != &o) {
             release();
@@ -400,7 +409,9 @@ public:
         auto* e = std::exchange(e_, nullptr);
         if (core != nullptr && e != nullptr) core->release(e);
     }
+    /// True when it holds a reference.
     [[nodiscard]] auto valid() const noexcept -> bool { return e_ != nullptr; }
+    /// True when it holds a reference.
     explicit operator bool() const noexcept { return valid(); }
 
     /// The local descriptor to pass with operations (null for an empty handle).
@@ -419,9 +430,11 @@ public:
         // NOLINTNEXTLINE(performance-no-int-to-ptr): ranges are kept as integers (device and DMA-BUF too)
         return e_ != nullptr ? reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(e_->start)) : nullptr;
     }
+    /// Bytes of the registered range.
     [[nodiscard]] auto size() const noexcept -> std::size_t {
         return e_ != nullptr ? static_cast<std::size_t>(e_->end - e_->start) : 0;
     }
+    /// The access the registration grants (at least the requested).
     [[nodiscard]] auto access() const noexcept -> mr_access_flags {
         return e_ != nullptr ? e_->access : mr_access_flags{};
     }
@@ -432,6 +445,7 @@ public:
         if (a + n < a) return false;
         return a >= e_->start && a + n <= e_->end;
     }
+    /// contains() for a span.
     [[nodiscard]] auto contains(std::span<const std::byte> s) const noexcept -> bool {
         return contains(s.data(), s.size());
     }
@@ -448,14 +462,18 @@ private:
 template <mr_cache_registrar R>
 class basic_mr_cache {
 public:
+    /// The registrar type.
     using registrar_type = R;
+    /// The handle type lookups return.
     using handle = basic_mr_handle<R>;
 
     /// The cache's own state (index, hint tables, entries) comes from `mr` (null: the default
     /// resource), which must outlive the cache.
     explicit basic_mr_cache(R registrar, mr_cache_limits limits = {}, std::pmr::memory_resource* mr = nullptr)
         : p_(detail::make_in<impl>(mr, std::move(registrar), limits, detail::resource_or_default(mr))) {}
+    /// Moves the cache; handles stay valid (the shared state does not move).
     basic_mr_cache(basic_mr_cache&&) noexcept = default;
+    /// Moves the cache; handles stay valid (the shared state does not move).
     auto operator=(basic_mr_cache&&) noexcept -> basic_mr_cache& = default;
     ~basic_mr_cache() = default;
 
@@ -469,11 +487,13 @@ public:
     [[nodiscard]] auto lookup(std::span<const std::byte> buffer, mr_access_flags access) -> result<handle> {
         return wrap(p_->lookup_host(buffer.data(), buffer.size(), access, true));
     }
+    /// lookup() for a fixed-extent span.
     template <std::size_t N>
         requires(N != std::dynamic_extent)
     [[nodiscard]] auto lookup(std::span<std::byte, N> buffer, mr_access_flags access) -> result<handle> {
         return lookup(std::span<std::byte>{buffer}, access);
     }
+    /// lookup() for a fixed-extent read-only span.
     template <std::size_t N>
         requires(N != std::dynamic_extent)
     [[nodiscard]] auto lookup(std::span<const std::byte, N> buffer, mr_access_flags access) -> result<handle> {
@@ -515,11 +535,17 @@ public:
     /// Same as evict_unreferenced(): live handles keep their entries.
     auto clear() -> std::size_t { return p_->evict_unreferenced(); }
 
+    /// Counters since construction.
     [[nodiscard]] auto stats() const -> mr_cache_stats { return p_->stats(); }
+    /// The retention bounds.
     [[nodiscard]] auto limits() const noexcept -> mr_cache_limits { return p_->limits(); }
+    /// Entries in the index.
     [[nodiscard]] auto indexed_entries() const -> std::size_t { return p_->indexed_entries(); }
+    /// A description of the first broken internal invariant; empty when all hold (for tests).
     [[nodiscard]] auto check_invariants() const -> std::string { return p_->check_invariants(); }
+    /// The registrar.
     [[nodiscard]] auto registrar() const noexcept -> const R& { return p_->reg; }
+    /// Where the cache's own state lives.
     [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return p_->memory_resource(); }
     /// invalid_argument when the registrar is misconfigured (see mr_cache).
     [[nodiscard]] auto status() const -> void_result { return p_->check(); }
@@ -579,19 +605,29 @@ namespace detail {
 /// (fi_mr_enable) before it is cached.
 class domain_registrar {
 public:
+    /// The registration type.
     using region_type = memory_region;
 
     domain_registrar() = default;
+    /// Registers in `dom`.
     explicit domain_registrar(domain& dom) noexcept : dom_(&dom) {}
+    /// Registers in `dom`, bound to `ep` (for mr_mode_flags::endpoint domains).
     domain_registrar(domain& dom, endpoint& ep) noexcept : dom_(&dom), ep_(&ep) {}
 
+    /// invalid_argument when the domain is not open, or the endpoint is missing, not open or another domain's.
     [[nodiscard]] auto check() const -> void_result;
+    /// Registers `req.range` with `req.access` (host, device or DMA-BUF memory).
     [[nodiscard]] auto register_range(const mr_cache_request& req) -> result<memory_region>;
+    /// Deregisters `r`.
     void deregister(memory_region& r) noexcept { (void)r.close(); }
+    /// The registration's local descriptor.
     [[nodiscard]] static auto descriptor(const memory_region& r) noexcept -> void* { return r.descriptor(); }
+    /// The registration's remote key.
     [[nodiscard]] static auto key(const memory_region& r) noexcept -> result<std::uint64_t> { return r.key(); }
 
+    /// The domain it registers in.
     [[nodiscard]] auto domain_ptr() const noexcept -> domain* { return dom_; }
+    /// The endpoint registrations are bound to; null for none.
     [[nodiscard]] auto endpoint_ptr() const noexcept -> endpoint* { return ep_; }
 
 private:
@@ -599,6 +635,7 @@ private:
     endpoint* ep_{nullptr};
 };
 
+/// A handle to a registration of an mr_cache.
 using mr_handle = basic_mr_handle<domain_registrar>;
 
 /// The host registration cache of a domain (and, for mr_mode_flags::endpoint domains, of one
@@ -607,8 +644,10 @@ using mr_handle = basic_mr_handle<domain_registrar>;
 /// and from every lookup, before any registration.
 class mr_cache : public basic_mr_cache<domain_registrar> {
 public:
+    /// The cache of `dom`'s host registrations.
     explicit mr_cache(domain& dom, mr_cache_limits limits = {}, std::pmr::memory_resource* mr = nullptr)
         : basic_mr_cache(domain_registrar{dom}, limits, mr) {}
+    /// The cache of `dom`'s registrations bound to `ep` (mr_mode_flags::endpoint domains).
     mr_cache(domain& dom, endpoint& ep, mr_cache_limits limits = {}, std::pmr::memory_resource* mr = nullptr)
         : basic_mr_cache(domain_registrar{dom, ep}, limits, mr) {}
 };
@@ -623,6 +662,7 @@ template <provider_tag ProviderTag = provider::generic_tag>
     -> mr_cache {
     return mr_cache(dom, limits, mr);
 }
+/// The constructor's spelling with an endpoint.
 template <provider_tag ProviderTag = provider::generic_tag>
 [[nodiscard]] auto make_mr_cache(domain& dom, endpoint& ep, mr_cache_limits limits = {},
                                  std::pmr::memory_resource* mr = nullptr) -> mr_cache {

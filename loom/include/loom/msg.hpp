@@ -7,46 +7,53 @@
 
 #include <sys/uio.h>
 
+/// Messages described in full, with explicit per-operation flags (fi_sendmsg, fi_tsendmsg, ...).
 namespace loom::msg {
 
+/// iovec entries: up to 16 inline, more on the heap.
 using iov_array = detail::inline_vector<::iovec, 16>;
+/// Registration descriptors, one per iovec entry (or none): up to 16 inline.
 using desc_array = detail::inline_vector<void*, 16>;
 
+/// A send described in full (fi_msg), for sendmsg.
 template <class Ctx = void*>
 struct send_message {
-    iov_array iov{};
-    desc_array desc{};
-    fabric_addr addr{fabric_addrs::unspecified};
-    Ctx context{};
-    std::uint64_t data{0};  ///< remote CQ data, sent with op_flag::remote_cq_data
+    iov_array iov{};                              ///< the data, gathered
+    desc_array desc{};                            ///< their descriptors
+    fabric_addr addr{fabric_addrs::unspecified};  ///< destination; unspecified on a connected endpoint
+    Ctx context{};                                ///< the operation's context
+    std::uint64_t data{0};                        ///< remote CQ data, sent with op_flag::remote_cq_data
 };
 
+/// A receive described in full (fi_msg), for recvmsg.
 template <class Ctx = void*>
 struct receive_message {
-    iov_array iov{};
-    desc_array desc{};
-    fabric_addr addr{fabric_addrs::unspecified};
-    Ctx context{};
+    iov_array iov{};                              ///< where the data goes, scattered
+    desc_array desc{};                            ///< their descriptors
+    fabric_addr addr{fabric_addrs::unspecified};  ///< accepted source; unspecified: anyone
+    Ctx context{};                                ///< the operation's context
 };
 
+/// A tagged send described in full (fi_msg_tagged), for tagged_sendmsg.
 template <class Ctx = void*>
 struct tagged_send_message {
-    iov_array iov{};
-    desc_array desc{};
-    fabric_addr addr{fabric_addrs::unspecified};
-    std::uint64_t tag{0};
-    Ctx context{};
-    std::uint64_t data{0};
+    iov_array iov{};                              ///< the data, gathered
+    desc_array desc{};                            ///< their descriptors
+    fabric_addr addr{fabric_addrs::unspecified};  ///< destination; unspecified on a connected endpoint
+    std::uint64_t tag{0};                         ///< the message's tag
+    Ctx context{};                                ///< the operation's context
+    std::uint64_t data{0};                        ///< remote CQ data, sent with op_flag::remote_cq_data
 };
 
+/// A tagged receive described in full (fi_msg_tagged), for tagged_recvmsg.
 template <class Ctx = void*>
 struct tagged_receive_message {
-    iov_array iov{};
-    desc_array desc{};
-    fabric_addr addr{fabric_addrs::unspecified};
-    std::uint64_t tag{0};
-    std::uint64_t ignore{0};
-    Ctx context{};
+    iov_array iov{};                              ///< where the data goes, scattered
+    desc_array desc{};                            ///< their descriptors
+    fabric_addr addr{fabric_addrs::unspecified};  ///< accepted source; unspecified: anyone
+    std::uint64_t tag{0};                         ///< the tag to match
+    std::uint64_t ignore{0};                      ///< tag bits that need not match
+    Ctx context{};                                ///< the operation's context
 };
 
 namespace detail {
@@ -82,6 +89,7 @@ auto recvmsg(T& target, const receive_message<Ctx>& m, op_flag flags = {}) noexc
     return check_native(::fi_recvmsg(target.native(), &native, effective_flags<D>(flags, target.rx_op_flags()).get()));
 }
 
+/// fi_tsendmsg. `flags` replace the endpoint's transmit defaults unless D inherits them.
 template <operation_defaults D = operation_defaults::replace, class Ctx>
 auto tagged_sendmsg(endpoint& ep, const tagged_send_message<Ctx>& m, op_flag flags = {}) noexcept -> void_result {
     void* ctx = detail::to_void(m.context);

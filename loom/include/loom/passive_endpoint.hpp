@@ -15,11 +15,13 @@ namespace loom {
 class passive_endpoint {
 public:
     passive_endpoint() = default;
+    /// Opens a listener for a msg-type discovery result (fi_passive_ep).
     [[nodiscard]] static auto create(fabric& fab, const fabric_info& info, std::pmr::memory_resource* mr = nullptr)
         -> result<passive_endpoint>;
 
     /// Before listen(); the queue must belong to the same fabric.
     auto bind(event_queue& eq) noexcept -> void_result;
+    /// Starts listening (fi_listen); bad_state before bind() or when already listening.
     auto listen() noexcept -> void_result;
     /// The address peers connect to (after listen(), with the port the provider chose).
     [[nodiscard]] auto name() const -> result<address>;
@@ -27,10 +29,13 @@ public:
     /// carrying `data`. The request's info stays owned by the event.
     auto reject(const cm_event& request, std::span<const std::byte> data = {}) noexcept -> void_result;
 
+    /// The native fid_pep; null once closed.
     [[nodiscard]] auto native() const noexcept -> ::fid_pep* { return h_.get(); }
+    /// True while the listener is open.
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
     /// The resource the factory was given (a listener allocates no state of its own).
     [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
+    /// Closes the native listener now; on failure it stays open and the call can be retried.
     auto close() noexcept -> void_result { return h_.close(); }
 
 private:

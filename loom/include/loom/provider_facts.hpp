@@ -12,6 +12,8 @@ namespace loom {
 
 class fabric_info;
 
+/// What loom knows about a provider beyond its attributes: the plugin runtime's choices and defaults, and defects of
+/// the libfabric linked that loom works around.
 struct provider_facts {
     // ---- choice and defaults
     /// Place in the plugin runtime's preference (1 = first choice); 0: chosen only when named.
@@ -41,6 +43,7 @@ struct provider_facts {
 /// The facts for a provider by its exact libfabric name ("tcp;ofi_rxm", "shm", "verbs;ofi_rxm");
 /// an unknown provider gets the defaults above.
 [[nodiscard]] auto provider_facts_for(std::string_view provider) noexcept -> provider_facts;
+/// The facts for the provider of a discovery result.
 [[nodiscard]] auto provider_facts_for(const fabric_info& info) noexcept -> provider_facts;
 
 /// The providers a runtime chooses from when none is named, most preferred first: hardware

@@ -15,6 +15,7 @@
 
 namespace loom {
 
+/// Tags naming libfabric providers, for provider_traits.
 namespace provider {
 /// Any provider: behaviour follows the negotiated attributes only; the traits assume nothing.
 struct generic_tag {};
@@ -52,73 +53,93 @@ struct provider_traits_base {
 };
 }  // namespace detail
 
+/// Any provider: the generic values of every member.
 template <>
 struct provider_traits<provider::generic_tag> : detail::provider_traits_base {};
 
+/// verbs: NIC atomics, automatic progress, FI_MR_BASIC registration.
 template <>
 struct provider_traits<provider::verbs_tag> : detail::provider_traits_base {
-    static constexpr std::string_view name{"verbs"};
-    static constexpr bool supports_native_atomics = true;  // IB atomics: count 1, 64-bit
+    static constexpr std::string_view name{"verbs"};       ///< libfabric's provider name
+    static constexpr bool supports_native_atomics = true;  ///< NIC atomics (IB: count 1, 64-bit)
+    /// The provider progresses connections itself.
     static constexpr progress_mode control_progress = progress_mode::auto_progress;
+    /// The provider progresses data transfers itself.
     static constexpr progress_mode data_progress = progress_mode::auto_progress;
-    static constexpr bool supports_auto_progress = true;
-    // The device's max_inline_data decides; 64 bytes is the common default.
+    static constexpr bool supports_auto_progress = true;  ///< no polling needed for progress
+    /// Default inject bound: the device's max_inline_data decides; 64 bytes is the common default.
     static constexpr std::size_t max_inject_size = 64;
-    static constexpr bool supports_inject = true;
-    // FI_MR_BASIC stands for virt_addr | allocated | prov_key.
+    static constexpr bool supports_inject = true;  ///< fi_inject and FI_INJECT are offered
+    /// Default registration modes; FI_MR_BASIC stands for virt_addr | allocated | prov_key.
     static constexpr mr_mode_flags mr_mode = mr_mode_flags::basic | mr_mode_flags::local | mr_mode_flags::prov_key;
 };
 
+/// efa (RDM profile): atomics emulated by its RDM protocol, manual progress.
 template <>
 struct provider_traits<provider::efa_tag> : detail::provider_traits_base {
-    static constexpr std::string_view name{"efa"};
-    static constexpr bool uses_staged_atomics = true;  // emulated by the RDM protocol
-    // The RDM profile: the port's message size less the largest header, at most shm's 4 KiB.
+    static constexpr std::string_view name{"efa"};     ///< libfabric's provider name
+    static constexpr bool uses_staged_atomics = true;  ///< atomics emulated by the RDM protocol
+    /// Default inject bound: the port's message size less the largest header, at most shm's 4 KiB.
     static constexpr std::size_t max_inject_size = 4096;
-    static constexpr bool supports_inject = true;
+    static constexpr bool supports_inject = true;  ///< fi_inject and FI_INJECT are offered
+    /// Default registration modes.
     static constexpr mr_mode_flags mr_mode =
         mr_mode_flags::virt_addr | mr_mode_flags::allocated | mr_mode_flags::prov_key;
 };
 
+/// tcp: automatic progress, no registration requirements.
 template <>
 struct provider_traits<provider::tcp_tag> : detail::provider_traits_base {
-    static constexpr std::string_view name{"tcp"};
+    static constexpr std::string_view name{"tcp"};  ///< libfabric's provider name
+    /// The provider progresses connections itself.
     static constexpr progress_mode control_progress = progress_mode::auto_progress;
+    /// The provider progresses data transfers itself.
     static constexpr progress_mode data_progress = progress_mode::auto_progress;
-    static constexpr bool supports_auto_progress = true;
-    static constexpr std::size_t max_inject_size = 128;  // FI_TCP_MAX_INJECT changes it
-    static constexpr bool supports_inject = true;
+    static constexpr bool supports_auto_progress = true;  ///< no polling needed for progress
+    static constexpr std::size_t max_inject_size = 128;   ///< default inject bound (FI_TCP_MAX_INJECT changes it)
+    static constexpr bool supports_inject = true;         ///< fi_inject and FI_INJECT are offered
+    /// Registration is not required.
     static constexpr mr_mode_flags mr_mode = mr_mode_flags::none;
 };
 
+/// shm: atomics applied by the target's progress, manual data progress.
 template <>
 struct provider_traits<provider::shm_tag> : detail::provider_traits_base {
-    static constexpr std::string_view name{"shm"};
-    static constexpr bool uses_staged_atomics = true;  // the target's progress applies them
+    static constexpr std::string_view name{"shm"};     ///< libfabric's provider name
+    static constexpr bool uses_staged_atomics = true;  ///< atomics applied by the target's progress
+    /// The provider progresses connections itself.
     static constexpr progress_mode control_progress = progress_mode::auto_progress;
+    /// Data moves only when the application polls.
     static constexpr progress_mode data_progress = progress_mode::manual;
-    static constexpr std::size_t max_inject_size = 4096;
-    static constexpr bool supports_inject = true;
+    static constexpr std::size_t max_inject_size = 4096;  ///< default inject bound
+    static constexpr bool supports_inject = true;         ///< fi_inject and FI_INJECT are offered
+    /// Default registration modes.
     static constexpr mr_mode_flags mr_mode = mr_mode_flags::virt_addr;
 };
 
+/// cxi (HPE Slingshot): NIC atomics, manual progress.
 template <>
 struct provider_traits<provider::slingshot_tag> : detail::provider_traits_base {
-    static constexpr std::string_view name{"cxi"};
-    static constexpr bool supports_native_atomics = true;  // Cassini AMOs
-    static constexpr std::size_t max_inject_size = 192;    // an unrestricted IDC payload
-    static constexpr bool supports_inject = true;
+    static constexpr std::string_view name{"cxi"};         ///< libfabric's provider name
+    static constexpr bool supports_native_atomics = true;  ///< NIC atomics (Cassini AMOs)
+    static constexpr std::size_t max_inject_size = 192;    ///< default inject bound (an unrestricted IDC payload)
+    static constexpr bool supports_inject = true;          ///< fi_inject and FI_INJECT are offered
+    /// Default registration modes.
     static constexpr mr_mode_flags mr_mode =
         mr_mode_flags::prov_key | mr_mode_flags::allocated | mr_mode_flags::endpoint;
 };
 
+/// ucx: manual data progress.
 template <>
 struct provider_traits<provider::ucx_tag> : detail::provider_traits_base {
-    static constexpr std::string_view name{"ucx"};
+    static constexpr std::string_view name{"ucx"};  ///< libfabric's provider name
+    /// The provider progresses connections itself.
     static constexpr progress_mode control_progress = progress_mode::auto_progress;
+    /// Data moves only when the application polls.
     static constexpr progress_mode data_progress = progress_mode::manual;
-    static constexpr std::size_t max_inject_size = 1024;  // FI_UCX_INJECT_LIMIT changes it
-    static constexpr bool supports_inject = true;
+    static constexpr std::size_t max_inject_size = 1024;  ///< default inject bound (FI_UCX_INJECT_LIMIT changes it)
+    static constexpr bool supports_inject = true;         ///< fi_inject and FI_INJECT are offered
+    /// Default registration modes.
     static constexpr mr_mode_flags mr_mode =
         mr_mode_flags::virt_addr | mr_mode_flags::allocated | mr_mode_flags::prov_key | mr_mode_flags::raw;
 };
@@ -130,13 +151,17 @@ concept provider_tag = requires {
     { provider_traits<T>::max_inject_size } -> std::convertible_to<std::size_t>;
 };
 
+/// P's NIC carries out atomics.
 template <class P>
 concept native_atomic_provider = provider_tag<P> && provider_traits<P>::supports_native_atomics;
+/// P carries out atomics in software at the target.
 template <class P>
 concept staged_atomic_provider = provider_tag<P> && provider_traits<P>::uses_staged_atomics;
+/// P offers inject with a non-zero bound.
 template <class P>
 concept inject_capable_provider =
     provider_tag<P> && provider_traits<P>::supports_inject && (provider_traits<P>::max_inject_size > 0);
+/// P progresses without the application polling.
 template <class P>
 concept auto_progress_provider = provider_tag<P> && provider_traits<P>::supports_auto_progress;
 /// The application must poll for control or data progress.
@@ -149,10 +174,12 @@ template <provider_tag P>
 [[nodiscard]] constexpr auto can_inject(std::size_t size) noexcept -> bool {
     return provider_traits<P>::supports_inject && size <= provider_traits<P>::max_inject_size;
 }
+/// The registration modes P asks for by default.
 template <provider_tag P>
 [[nodiscard]] constexpr auto get_mr_mode() noexcept -> mr_mode_flags {
     return provider_traits<P>::mr_mode;
 }
+/// True when the application must poll P for control or data progress.
 template <provider_tag P>
 [[nodiscard]] constexpr auto requires_manual_progress() noexcept -> bool {
     return manual_progress_provider<P>;

@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 #include <span>
 
+/// One-sided reads and writes of registered remote memory (fi_read, fi_write, ...).
 namespace loom::rma {
 
 /// Flags that only make sense for writes; a read with any of them is invalid_argument.
@@ -78,15 +79,18 @@ LOOM_SUBMIT_INLINE auto read_to(endpoint& ep, std::span<std::byte> local, const 
     -> void_result {
     return detail::read_one(ep, local, local_mr, peer, remote, ctx);
 }
+/// The same from a peer_addr, with no destination check.
 LOOM_SUBMIT_INLINE auto read_to(endpoint& ep, std::span<std::byte> local, const memory_region& local_mr, peer_addr peer,
                                 const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
     return detail::read_one(ep, local, local_mr, peer, remote, ctx);
 }
+/// Writes `local` to `remote` (which must be at least that long).
 LOOM_SUBMIT_INLINE auto write_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
                                  fabric_addr peer, const remote_memory& remote, context_ptr<void> ctx = {}) noexcept
     -> void_result {
     return detail::write_one(ep, local, local_mr, peer, remote, ctx);
 }
+/// The same to a peer_addr, with no destination check.
 LOOM_SUBMIT_INLINE auto write_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
                                  peer_addr peer, const remote_memory& remote, context_ptr<void> ctx = {}) noexcept
     -> void_result {
@@ -98,6 +102,7 @@ LOOM_SUBMIT_INLINE auto write_data_to(endpoint& ep, std::span<const std::byte> l
                                       context_ptr<void> ctx = {}) noexcept -> void_result {
     return detail::write_data_one(ep, local, local_mr, peer, remote, data, ctx);
 }
+/// The same to a peer_addr, with no destination check.
 LOOM_SUBMIT_INLINE auto write_data_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
                                       peer_addr peer, const remote_memory& remote, std::uint64_t data,
                                       context_ptr<void> ctx = {}) noexcept -> void_result {
@@ -117,6 +122,7 @@ auto read_to(endpoint& ep, std::span<std::byte> local, const memory_region& loca
     return detail::submit_msg(ep, true, {&iov, 1}, {&desc, 1}, peer, {&exact, 1}, 0,
                               effective_flags<D>(flags, ep.tx_op_flags()).without(write_only_flags), ctx.get());
 }
+/// write_to with explicit flags: they replace the endpoint's transmit defaults unless D inherits them.
 template <operation_defaults D = operation_defaults::replace>
 auto write_to(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr, fabric_addr peer,
               const remote_memory& remote, op_flag flags, context_ptr<void> ctx) noexcept -> void_result {
@@ -138,6 +144,7 @@ auto readv_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* cons
     return detail::submit_msg(ep, true, local, desc, peer, remote, 0,
                               effective_flags<D>(flags, ep.tx_op_flags()).without(write_only_flags), ctx.get());
 }
+/// Vectored write: one descriptor per local IOV; local and remote byte totals must be equal.
 template <operation_defaults D = operation_defaults::replace>
 auto writev_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc, fabric_addr peer,
                std::span<const remote_memory> remote, op_flag flags, context_ptr<void> ctx) noexcept -> void_result {
@@ -145,10 +152,12 @@ auto writev_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* con
     return detail::submit_msg(ep, false, local, desc, peer, remote, 0, effective_flags<D>(flags, ep.tx_op_flags()),
                               ctx.get());
 }
+/// readv_to with the endpoint's transmit defaults.
 inline auto readv_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc, fabric_addr peer,
                      std::span<const remote_memory> remote, context_ptr<void> ctx = {}) noexcept -> void_result {
     return readv_to<operation_defaults::inherit>(ep, local, desc, peer, remote, op_flag{}, ctx);
 }
+/// writev_to with the endpoint's transmit defaults.
 inline auto writev_to(endpoint& ep, std::span<const ::iovec> local, std::span<void* const> desc, fabric_addr peer,
                       std::span<const remote_memory> remote, context_ptr<void> ctx = {}) noexcept -> void_result {
     return writev_to<operation_defaults::inherit>(ep, local, desc, peer, remote, op_flag{}, ctx);
@@ -161,10 +170,12 @@ inline auto read(endpoint& ep, std::span<std::byte> local, const memory_region& 
                  context_ptr<void> ctx = {}) noexcept -> void_result {
     return read_to(ep, local, local_mr, fabric_addrs::unspecified, remote, ctx);
 }
+/// write_to on a connected endpoint.
 inline auto write(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
                   const remote_memory& remote, context_ptr<void> ctx = {}) noexcept -> void_result {
     return write_to(ep, local, local_mr, fabric_addrs::unspecified, remote, ctx);
 }
+/// write_data_to on a connected endpoint.
 inline auto write_data(endpoint& ep, std::span<const std::byte> local, const memory_region& local_mr,
                        const remote_memory& remote, std::uint64_t data, context_ptr<void> ctx = {}) noexcept
     -> void_result {

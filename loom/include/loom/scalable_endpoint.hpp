@@ -23,8 +23,8 @@ class address_vector;
 
 /// Context counts of a scalable endpoint; 0 keeps the fabric_info's ep_attr value.
 struct scalable_endpoint_attr {
-    std::size_t tx_contexts{0};
-    std::size_t rx_contexts{0};
+    std::size_t tx_contexts{0};  ///< transmit contexts
+    std::size_t rx_contexts{0};  ///< receive contexts
 };
 
 /// Attributes of one transmit or receive context; defaults inherit the scalable endpoint's
@@ -81,18 +81,29 @@ public:
     /// The address peers insert to reach this endpoint (all contexts share it).
     [[nodiscard]] auto name() const -> result<address>;
 
+    /// Transmit contexts it was opened with (0: the provider's choice, unknown here).
     [[nodiscard]] auto tx_context_count() const noexcept -> std::size_t { return tx_count_; }
+    /// Receive contexts it was opened with (0: the provider's choice, unknown here).
     [[nodiscard]] auto rx_context_count() const noexcept -> std::size_t { return rx_count_; }
     /// Contexts created and not yet closed.
     [[nodiscard]] auto open_contexts() const noexcept -> long;
+    /// The capabilities it was opened with.
     [[nodiscard]] auto capabilities() const noexcept -> capability { return info_.capabilities(); }
+    /// Its type.
     [[nodiscard]] auto type() const noexcept -> endpoint_types { return info_.ep_type(); }
+    /// The native address format.
     [[nodiscard]] auto addr_format() const noexcept -> address_format { return info_.addr_format(); }
+    /// Its copy of the discovery result, with the context counts it was opened with.
     [[nodiscard]] auto info() const noexcept -> const fabric_info& { return info_; }
+    /// True once enable() succeeded.
     [[nodiscard]] auto enabled() const noexcept -> bool { return enabled_; }
+    /// True once bind_av() succeeded.
     [[nodiscard]] auto has_address_vector() const noexcept -> bool { return has_av_; }
+    /// The native fid_ep; null once closed.
     [[nodiscard]] auto native() const noexcept -> ::fid_ep* { return h_.get(); }
+    /// The native domain it was opened in.
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
+    /// True while it is open.
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
     /// The resource create() was given (the default one when none was): the per-context
     /// open counts come from it.

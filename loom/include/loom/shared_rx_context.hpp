@@ -33,9 +33,11 @@ public:
 
     /// Receive IOV bound (rx); tx and rma are 0.
     [[nodiscard]] auto iov_limits() const noexcept -> loom::iov_limits { return {0, rx_iov_limit_, 0}; }
+    /// The receive capabilities of the entry it was opened with.
     [[nodiscard]] auto capabilities() const noexcept -> capability { return caps_; }
     /// The receive defaults that operation_defaults::inherit extends.
     [[nodiscard]] auto rx_op_flags() const noexcept -> op_flag { return rx_flags_; }
+    /// True when every receive needs a context (the provider's mode asks for one).
     [[nodiscard]] auto context_required() const noexcept -> bool { return needs_context_; }
     /// Requests cancellation of a receive posted with `ctx`; the storage stays borrowed until
     /// the receive retires. Where the canceled completion goes is provider-specific (see
@@ -44,9 +46,13 @@ public:
     auto cancel(context_ptr<void> ctx) noexcept -> void_result;
     /// Bound endpoints that are still open.
     [[nodiscard]] auto open_endpoints() const noexcept -> long { return h_.open_children(); }
+    /// The count that bound endpoints join while they are open.
     [[nodiscard]] auto child_tracker() const noexcept -> const detail::child_count& { return h_.children(); }
+    /// The native SRX (an fid_ep); null once closed.
     [[nodiscard]] auto native() const noexcept -> ::fid_ep* { return h_.get(); }
+    /// The native domain it was opened in.
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
+    /// True while it is open.
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
     /// busy while bound endpoints are open; a failed close keeps the handle for a retry.
     auto close() noexcept -> void_result {
@@ -59,9 +65,11 @@ public:
 
     // ------------------------------------------------------------ pre-submission checks
     // The same checks endpoints use (detail::check_receive); 0 or a positive FI_E* code.
+    /// Checks a receive before the provider sees it: open, capability, context.
     [[nodiscard]] auto check_rx(capability family, fabric_addr src, context_ptr<void> ctx) const noexcept -> int {
         return detail::check_receive(valid(), caps_, needs_context_, family, src, ctx);
     }
+    /// Checks a scattered receive (descriptor count and iovec bound too).
     [[nodiscard]] auto check_rx_iov(capability family, std::span<const ::iovec> iov, std::span<void* const> desc,
                                     fabric_addr src, context_ptr<void> ctx) const noexcept -> int {
         return detail::check_receive_iov(valid(), caps_, needs_context_, rx_iov_limit_, family, iov, desc, src, ctx);

@@ -46,6 +46,7 @@ enum class claim_phase {
 /// close. No implicit discard, no blocking wait; not thread-safe.
 class tagged_claim {
 public:
+    /// An idle claim on `ep`.
     explicit tagged_claim(endpoint& ep) noexcept : ep_(&ep) {}
     tagged_claim(const tagged_claim&) = delete;
     auto operator=(const tagged_claim&) -> tagged_claim& = delete;
@@ -79,13 +80,19 @@ public:
     /// Application data carried in the context (completion_event::request()->user_data), for
     /// dispatching events of a shared CQ; kept across probes.
     void set_user_data(void* p) noexcept { ctx_.user_data = p; }
+    /// The application data set with set_user_data().
     [[nodiscard]] auto user_data() const noexcept -> void* { return ctx_.user_data; }
     /// The last observed event (the probe's carries length, tag, source, data and errors).
     [[nodiscard]] auto completion() const noexcept -> const std::optional<completion_event>& { return last_; }
+    /// Where the claim stands.
     [[nodiscard]] auto phase() const noexcept -> claim_phase { return phase_; }
+    /// True unless idle.
     [[nodiscard]] auto active() const noexcept -> bool { return phase_ != claim_phase::idle; }
+    /// The tag of the last probe.
     [[nodiscard]] auto tag() const noexcept -> std::uint64_t { return tag_; }
+    /// The ignore mask of the last probe.
     [[nodiscard]] auto ignore() const noexcept -> std::uint64_t { return ignore_; }
+    /// The source filter of the last probe (unspecified: any).
     [[nodiscard]] auto source() const noexcept -> fabric_addr { return source_; }
 
 private:

@@ -21,13 +21,14 @@
 #include <span>
 #include <type_traits>
 
+/// Deferred work that the provider starts once a counter reaches a threshold (fi_trigger).
 namespace loom::trigger {
 
 /// The work runs once `cntr` counts at least `threshold` successful completions. A threshold
 /// the counter already meets (0 included) runs the work at submission.
 struct threshold_condition {
-    counter* cntr{nullptr};
-    std::uint64_t threshold{0};
+    counter* cntr{nullptr};      ///< the counter watched
+    std::uint64_t threshold{0};  ///< successful completions it must count
 };
 
 /// What a deferred_work runs.
@@ -50,16 +51,17 @@ using remote_array = loom::detail::inline_vector<remote_memory, 16>;
 /// A deferred one-sided read or write: local segments (with one descriptor each, or none),
 /// the peer, and the remote segments. Local and remote byte totals must be equal.
 struct rma_message {
-    msg::iov_array iov{};
-    msg::desc_array desc{};
-    fabric_addr addr{fabric_addrs::unspecified};
-    remote_array remote{};
-    std::uint64_t data{0};  ///< remote CQ data, sent with op_flag::remote_cq_data (writes)
+    msg::iov_array iov{};                         ///< local segments
+    msg::desc_array desc{};                       ///< their descriptors, one per segment or none
+    fabric_addr addr{fabric_addrs::unspecified};  ///< the peer; unspecified on a connected endpoint
+    remote_array remote{};                        ///< remote segments
+    std::uint64_t data{0};                        ///< remote CQ data, sent with op_flag::remote_cq_data (writes)
 };
 
 /// The libfabric datatype of T for typed atomics: loom::atomic's deduction, as the native enum.
 template <atomic::atomic_value T>
 struct datatype_of {
+    /// The native fi_datatype of T.
     static constexpr ::fi_datatype value = static_cast<::fi_datatype>(atomic::datatype_of<T>);
 };
 template <class T>
@@ -121,7 +123,9 @@ struct layout;
 class deferred_work {
 public:
     deferred_work() noexcept = default;
+    /// Takes over `o`'s work; `o` is left empty.
     deferred_work(deferred_work&& o) noexcept;
+    /// Cancels this object's pending work (terminating if that fails), then takes over `o`'s.
     auto operator=(deferred_work&& o) noexcept -> deferred_work&;
     deferred_work(const deferred_work&) = delete;
     auto operator=(const deferred_work&) -> deferred_work& = delete;
@@ -151,6 +155,7 @@ public:
         return make_msg(work_kind::recv, dom, ep, cond, completion_counter, m.iov, m.desc, m.addr,
                         msg::detail::to_void(m.context), 0, 0, 0, flags, mr);
     }
+    /// Sends the tagged message `m` when the condition holds.
     template <class Ctx>
     [[nodiscard]] static auto create_tagged_send(domain& dom, endpoint& ep, threshold_condition cond,
                                                  counter* completion_counter, const msg::tagged_send_message<Ctx>& m,
@@ -159,6 +164,7 @@ public:
         return make_msg(work_kind::tagged_send, dom, ep, cond, completion_counter, m.iov, m.desc, m.addr,
                         msg::detail::to_void(m.context), m.data, m.tag, 0, flags, mr);
     }
+    /// Posts the tagged receive `m` when the condition holds.
     template <class Ctx>
     [[nodiscard]] static auto create_tagged_recv(domain& dom, endpoint& ep, threshold_condition cond,
                                                  counter* completion_counter, const msg::tagged_receive_message<Ctx>& m,
@@ -181,6 +187,7 @@ public:
                                            counter* completion_counter, std::span<const std::byte> local, void* desc,
                                            fabric_addr peer, const remote_memory& remote, op_flag flags = {},
                                            std::pmr::memory_resource* mr = nullptr) -> result<deferred_work>;
+    /// Single-segment read: one remote segment into `local` (registered with `desc`, may be null).
     [[nodiscard]] static auto create_read(domain& dom, endpoint& ep, threshold_condition cond,
                                           counter* completion_counter, std::span<std::byte> local, void* desc,
                                           fabric_addr peer, const remote_memory& remote, op_flag flags = {},
@@ -228,10 +235,13 @@ public:
 
     /// Submitted and neither completed nor cancelled.
     [[nodiscard]] auto pending() const noexcept -> bool { return pending_; }
+    /// What the work runs.
     [[nodiscard]] auto kind() const noexcept -> work_kind { return kind_; }
+    /// The condition's threshold.
     [[nodiscard]] auto threshold() const noexcept -> std::uint64_t { return threshold_; }
     /// The native descriptor while pending (nullptr otherwise).
     [[nodiscard]] auto native() const noexcept -> const ::fi_deferred_work*;
+    /// The native domain the work was queued in.
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
 
 private:

@@ -26,19 +26,19 @@ namespace loom {
 
 /// What an XPU context can export, and the sizes its device-side code needs.
 struct xpu_context_attr {
-    bool exports_endpoints{false};
-    bool exports_completion_queues{false};
-    bool exports_counters{false};
-    std::size_t av_addr_size{0};  ///< bytes of an address-vector entry as the device sees it
-    std::size_t mr_desc_size{0};  ///< bytes of a registration's device-side descriptor
+    bool exports_endpoints{false};          ///< endpoints can be exported to device code
+    bool exports_completion_queues{false};  ///< completion queues can be exported
+    bool exports_counters{false};           ///< counters can be exported
+    std::size_t av_addr_size{0};            ///< bytes of an address-vector entry as the device sees it
+    std::size_t mr_desc_size{0};            ///< bytes of a registration's device-side descriptor
 };
 
 /// A device-side handle (libfabric's struct fid_xpu), filled by the provider: pass it to
 /// device code, which dispatches on provider_id. It does not own the exported object.
 struct xpu_handle {
-    std::uint32_t fclass{0};
-    std::uint32_t provider_id{0};
-    std::uint64_t provider_context{0};
+    std::uint32_t fclass{0};            ///< the exported object's class (FI_CLASS_*)
+    std::uint32_t provider_id{0};       ///< which provider's device code handles it
+    std::uint64_t provider_context{0};  ///< the provider's data for its device code
 };
 
 /// True when the running libfabric is 2.7 or newer (XPU contexts exist in its interface).
@@ -71,7 +71,9 @@ public:
     /// another domain; bad_state when this context is closed; not_supported when the provider
     /// cannot export the object.
     [[nodiscard]] auto export_endpoint(const endpoint& ep) const -> result<xpu_handle>;
+    /// Device-side handle for a completion queue (see export_endpoint).
     [[nodiscard]] auto export_completion_queue(const completion_queue& cq) const -> result<xpu_handle>;
+    /// Device-side handle for a counter (see export_endpoint).
     [[nodiscard]] auto export_counter(const counter& cntr) const -> result<xpu_handle>;
 
     /// An endpoint of `info` opened for device-side use through this context (FI_XPU; the
@@ -88,10 +90,15 @@ public:
     [[nodiscard]] auto memory_descriptor(const memory_region& region, std::span<std::byte> out) const
         -> result<std::size_t>;
 
+    /// True while the context is open.
     [[nodiscard]] auto valid() const noexcept -> bool { return static_cast<bool>(h_); }
+    /// The native context's fid; null once closed.
     [[nodiscard]] auto native() const noexcept -> ::fid* { return h_.fid(); }
+    /// The accelerator interface.
     [[nodiscard]] auto iface() const noexcept -> hmem_iface { return iface_; }
+    /// The device on that interface.
     [[nodiscard]] auto device() const noexcept -> std::uint64_t { return device_; }
+    /// The native domain it belongs to.
     [[nodiscard]] auto domain_native() const noexcept -> ::fid_domain* { return domain_; }
     /// Closes the context; a failure keeps it for a retry.
     auto close() noexcept -> void_result { return h_.close(); }

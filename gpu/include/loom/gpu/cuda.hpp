@@ -25,12 +25,13 @@ enum class memory_type {
     managed,            ///< unified (managed) memory (cuMemAllocManaged)
 };
 
+/// The enumerator's name ("device", "managed", ...).
 [[nodiscard]] auto to_string(memory_type t) noexcept -> std::string_view;
 
 /// Result of cuda_driver::pointer_info().
 struct pointer_info {
-    memory_type type = memory_type::unregistered_host;
-    int device = -1;          ///< device ordinal; -1 for unregistered host memory
+    memory_type type = memory_type::unregistered_host;  ///< what kind of memory the address is
+    int device = -1;                                    ///< device ordinal; -1 for unregistered host memory
     std::uintptr_t base = 0;  ///< start of the allocation containing the address; 0 when unknown
     std::size_t size = 0;     ///< size of that allocation; 0 when unknown
 };
@@ -76,6 +77,7 @@ public:
     /// False when loom was built without cuda.h: instance() then always reports not_supported.
     [[nodiscard]] static auto compiled_in() noexcept -> bool;
 
+    /// The library that was loaded (as dlopen was given it).
     [[nodiscard]] auto library_path() const noexcept -> std::string_view;
     /// cuDriverGetVersion, e.g. 13000 for CUDA 13.0.
     [[nodiscard]] auto driver_version() const noexcept -> int;

@@ -13,6 +13,7 @@
 
 namespace loom::gpu {
 
+/// The process-wide HIP runtime, for device enumeration.
 class hip_runtime {
 public:
     /// The loaded runtime, or errc::not_supported (see unavailable_reason()). Thread-safe.
@@ -20,6 +21,7 @@ public:
     /// Why instance() failed; empty when the runtime is available. Loads it if not yet tried.
     [[nodiscard]] static auto unavailable_reason() -> std::string_view;
 
+    /// The library that was loaded (as dlopen was given it).
     [[nodiscard]] auto library_path() const noexcept -> std::string_view;
     /// Number of devices (≥ 1).
     [[nodiscard]] auto device_count() const noexcept -> int;

@@ -7,10 +7,13 @@
 #include <string_view>
 #include <vector>
 
+/// GPU helpers: where a buffer lives and what libfabric needs to know to register it.
 namespace loom::gpu {
 
+/// Where a buffer lives: host memory or the device memory of a GPU runtime.
 enum class memory_kind { host, cuda, rocm, level_zero };
 
+/// The enumerator's name ("host", "cuda", ...).
 [[nodiscard]] auto to_string(memory_kind k) noexcept -> std::string_view;
 
 /// The memory kind of an address. host when no GPU runtime is loaded or the address is not device
@@ -37,9 +40,9 @@ enum class memory_kind { host, cuda, rocm, level_zero };
 /// What to put in fi_mr_attr for a buffer: iface, and the device id (fi_mr_attr::device.cuda is the
 /// CUDA device ordinal; 0 for host memory).
 struct hmem_location {
-    memory_kind kind = memory_kind::host;
-    fi_hmem_iface iface = FI_HMEM_SYSTEM;
-    int device = 0;
+    memory_kind kind = memory_kind::host;  ///< where the buffer lives
+    fi_hmem_iface iface = FI_HMEM_SYSTEM;  ///< libfabric's HMEM interface for it
+    int device = 0;                        ///< the device id (the CUDA ordinal; 0 for host memory)
 };
 
 /// classify() plus the device id libfabric expects for the address.

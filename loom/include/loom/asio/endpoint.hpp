@@ -30,11 +30,13 @@ namespace loom::asio {
 /// because the started service polls for them.
 class endpoint {
 public:
+    /// The io_context's executor, which runs the handlers unless they name their own.
     using executor_type = ::asio::io_context::executor_type;
 
     /// Takes `ep` (enabled, bound to `tx_cq` for transmits and `rx_cq` for receives; they may
     /// be the same queue). Register the queues with fabric_service::use(ioc) and start it.
     endpoint(::asio::io_context& ioc, loom::endpoint ep, completion_queue& tx_cq, completion_queue& rx_cq);
+    /// Takes over `other`'s endpoint and outstanding operations.
     endpoint(endpoint&& other) noexcept;
     /// Cancels the operations of the endpoint this one held (see the destructor).
     auto operator=(endpoint&& other) noexcept -> endpoint&;
@@ -44,23 +46,30 @@ public:
     /// open until each has completed. Not a shutdown: drain or close() first.
     ~endpoint();
 
+    /// The endpoint's executor.
     [[nodiscard]] auto get_executor() const noexcept -> executor_type { return ex_; }
     /// The loom endpoint underneath (for queries and core operations).
     [[nodiscard]] auto native() noexcept -> loom::endpoint&;
+    /// The loom endpoint underneath (for queries).
     [[nodiscard]] auto native() const noexcept -> const loom::endpoint&;
+    /// True while the native endpoint is open.
     [[nodiscard]] auto is_open() const noexcept -> bool { return state_ != nullptr && state_->ep.valid(); }
     /// Where async_send, async_tagged_send and the blocking send go (a peer from the address
     /// vector); fabric_addrs::unspecified (the default) is the endpoint's connection.
     void set_default_peer(fabric_addr peer) noexcept;
+    /// The peer set with set_default_peer().
     [[nodiscard]] auto default_peer() const noexcept -> fabric_addr;
     /// Operations started and not yet completed.
     [[nodiscard]] auto outstanding_operations() const noexcept -> std::size_t;
 
     // ------------------------------------------------------------ messages
+    /// Sends the buffers to the default peer.
     template <class ConstBufferSequence, detail::completion_token Token>
     auto async_send(const ConstBufferSequence& buffers, Token&& token);
+    /// Receives a message into the buffers, from any source.
     template <class MutableBufferSequence, detail::completion_token Token>
     auto async_receive(const MutableBufferSequence& buffers, Token&& token);
+    /// Sends the buffers to `peer`.
     template <class ConstBufferSequence, detail::completion_token Token>
     auto async_send_to(const ConstBufferSequence& buffers, fabric_addr peer, Token&& token);
     /// Only messages from `source` (fabric_addrs::unspecified: any; a specific source needs
@@ -69,19 +78,24 @@ public:
     auto async_receive_from(const MutableBufferSequence& buffers, fabric_addr source, Token&& token);
 
     // ------------------------------------------------------------ tagged messages
+    /// Sends the buffers as a tagged message to the default peer.
     template <class ConstBufferSequence, detail::completion_token Token>
     auto async_tagged_send(const ConstBufferSequence& buffers, std::uint64_t tag, Token&& token);
     /// Messages whose tag equals `tag` in every bit not set in `ignore`.
     template <class MutableBufferSequence, detail::completion_token Token>
     auto async_tagged_receive(const MutableBufferSequence& buffers, std::uint64_t tag, std::uint64_t ignore,
                               Token&& token);
+    /// Receives a message whose tag equals `tag` exactly.
     template <class MutableBufferSequence, detail::completion_token Token>
     auto async_tagged_receive(const MutableBufferSequence& buffers, std::uint64_t tag, Token&& token);
+    /// Sends the buffers as a tagged message to `peer`.
     template <class ConstBufferSequence, detail::completion_token Token>
     auto async_tagged_send_to(const ConstBufferSequence& buffers, fabric_addr peer, std::uint64_t tag, Token&& token);
+    /// Receives a tagged message from `source` whose tag equals `tag` in every bit not set in `ignore`.
     template <class MutableBufferSequence, detail::completion_token Token>
     auto async_tagged_receive_from(const MutableBufferSequence& buffers, fabric_addr source, std::uint64_t tag,
                                    std::uint64_t ignore, Token&& token);
+    /// Receives a tagged message from `source` whose tag equals `tag` exactly.
     template <class MutableBufferSequence, detail::completion_token Token>
     auto async_tagged_receive_from(const MutableBufferSequence& buffers, fabric_addr source, std::uint64_t tag,
                                    Token&& token);
@@ -93,12 +107,15 @@ public:
     template <class MutableBufferSequence, detail::completion_token Token>
     auto async_read_from(const MutableBufferSequence& buffers, const memory_region& local_mr, fabric_addr peer,
                          const remote_memory& remote, Token&& token);
+    /// Writes the buffers' total length to the start of `remote` (at least that long) at `peer`; every buffer must lie
+    /// in `local_mr`.
     template <class ConstBufferSequence, detail::completion_token Token>
     auto async_write_to(const ConstBufferSequence& buffers, const memory_region& local_mr, fabric_addr peer,
                         const remote_memory& remote, Token&& token);
     /// The connected peer, no local registration: for configurations where both are valid.
     template <class MutableBufferSequence, detail::completion_token Token>
     auto async_read(const MutableBufferSequence& buffers, std::uint64_t remote_addr, std::uint64_t key, Token&& token);
+    /// The connected peer, no local registration: a write to `remote_addr` under `key`.
     template <class ConstBufferSequence, detail::completion_token Token>
     auto async_write(const ConstBufferSequence& buffers, std::uint64_t remote_addr, std::uint64_t key, Token&& token);
 
@@ -108,11 +125,13 @@ public:
     /// registry for its other readers). Throws std::system_error on failure.
     template <class ConstBufferSequence>
     auto send(const ConstBufferSequence& buffers) -> std::size_t;
+    /// send() reporting failure in `ec` instead of throwing.
     template <class ConstBufferSequence>
     auto send(const ConstBufferSequence& buffers, std::error_code& ec) -> std::size_t;
     /// The same for a receive: the message length (with an error, the bytes it reports).
     template <class MutableBufferSequence>
     auto receive(const MutableBufferSequence& buffers) -> std::size_t;
+    /// receive() reporting failure in `ec` instead of throwing.
     template <class MutableBufferSequence>
     auto receive(const MutableBufferSequence& buffers, std::error_code& ec) -> std::size_t;
 

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+/// The Asio front end: fabric operations that take Asio completion tokens.
 namespace loom::asio {
 
 /// How fabric_service::register_cq progresses a queue.
@@ -45,17 +46,21 @@ struct queue_options {
 /// again, but must not wait for another thread that calls it.
 class fabric_service final : public ::asio::io_context::service {
 public:
+    /// The service's identity in the io_context (Asio's service registry).
     static inline ::asio::io_context::id id;
 
+    /// How a queue is progressed (loom::asio::queue_options).
     using queue_options = loom::asio::queue_options;
     /// Back-off of zero-interval polling (queue_options::poll_interval).
     static constexpr unsigned idle_reads = 256;
     /// Reads one zero-interval pass makes at most while nothing completes.
     static constexpr unsigned spin_reads = 64;
+    /// The timer period zero-interval polling backs off to after idle_reads empty reads.
     static constexpr std::chrono::microseconds idle_interval{20};
     /// How a registered queue is progressed.
     enum class progress_kind { timer, descriptor };
 
+    /// The service of `ioc`; Asio creates it at first use (see use()).
     explicit fabric_service(::asio::io_context& ioc);
     fabric_service(const fabric_service&) = delete;
     auto operator=(const fabric_service&) -> fabric_service& = delete;
@@ -76,6 +81,7 @@ public:
     void start();
     /// Stops polling: operations stay outstanding; start() or poll_once() go on.
     void stop();
+    /// True between start() and stop().
     [[nodiscard]] auto started() const -> bool;
     /// One read of every registered queue that is not paused, and the handlers of what
     /// completed (through their executors: inline where the caller runs that executor, else

@@ -36,6 +36,7 @@ auto initiate_borrowed(const Executor& ex, loom::endpoint& ep, completion_queue&
 // executor. Drain these operations before the endpoint or the queue goes away: nothing here
 // keeps them alive or cancels them.
 
+/// Sends the buffers on `ep` to `peer`, completing on `cq` (its transmit queue).
 template <class Executor, class ConstBufferSequence, detail::completion_token Token>
 auto initiate_fabric_send(const Executor& ex, loom::endpoint& ep, completion_queue& cq,
                           const ConstBufferSequence& buffers, Token&& token,
@@ -44,6 +45,7 @@ auto initiate_fabric_send(const Executor& ex, loom::endpoint& ep, completion_que
                                             static_cast<Token&&>(token));
 }
 
+/// Receives a message into the buffers on `ep` (from `source` only, when given), completing on `cq`.
 template <class Executor, class MutableBufferSequence, detail::completion_token Token>
 auto initiate_fabric_receive(const Executor& ex, loom::endpoint& ep, completion_queue& cq,
                              const MutableBufferSequence& buffers, Token&& token,
@@ -52,6 +54,7 @@ auto initiate_fabric_receive(const Executor& ex, loom::endpoint& ep, completion_
                                            static_cast<Token&&>(token));
 }
 
+/// Sends the buffers on `ep` as a tagged message to `peer`, completing on `cq`.
 template <class Executor, class ConstBufferSequence, detail::completion_token Token>
 auto initiate_fabric_tagged_send(const Executor& ex, loom::endpoint& ep, completion_queue& cq,
                                  const ConstBufferSequence& buffers, std::uint64_t tag, Token&& token,
@@ -61,6 +64,7 @@ auto initiate_fabric_tagged_send(const Executor& ex, loom::endpoint& ep, complet
                                             static_cast<Token&&>(token));
 }
 
+/// Receives a tagged message on `ep` whose tag equals `tag` in every bit not set in `ignore`, completing on `cq`.
 template <class Executor, class MutableBufferSequence, detail::completion_token Token>
 auto initiate_fabric_tagged_receive(const Executor& ex, loom::endpoint& ep, completion_queue& cq,
                                     const MutableBufferSequence& buffers, std::uint64_t tag, std::uint64_t ignore,

@@ -16,9 +16,13 @@ namespace loom::asio {
 class registered_buffer_id {
 public:
     constexpr registered_buffer_id() noexcept = default;
+    /// The application's identifier `index`.
     constexpr explicit registered_buffer_id(int index) noexcept : index_(index) {}
+    /// The identifier; -1 for none.
     [[nodiscard]] constexpr auto index() const noexcept -> int { return index_; }
+    /// True when an identifier is set.
     [[nodiscard]] constexpr auto valid() const noexcept -> bool { return index_ >= 0; }
+    /// Same identifier.
     friend constexpr auto operator==(registered_buffer_id, registered_buffer_id) noexcept -> bool = default;
 
 private:
@@ -77,23 +81,29 @@ public:
 class const_registered_buffer : public detail::registered_view<::asio::const_buffer> {
 public:
     using registered_view::registered_view;
+    /// The same bytes, read-only.
     const_registered_buffer(const mutable_registered_buffer& b) noexcept  // NOLINT: as Asio's buffers convert
         : registered_view(::asio::const_buffer(b.buffer()), b.registration(), b.id()) {}
+    /// Drops the first n bytes (all of them when n is larger).
     auto operator+=(std::size_t n) noexcept -> const_registered_buffer& {
         buffer_ += n;
         return *this;
     }
 };
 
+/// The view without its first n bytes.
 [[nodiscard]] inline auto operator+(mutable_registered_buffer b, std::size_t n) noexcept -> mutable_registered_buffer {
     return b += n;
 }
+/// The view without its first n bytes.
 [[nodiscard]] inline auto operator+(std::size_t n, mutable_registered_buffer b) noexcept -> mutable_registered_buffer {
     return b += n;
 }
+/// The view without its first n bytes.
 [[nodiscard]] inline auto operator+(const_registered_buffer b, std::size_t n) noexcept -> const_registered_buffer {
     return b += n;
 }
+/// The view without its first n bytes.
 [[nodiscard]] inline auto operator+(std::size_t n, const_registered_buffer b) noexcept -> const_registered_buffer {
     return b += n;
 }
@@ -101,11 +111,14 @@ public:
 /// The same view (the Asio idiom), or its first max_size bytes; the registration and the
 /// identifier come along.
 [[nodiscard]] inline auto buffer(const mutable_registered_buffer& b) noexcept -> mutable_registered_buffer { return b; }
+/// The view's first `max_size` bytes.
 [[nodiscard]] inline auto buffer(const mutable_registered_buffer& b, std::size_t max_size) noexcept
     -> mutable_registered_buffer {
     return {::asio::buffer(b.buffer(), max_size), b.registration(), b.id()};
 }
+/// The same view (the Asio idiom).
 [[nodiscard]] inline auto buffer(const const_registered_buffer& b) noexcept -> const_registered_buffer { return b; }
+/// The view's first `max_size` bytes.
 [[nodiscard]] inline auto buffer(const const_registered_buffer& b, std::size_t max_size) noexcept
     -> const_registered_buffer {
     return {::asio::buffer(b.buffer(), max_size), b.registration(), b.id()};

@@ -82,16 +82,21 @@ using LOOM_EXECUTION_NS::sync_wait;
 using LOOM_EXECUTION_NS::then;
 using LOOM_EXECUTION_NS::upon_error;
 using LOOM_EXECUTION_NS::when_all;
+/// The empty environment.
 using env = LOOM_EXECUTION_NS::env<>;
 using LOOM_EXECUTION_STOP_NS::inplace_stop_source;
 using LOOM_EXECUTION_STOP_NS::inplace_stop_token;
 using LOOM_EXECUTION_STOP_NS::never_stop_token;
+/// The stop token type an environment of type Env provides.
 template <class Env>
 using stop_token_of_t = std::remove_cvref_t<decltype(get_stop_token(std::declval<const Env&>()))>;
+/// The environment type of a sender or receiver T.
 template <class T>
 using env_of_t = decltype(get_env(std::declval<const T&>()));
+/// The stop callback type of Token for callback F.
 template <class Token, class F>
 using stop_callback_for_t = typename Token::template callback_type<F>;
+/// True: a P2300 backend supplies the names above.
 inline constexpr bool has_execution_backend = true;
 }  // namespace loom::execution
 #else
@@ -99,21 +104,23 @@ inline constexpr bool has_execution_backend = true;
 #include <loom/execution/detail/protocol.hpp>
 #define LOOM_EXECUTION_BACKEND_NAME "none"
 namespace loom::execution {
+/// False: loom supplies the protocol and algorithms itself.
 inline constexpr bool has_execution_backend = false;
 }  // namespace loom::execution
 #endif
 
+/// The P2300 sender front end: senders for fabric operations, and the selected backend's names.
 namespace loom::execution {
 /// "std::execution", "stdexec", "beman::execution"; "none" when loom supplies the protocol.
 inline constexpr const char* execution_backend_name = LOOM_EXECUTION_BACKEND_NAME;
 /// The algorithms loom::execution names (every backend has them; so does loom's own set).
 namespace features {
-inline constexpr bool has_then = true;
-inline constexpr bool has_upon_error = true;
-inline constexpr bool has_let_value = true;
-inline constexpr bool has_when_all = true;
-inline constexpr bool has_sync_wait = true;
-inline constexpr bool has_starts_on = true;
+inline constexpr bool has_then = true;        ///< execution::then is available
+inline constexpr bool has_upon_error = true;  ///< execution::upon_error is available
+inline constexpr bool has_let_value = true;   ///< execution::let_value is available
+inline constexpr bool has_when_all = true;    ///< execution::when_all is available
+inline constexpr bool has_sync_wait = true;   ///< execution::sync_wait is available
+inline constexpr bool has_starts_on = true;   ///< execution::starts_on is available
 /// loom's own in-place stop tokens (no backend) or the backend's.
 inline constexpr bool has_inplace_stop_token = true;
 }  // namespace features

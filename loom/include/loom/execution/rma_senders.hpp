@@ -12,6 +12,7 @@ namespace loom {
 /// remote metadata are copied. Progress: loom::execution::poll_completions(cq).
 class rma_senders {
 public:
+    /// The senders of `ep` (borrowed).
     explicit rma_senders(endpoint& ep) noexcept : ep_(&ep) {}
 
     // ------------------------------------------------------------ registered, explicit peer
@@ -20,6 +21,7 @@ public:
                                  const remote_memory& remote, completion_queue* cq) const {
         return sender_of(execution::detail::rma_description{local, &local_mr, peer, remote, true}, cq);
     }
+    /// Writes `local` to the start of `remote` (which must be at least that long) at `peer`.
     [[nodiscard]] auto write_to(std::span<const std::byte> local, const memory_region& local_mr, fabric_addr peer,
                                 const remote_memory& remote, completion_queue* cq) const {
         return sender_of(execution::detail::rma_description{writable(local), &local_mr, peer, remote, false}, cq);
@@ -34,6 +36,7 @@ public:
                 local, nullptr, fabric_addrs::unspecified, {remote_addr, key, local.size()}, true},
             cq);
     }
+    /// write_to the connected peer without a local descriptor.
     [[nodiscard]] auto write(std::span<const std::byte> local, std::uint64_t remote_addr, std::uint64_t key,
                              completion_queue* cq) const {
         return sender_of(
@@ -80,6 +83,7 @@ public:
         d.copies[0] = value;
         return sender_of(d, cq);
     }
+    /// Compare-and-swap with copied inputs; the value before lands at the start of `result_mr`'s memory.
     template <atomic::atomic_value T>
     [[nodiscard]] auto compare_swap(std::uint64_t remote_addr, T expected, T replacement, std::uint64_t key,
                                     const memory_region& result_mr, completion_queue* cq) const {

@@ -15,13 +15,17 @@ class schedule_sender;
 /// polling the queue (that one calls loom::execution::poll_completions).
 class scheduler {
 public:
+    /// Marks it a P2300 scheduler.
     using scheduler_concept = execution::scheduler_t;
 
+    /// A scheduler that keeps `cq` alive.
     explicit scheduler(std::shared_ptr<completion_queue> cq) noexcept : cq_(std::move(cq)) {}
 
+    /// A sender that completes inline when started.
     [[nodiscard]] auto schedule() const noexcept -> schedule_sender;
     /// The queue whose progress the application drives.
     [[nodiscard]] auto queue() const noexcept -> const std::shared_ptr<completion_queue>& { return cq_; }
+    /// Same queue.
     friend auto operator==(const scheduler& a, const scheduler& b) noexcept -> bool { return a.cq_ == b.cq_; }
 
 private:
@@ -31,26 +35,33 @@ private:
 /// What scheduler::schedule() returns: completes with set_value() when started.
 class schedule_sender {
 public:
+    /// Marks it a P2300 sender.
     using sender_concept = execution::sender_t;
+    /// It completes with set_value() only.
     using completion_signatures = execution::completion_signatures<execution::set_value_t()>;
 
+    /// The operation state connect() returns.
     template <class R>
     struct operation {
-        R r;
+        R r;  ///< the receiver
+        /// Completes the receiver with set_value().
         void start() & noexcept { execution::set_value(std::move(r)); }
     };
+    /// The operation that completes `r` when started.
     template <class R>
     auto connect(R r) const -> operation<R> {
         return {std::move(r)};
     }
     /// Its environment names the scheduler it completes on.
     struct env {
-        scheduler sched;
+        scheduler sched;  ///< the scheduler it completes on
+        /// The scheduler set_value() completes on.
         [[nodiscard]] auto query(execution::get_completion_scheduler_t<execution::set_value_t>) const noexcept
             -> scheduler {
             return sched;
         }
     };
+    /// Its environment.
     [[nodiscard]] auto get_env() const noexcept -> env { return env{sched_}; }
 
 private:

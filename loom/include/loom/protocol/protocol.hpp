@@ -83,18 +83,21 @@ private:
     using type = std::remove_cvref_t<P>;
 
 public:
+    /// True when the protocol has tagged operations (and does not declare them unsupported).
     static constexpr bool static_tagged = [] {
         if constexpr (has_static_capabilities<type>)
             return tagged_protocol<type> && type::supports_tagged;
         else
             return tagged_protocol<type>;
     }();
+    /// True when the protocol has RMA reads and writes (and does not declare them unsupported).
     static constexpr bool static_rma = [] {
         if constexpr (has_static_capabilities<type>)
             return rma_protocol<type> && type::supports_rma;
         else
             return rma_protocol<type>;
     }();
+    /// True when the protocol has inject (and does not declare it unsupported).
     static constexpr bool static_inject = [] {
         if constexpr (has_static_capabilities<type>)
             return inject_capable<type> && type::supports_inject;
@@ -115,42 +118,51 @@ public:
 /// Calls through any protocol: the same code for every protocol type that meets the concept.
 namespace protocol {
 
+/// p.send(data).
 template <basic_protocol P>
 auto send(P& p, std::span<const std::byte> data) -> void_result {
     return p.send(data);
 }
+/// p.send(data, ctx), where the protocol takes a context.
 template <basic_protocol P>
 auto send(P& p, std::span<const std::byte> data, context_ptr<void> ctx) -> void_result
     requires requires { p.send(data, ctx); }
 {
     return p.send(data, ctx);
 }
+/// p.recv(buffer).
 template <basic_protocol P>
 auto recv(P& p, std::span<std::byte> buffer) -> void_result {
     return p.recv(buffer);
 }
+/// p.recv(buffer, ctx), where the protocol takes a context.
 template <basic_protocol P>
 auto recv(P& p, std::span<std::byte> buffer, context_ptr<void> ctx) -> void_result
     requires requires { p.recv(buffer, ctx); }
 {
     return p.recv(buffer, ctx);
 }
+/// p.tagged_send(data, tag).
 template <tagged_protocol P>
 auto tagged_send(P& p, std::span<const std::byte> data, std::uint64_t tag) -> void_result {
     return p.tagged_send(data, tag);
 }
+/// p.tagged_recv(buffer, tag, ignore).
 template <tagged_protocol P>
 auto tagged_recv(P& p, std::span<std::byte> buffer, std::uint64_t tag, std::uint64_t ignore = 0) -> void_result {
     return p.tagged_recv(buffer, tag, ignore);
 }
+/// p.read(local, remote, key): reads remote memory into `local`.
 template <rma_protocol P>
 auto read(P& p, std::span<std::byte> local, rma_addr remote, mr_key key) -> void_result {
     return p.read(local, remote, key);
 }
+/// p.write(local, remote, key): writes `local` to remote memory.
 template <rma_protocol P>
 auto write(P& p, std::span<const std::byte> local, rma_addr remote, mr_key key) -> void_result {
     return p.write(local, remote, key);
 }
+/// p.inject(data): a send without a completion.
 template <inject_capable P>
 auto inject(P& p, std::span<const std::byte> data) -> void_result {
     return p.inject(data);

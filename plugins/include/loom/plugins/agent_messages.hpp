@@ -22,33 +22,40 @@
 
 namespace loom::plugins {
 
+/// The version the strings carry.
 inline constexpr std::uint16_t agent_messages_version = 1;
 /// Agent names travel in 16 bits of length.
 inline constexpr std::size_t max_agent_name = 0xffff;
 /// The record kind of a notification on a buffered connection.
 inline constexpr std::uint16_t notification_record = first_component_kind;
 
+/// How to reach a transfer agent: its name and its receive endpoint's address.
 struct connection_info {
-    std::string agent{};
-    handle_bytes address{};
+    std::string agent{};     ///< the agent's name
+    handle_bytes address{};  ///< its receive endpoint's address
 };
 
+/// What a peer needs to reach a registration with one-sided operations.
 struct public_data {
     std::uint64_t address{0};  ///< the registration's start in the owner's address space
-    std::uint64_t length{0};
-    remote_key_bytes key{};
+    std::uint64_t length{0};   ///< its length in bytes
+    remote_key_bytes key{};    ///< its encoded remote key
 };
 
+/// A notification as received.
 struct notification {
-    std::string agent{};  ///< who sent it
-    std::string message{};
+    std::string agent{};    ///< who sent it
+    std::string message{};  ///< the text sent
 };
 
+/// The connection info string; message_too_long for a name over max_agent_name.
 [[nodiscard]] auto encode(const connection_info& info) -> result<std::string>;
 /// invalid_argument for anything but a whole, intact string of this version.
 [[nodiscard]] auto decode_connection_info(std::span<const std::byte> bytes) -> result<connection_info>;
 
+/// The public data string.
 [[nodiscard]] auto encode(const public_data& data) -> std::string;
+/// invalid_argument for anything but a whole, intact string of this version.
 [[nodiscard]] auto decode_public_data(std::span<const std::byte> bytes) -> result<public_data>;
 
 /// The payload of a notification record (message_too_long for a name over max_agent_name).
@@ -56,6 +63,7 @@ struct notification {
 /// The same into `out`, whose capacity is reused (a prepared transfer posted again allocates nothing).
 [[nodiscard]] auto encode_notification(std::string_view agent, std::string_view message, std::string& out)
     -> void_result;
+/// Decodes a notification record's payload; invalid_argument when it is shorter than its name.
 [[nodiscard]] auto decode_notification(std::span<const std::byte> payload) -> result<notification>;
 
 /// Views a string as bytes (what the encoders return is handed on as std::string).

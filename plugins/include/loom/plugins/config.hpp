@@ -15,6 +15,7 @@ namespace loom::plugins {
 /// A switch with an automatic default.
 enum class tristate : std::uint8_t { automatic, off, on };
 
+/// The runtime's settings, from the LOOM_* environment variables.
 struct config {
     std::string provider{};                            ///< LOOM_PROVIDER: exact provider name; empty = ranked choice
     std::string iface{};                               ///< LOOM_IFACE: comma-separated domain/interface names

@@ -34,71 +34,81 @@ namespace loom::plugins {
 
 /// A connector's request to join a listen channel.
 struct connect_message {
-    std::uint32_t sender_channel{0};
-    std::uint32_t listen_channel{0};
-    std::uint32_t pid{0};
-    std::uint64_t host{0};
-    address sender_address{};
-    std::vector<address> rails{};  ///< the connector's rails 1..
+    std::uint32_t sender_channel{0};  ///< the connector's new channel id
+    std::uint32_t listen_channel{0};  ///< the listen channel it joins
+    std::uint32_t pid{0};             ///< the connector's process id
+    std::uint64_t host{0};            ///< the connector's host identity
+    address sender_address{};         ///< the connector's address (rail 0)
+    std::vector<address> rails{};     ///< the connector's rails 1..
 };
 
 /// The listener's answer: the channel that will receive.
 struct accept_message {
-    std::uint32_t receiver_channel{0};
-    std::uint32_t sender_channel{0};
-    std::uint32_t pid{0};
-    std::uint64_t host{0};
-    std::vector<address> rails{};  ///< the acceptor's rails 1..
+    std::uint32_t receiver_channel{0};  ///< the listener's new receive channel id
+    std::uint32_t sender_channel{0};    ///< the connector's channel id, echoed
+    std::uint32_t pid{0};               ///< the acceptor's process id
+    std::uint64_t host{0};              ///< the acceptor's host identity
+    std::vector<address> rails{};       ///< the acceptor's rails 1..
 };
 
 /// Where one rail of a rendezvous write goes.
 struct remote_rail {
-    std::uint64_t address{0};
-    std::uint64_t key{0};
+    std::uint64_t address{0};  ///< the buffer's address on the rail
+    std::uint64_t key{0};      ///< the buffer's key on the rail
 };
 
 /// A receiver's clear-to-send: the buffer (per rail), how much it holds, and the immediate data
 /// each write must carry.
 struct clear_to_send {
-    immediate::write_target target{};
-    std::uint64_t capacity{0};  ///< at most immediate::length_mask
-    int rails{0};               ///< 1 .. max_rails
-    std::array<remote_rail, max_rails> rail{};
+    immediate::write_target target{};           ///< the receive the writes land in
+    std::uint64_t capacity{0};                  ///< at most immediate::length_mask
+    int rails{0};                               ///< 1 .. max_rails
+    std::array<remote_rail, max_rails> rail{};  ///< per rail: where the writes go
 };
 
 /// A liveness probe (ping) or its answer (pong), exchanged while a channel waits on its peer.
 struct liveness_message {
-    bool pong{false};
+    bool pong{false};           ///< an answer, not a probe
     std::uint32_t sequence{0};  ///< a pong repeats its ping's
 };
 
 /// The sequence field of the control tag that carries liveness messages (0 is the handshake's).
 inline constexpr std::uint32_t liveness_sequence = 1;
 
+/// Bytes of an encoded liveness message.
 inline constexpr std::size_t liveness_size = 16;
+/// Bytes of a CONNECT before its address.
 inline constexpr std::size_t connect_header_size = 32;
+/// Bytes of an ACCEPT before its rail list.
 inline constexpr std::size_t accept_header_size = 32;
+/// Bytes of the largest CTS (every rail).
 inline constexpr std::size_t cts_max_size = 16 + 16 * max_rails;
 
 /// Encoded size of each message (what encode writes).
+/// @{
 [[nodiscard]] auto encoded_size(const connect_message& m) noexcept -> std::size_t;
 [[nodiscard]] auto encoded_size(const accept_message& m) noexcept -> std::size_t;
 [[nodiscard]] constexpr auto encoded_size(const clear_to_send& m) noexcept -> std::size_t {
     return 16 + 16 * static_cast<std::size_t>(m.rails);
 }
+/// @}
 
 /// Writes the message into `out`; the bytes used. invalid_argument for an address without a
 /// format, longer than handle_address_capacity, or more rails than max_rails - 1; no_space when `out` is too small.
+/// @{
 [[nodiscard]] auto encode(const connect_message& m, std::span<std::byte> out) -> result<std::size_t>;
 [[nodiscard]] auto encode(const accept_message& m, std::span<std::byte> out) -> result<std::size_t>;
 [[nodiscard]] auto encode(const clear_to_send& m, std::span<std::byte> out) -> result<std::size_t>;
 [[nodiscard]] auto encode(const liveness_message& m, std::span<std::byte> out) -> result<std::size_t>;
+/// @}
 
 /// Decodes a received message; protocol_error for anything malformed (short, wrong magic or
 /// version, lengths beyond the bytes, zero channel ids, bad addresses, rail counts out of range).
+/// @{
 [[nodiscard]] auto decode_connect(std::span<const std::byte> in) -> result<connect_message>;
 [[nodiscard]] auto decode_accept(std::span<const std::byte> in) -> result<accept_message>;
 [[nodiscard]] auto decode_cts(std::span<const std::byte> in) -> result<clear_to_send>;
 [[nodiscard]] auto decode_liveness(std::span<const std::byte> in) -> result<liveness_message>;
+/// @}
 
 }  // namespace loom::plugins

@@ -21,15 +21,15 @@ class engine;
 
 /// One NIC: a provider's domain (interface).
 struct nic {
-    fabric_info info;
-    std::string name;  ///< domain name (interface), or the provider for shm-like ones
-    std::string provider;
-    nic_topology topo;
-    bool rma{false};  ///< RMA write + remote CQ data: the rendezvous path is available
-    std::size_t eager_max{0};
-    std::uint64_t guid{0};
-    std::size_t max_msg_size{0};
-    int speed_mbps{0};  ///< the interface's, or what provider_facts assumes
+    fabric_info info;             ///< the provider's discovery result for the domain
+    std::string name;             ///< domain name (interface), or the provider for shm-like ones
+    std::string provider;         ///< the provider's name
+    nic_topology topo;            ///< where the NIC sits (PCI path, NUMA node)
+    bool rma{false};              ///< RMA write + remote CQ data: the rendezvous path is available
+    std::size_t eager_max{0};     ///< largest message sent eagerly (LOOM_EAGER_MAX, or the provider's default)
+    std::uint64_t guid{0};        ///< identifier: a hash of the provider and domain names, and the NIC's index
+    std::size_t max_msg_size{0};  ///< largest message the provider takes
+    int speed_mbps{0};            ///< the interface's, or what provider_facts assumes
 };
 
 /// The NICs of the best-ranked provider present (or of cfg.provider), filtered by cfg.iface.
@@ -45,21 +45,29 @@ struct device_memory_support {
     bool cuda{false};    ///< CUDA device pointers (FI_HMEM, a driver with devices, flush reads)
     bool dmabuf{false};  ///< DMA-BUF registrations reaching hardware (every GPU exports them)
 };
+/// The device memory `n` can take in this process.
 [[nodiscard]] auto device_memory_support_of(const nic& n) -> device_memory_support;
 
+/// The process's devices: the NICs discovered, and virtual devices fused from them, each with its engine opened on
+/// first use.
 class device_registry {
 public:
     /// Discovers the NICs cfg selects.
     [[nodiscard]] static auto discover(const config& cfg) -> result<device_registry>;
     device_registry() noexcept;
+    /// Moves the devices and their engines.
     device_registry(device_registry&&) noexcept;
+    /// Moves the devices and their engines.
     auto operator=(device_registry&&) noexcept -> device_registry&;
     ~device_registry();
 
     /// Physical devices (NICs); virtual devices follow them, numbered from nic_count().
     [[nodiscard]] auto nic_count() const noexcept -> int { return static_cast<int>(nics_.size()); }
+    /// Devices: the NICs, then the virtual devices.
     [[nodiscard]] auto device_count() const noexcept -> int { return nic_count() + static_cast<int>(virtuals_.size()); }
+    /// True for a device number in range.
     [[nodiscard]] auto contains(int dev) const noexcept -> bool { return dev >= 0 && dev < device_count(); }
+    /// True for a virtual device.
     [[nodiscard]] auto is_virtual(int dev) const noexcept -> bool { return dev >= nic_count() && contains(dev); }
     /// The NIC carrying device `dev`'s control and eager traffic (a virtual device's first member).
     [[nodiscard]] auto primary_nic(int dev) const noexcept -> const nic*;
@@ -77,6 +85,7 @@ public:
     /// Closes every engine and forgets the virtual devices (the NICs stay discovered).
     void close_engines() noexcept;
 
+    /// Called with each engine as it opens.
     using engine_hook = void (*)(engine&) noexcept;
     /// Called for every engine when it is opened (adaptors install their release hooks).
     void on_engine_open(engine_hook h) noexcept { on_open_ = h; }

@@ -44,8 +44,9 @@ enum class send_mode : std::uint8_t {
     zero_copy,
 };
 
+/// How a send endpoint is opened.
 struct connection_parameters {
-    send_mode mode{send_mode::buffered};
+    send_mode mode{send_mode::buffered};  ///< buffered or zero-copy
     /// buffered: bytes per coalescing buffer (the largest batch; a message takes 8 bytes more).
     std::size_t buffer_size{64 * 1024};
     /// buffered: coalescing buffers; zero_copy: header slots (zero-copy messages in flight).
@@ -64,13 +65,15 @@ enum class receive_mode : std::uint8_t {
     posted,
 };
 
+/// How a receive endpoint is opened.
 struct receive_parameters {
-    receive_mode mode{receive_mode::pool};
+    receive_mode mode{receive_mode::pool};  ///< its own pool, or buffers the caller posts
     /// Largest batch (at least the senders' buffer_size) and, in pool mode, largest zero-copy message.
     std::size_t buffer_size{64 * 1024};
     /// Receives of each kind kept posted per connected sender (at most max_receive_buffers).
     std::size_t buffer_count{8};
 };
+/// The most receives of each kind a receive endpoint keeps posted per sender.
 inline constexpr std::size_t max_receive_buffers = 10;
 /// The largest immediate value a one-sided write may carry (46 bits).
 inline constexpr std::uint64_t max_immediate_value = immediate::max_user_value;
@@ -82,8 +85,10 @@ enum class write_completion : std::uint8_t { transmitted, delivered };
 
 /// Opaque handles; 0 is never a valid one. A closed endpoint's handle stays invalid.
 enum class send_endpoint_id : std::uint64_t {};
+/// The handle of a receive endpoint; 0 is never valid.
 enum class receive_endpoint_id : std::uint64_t {};
 
+/// What an event reports.
 enum class event_kind : std::uint8_t {
     connected,          ///< a send endpoint's peer accepted it (context: the endpoint's)
     connection_failed,  ///< it never will (error says why); the endpoint stays open until closed
@@ -102,28 +107,30 @@ enum class event_kind : std::uint8_t {
 /// One event. Spans point into the manager's or the caller's buffers and are valid only during
 /// the handler's call.
 struct event {
-    event_kind kind{};
-    std::error_code error{};
-    void* context{nullptr};     ///< the endpoint's (connection events, messages) or the operation's
-    send_endpoint_id sender{};  ///< the send endpoint concerned, if any
-    receive_endpoint_id receiver{};
-    std::uint32_t peer{0};    ///< receive side: which connected sender (from 1, per endpoint)
-    std::uint16_t record{0};  ///< message: its record kind (0 for the user's; zero-copy: 0)
-    std::span<const std::byte> data{};
+    event_kind kind{};                    ///< what happened
+    std::error_code error{};              ///< why, for failures; empty otherwise
+    void* context{nullptr};               ///< the endpoint's (connection events, messages) or the operation's
+    send_endpoint_id sender{};            ///< the send endpoint concerned, if any
+    receive_endpoint_id receiver{};       ///< the receive endpoint concerned, if any
+    std::uint32_t peer{0};                ///< receive side: which connected sender (from 1, per endpoint)
+    std::uint16_t record{0};              ///< message: its record kind (0 for the user's; zero-copy: 0)
+    std::span<const std::byte> data{};    ///< message: its bytes
     std::span<const std::byte> header{};  ///< zero-copy message: the sender's header
     void* buffer_context{nullptr};        ///< posted receive: the context given to post_receive
     std::uint64_t value{0};               ///< remote_write: the immediate data
 };
 
+/// The function the manager delivers events to.
 using event_handler = std::function<void(const event&)>;
 
+/// How an endpoint manager is created.
 struct manager_options {
     /// The runtime's device (NIC, or virtual device from make_virtual); see loom-devices.
     int device{0};
     /// NICs fused into this manager's device: `device` (a NIC then) and the next rails − 1 of
     /// the runtime's device list. Large one-sided writes and reads are striped over them.
     int rails{1};
-    event_handler on_event{};
+    event_handler on_event{};  ///< receives every event
     /// Any thread may call any function at any time; the handler runs on one thread at a time.
     bool thread_safe{false};
     /// A thread of the manager calls poll() continuously (implies thread_safe): the handler runs there.
@@ -133,6 +140,8 @@ struct manager_options {
     config_overrides settings{};
 };
 
+/// Connections between processes over the plugin runtime: buffered or zero-copy messages, one-sided reads, writes and
+/// atomics, delivered as events from poll().
 class endpoint_manager {
 public:
     /// Acquires the process's runtime (LOOM_* configuration, device discovery) and opens an
@@ -145,10 +154,12 @@ public:
     auto operator=(const endpoint_manager&) -> endpoint_manager& = delete;
 
     // ---------------------------------------------------------------- receiving
+    /// A receive endpoint; senders connect to it through address_of().
     [[nodiscard]] auto open_receive_endpoint(const receive_parameters& params, void* context = nullptr)
         -> result<receive_endpoint_id>;
     /// What a peer passes to open_send_endpoint (fixed size, validated by the peer).
     [[nodiscard]] auto address_of(receive_endpoint_id ep) const -> result<handle_bytes>;
+    /// Closes a receive endpoint; its connections end.
     [[nodiscard]] auto close_receive_endpoint(receive_endpoint_id ep) -> void_result;
     /// Posted mode: the next zero-copy message lands in `buffer` (registered through `mh`, or
     /// nullptr to let the manager look it up). The event carries `context` as buffer_context.
@@ -207,6 +218,7 @@ public:
                              std::span<const std::byte> remote_key, std::uint64_t offset,
                              std::optional<std::uint64_t> immediate = std::nullopt, void* context = nullptr,
                              write_completion completion = write_completion::transmitted) -> void_result;
+    /// Reads the peer's registration at `offset` into `local`; event::read_complete with `context` follows.
     [[nodiscard]] auto read(send_endpoint_id ep, std::span<std::byte> local, memory_handle* mh,
                             std::span<const std::byte> remote_key, std::uint64_t offset, void* context = nullptr)
         -> void_result;
@@ -215,6 +227,7 @@ public:
                              const memory_key& remote_key, std::uint64_t offset,
                              std::optional<std::uint64_t> immediate = std::nullopt, void* context = nullptr,
                              write_completion completion = write_completion::transmitted) -> void_result;
+    /// The same with a key decoded once.
     [[nodiscard]] auto read(send_endpoint_id ep, std::span<std::byte> local, memory_handle* mh,
                             const memory_key& remote_key, std::uint64_t offset, void* context = nullptr) -> void_result;
     /// Native 64-bit atomics at `offset` (8-byte aligned); the old value lands in *previous.
@@ -222,9 +235,12 @@ public:
     [[nodiscard]] auto fetch_add(send_endpoint_id ep, std::uint64_t increment, std::uint64_t* previous,
                                  std::span<const std::byte> remote_key, std::uint64_t offset, void* context = nullptr)
         -> void_result;
+    /// Native 64-bit compare-and-swap at `offset`: `desired` is stored when the value equals `expected`; the old value
+    /// lands in *previous.
     [[nodiscard]] auto compare_swap(send_endpoint_id ep, std::uint64_t expected, std::uint64_t desired,
                                     std::uint64_t* previous, std::span<const std::byte> remote_key,
                                     std::uint64_t offset, void* context = nullptr) -> void_result;
+    /// Whether the provider has native atomics (fetch_add, compare_swap).
     [[nodiscard]] auto supports_atomics() const noexcept -> bool;
     /// NICs of the manager's device.
     [[nodiscard]] auto rail_count() const noexcept -> int;

@@ -72,6 +72,7 @@ public:
         }
         return std::nullopt;
     }
+    /// Forgets every tag: sequences start again at 0 (a channel reused).
     void reset() noexcept;
 
 private:
@@ -83,24 +84,31 @@ private:
     std::array<entry, tag_table_size> e_{};
 };
 
+/// `magic` of a live listener (each kind has its own, cleared on close).
 inline constexpr std::uint32_t magic_listen = 0x4c4f4c31;  // per object kind, cleared on close
+/// `magic` of a live sender.
 inline constexpr std::uint32_t magic_send = 0x4c4f5331;
+/// `magic` of a live receiver.
 inline constexpr std::uint32_t magic_recv = 0x4c4f5231;
+/// `magic` of a live memory_handle.
 inline constexpr std::uint32_t magic_mr = 0x4c4f4d31;
+/// `magic` of a send_request in use.
 inline constexpr std::uint32_t magic_sreq = 0x4c4f7331;
+/// `magic` of a recv_request in use.
 inline constexpr std::uint32_t magic_rreq = 0x4c4f7231;
+/// `magic` of any of them once closed or released.
 inline constexpr std::uint32_t magic_dead = 0;
 
 /// A user registration (a host's memory handle). Lives in a never-freed slab, so a
 /// stale pointer still reads as dead instead of touching freed memory.
 struct memory_handle {
-    std::atomic<std::uint32_t> magic{magic_dead};
-    engine* eng{nullptr};
+    std::atomic<std::uint32_t> magic{magic_dead};  ///< magic_mr while live
+    engine* eng{nullptr};                          ///< the engine that registered it
     bool device{false};                            ///< device memory (HMEM interface other than system)
     mr_handle reg{};                               ///< rail 0 (the engine's own NIC)
     std::array<mr_handle, max_rails - 1> extra{};  ///< rails 1.. of a virtual device
-    std::byte* base{nullptr};
-    std::size_t length{0};
+    std::byte* base{nullptr};                      ///< first registered byte
+    std::size_t length{0};                         ///< bytes registered
 };
 
 struct channel_base;
@@ -112,38 +120,41 @@ struct channel_base;
 struct foreign_op : op {
     /// 0 (in flight), 1 (complete already) or -FI_E*.
     using submit_fn = int (*)(foreign_op&, endpoint&, fabric_addr peer) noexcept;
+    /// Receives the operation's end: success, or the completion's or submission's error.
     using end_fn = void (*)(foreign_op&, std::error_code) noexcept;
-    submit_fn submit_with{nullptr};
-    end_fn on_end{nullptr};
-    channel_base* chan{nullptr};
-    int rail{0};  ///< the rail it goes on (below the channel's rails; the peer's key must have it)
+    submit_fn submit_with{nullptr};  ///< submits the operation on an endpoint to the peer
+    end_fn on_end{nullptr};          ///< called once at its end
+    channel_base* chan{nullptr};     ///< the channel whose peer it targets
+    int rail{0};                     ///< the rail it goes on (below the channel's rails; the peer's key must have it)
 };
 
+/// A channel's connection state.
 enum class chan_state : std::uint8_t { idle, connecting, ready, failed, closed };
 
 /// Liveness of a connection (peer_monitor.cpp): while a request waits on the peer, pings go out
 /// and the peer's pongs keep last_heard fresh.
 struct liveness_state {
-    clock::time_point last_heard{};
-    clock::time_point last_ping{};
-    std::uint32_t ping_sequence{0};
-    op receive{};  ///< the posted receive for the peer's pings and pongs
-    std::array<std::byte, liveness_size> buffer{};
+    clock::time_point last_heard{};                 ///< when the peer was last heard from
+    clock::time_point last_ping{};                  ///< when the last ping went out
+    std::uint32_t ping_sequence{0};                 ///< sequence number of the last ping sent
+    op receive{};                                   ///< the posted receive for the peer's pings and pongs
+    std::array<std::byte, liveness_size> buffer{};  ///< where the peer's pings and pongs land
 };
 
+/// What senders, receivers and listeners share: identity, peer and connection state.
 struct channel_base {
-    std::atomic<std::uint32_t> magic{magic_dead};
-    engine* eng{nullptr};
-    std::uint32_t id{0};
-    std::uint32_t remote_id{0};
+    std::atomic<std::uint32_t> magic{magic_dead};    ///< magic_send, magic_recv or magic_listen while open
+    engine* eng{nullptr};                            ///< the engine it belongs to
+    std::uint32_t id{0};                             ///< this side's channel id (what the peer puts in its tags)
+    std::uint32_t remote_id{0};                      ///< the peer's channel id
     fabric_addr peer{fabric_addrs::unspecified};     ///< on rail 0
     int rails{1};                                    ///< rails both sides have
     std::array<fabric_addr, max_rails> rail_peer{};  ///< the peer on each rail ([0] == peer)
-    std::uint32_t peer_pid{0};
-    std::uint64_t peer_host{0};
-    chan_state state{chan_state::idle};
-    bool is_sender{false};
-    std::string peer_name{};
+    std::uint32_t peer_pid{0};                       ///< the peer's process id (0: unknown)
+    std::uint64_t peer_host{0};          ///< the peer's host identity (same-host peers are checked directly)
+    chan_state state{chan_state::idle};  ///< connection state
+    bool is_sender{false};               ///< true for a sender, false for a receiver
+    std::string peer_name{};             ///< the peer's address as text, for logs
     liveness_state* live{nullptr};       ///< the derived channel's own (last, after its pools)
     std::uint32_t foreign_in_flight{0};  ///< foreign operations to the peer not yet ended
     clock::time_point foreign_since{};   ///< when the oldest of them may have started
@@ -152,85 +163,94 @@ struct channel_base {
 /// A host profiler's event for one operation: the handle its callback gave back and the
 /// description the adaptor passed it, kept stable in the request until the event is stopped.
 struct host_event {
-    void* handle{nullptr};
-    alignas(8) std::array<std::byte, 48> info{};
+    void* handle{nullptr};                        ///< what the host profiler's start callback returned
+    alignas(8) std::array<std::byte, 48> info{};  ///< the event description passed to the profiler
 };
 
+/// What send and receive requests share: identity, owner channel, state.
 struct request_base {
-    std::atomic<std::uint32_t> magic{magic_dead};
-    std::uint32_t gen{0};
-    channel_base* chan{nullptr};
-    bool is_send{false};
-    bool active{false};
-    bool done{false};
+    std::atomic<std::uint32_t> magic{magic_dead};  ///< magic_sreq or magic_rreq while in use
+    std::uint32_t gen{0};                 ///< generation: tells a completion for an earlier use of the request apart
+    channel_base* chan{nullptr};          ///< the channel it belongs to
+    bool is_send{false};                  ///< a send_request, not a recv_request
+    bool active{false};                   ///< taken from the pool and submitted
+    bool done{false};                     ///< complete (or failed): the next test() reports it
     bool released{false};                 ///< handed back by the host; recycled once no op is in flight
     bool profiled{false};                 ///< host events are open: the release hook runs when the host's view ends
     bool recycle_queued{false};           ///< on the engine's list of requests to put back in their pool
     request_base* recycle_next{nullptr};  ///< that list's link
     errc error{errc::success};            ///< why the request failed (success while it has not)
-    clock::time_point started{};
+    clock::time_point started{};          ///< when it was submitted (peer checks)
 };
 
+/// A send: eager (one tagged message, or an inject) or by rendezvous (RTS, CTS, RMA writes).
 struct send_request : request_base {
-    const std::byte* data{nullptr};
-    std::size_t size{0};
-    void* desc{nullptr};
-    std::uint32_t user_tag{0};
-    std::uint32_t seq{0};
-    bool rendezvous{false};
-    bool cts_seen{false};
-    host_event prof{};
-    std::size_t to_write{0};
-    std::size_t written{0};
-    std::uint64_t imm_base{0};
-    int stripes{1};
-    std::array<std::uint64_t, max_rails> remote_addr{};
-    std::array<std::uint64_t, max_rails> remote_key{};
+    const std::byte* data{nullptr};                      ///< the data
+    std::size_t size{0};                                 ///< bytes to send
+    void* desc{nullptr};                                 ///< the host registration's descriptor, or null
+    std::uint32_t user_tag{0};                           ///< the user's tag
+    std::uint32_t seq{0};                                ///< sequence number within (channel, tag)
+    bool rendezvous{false};                              ///< goes by rendezvous
+    bool cts_seen{false};                                ///< the receiver's clear-to-send arrived
+    host_event prof{};                                   ///< host profiler event
+    std::size_t to_write{0};                             ///< bytes the receiver takes (at most its capacity)
+    std::size_t written{0};                              ///< bytes written so far
+    std::uint64_t imm_base{0};                           ///< immediate data that routes the writes to the receive slot
+    int stripes{1};                                      ///< rails the writes are striped over
+    std::array<std::uint64_t, max_rails> remote_addr{};  ///< the receive buffer's address on each rail
+    std::array<std::uint64_t, max_rails> remote_key{};   ///< the receive buffer's key on each rail
+    /// Per rail: where its stripe starts, its length, bytes of it written, the write in flight.
+    /// @{
     std::array<std::size_t, max_rails> stripe_off{}, stripe_len{}, stripe_done{}, chunk{};
-    std::array<mr_handle, max_rails> src{};  ///< registrations of the RMA source when the host gave none
-    std::array<const memory_region*, max_rails> src_mr{};
-    std::array<std::byte, cts_max_size> cts{};
-    op main{};
-    op cts_op{};
-    std::array<op, max_rails> write_ops{};
+    /// @}
+    std::array<mr_handle, max_rails> src{};                ///< registrations of the RMA source when the host gave none
+    std::array<const memory_region*, max_rails> src_mr{};  ///< each rail's registration of the data
+    std::array<std::byte, cts_max_size> cts{};             ///< the clear-to-send lands here
+    op main{};                                             ///< the eager send or the rendezvous request
+    op cts_op{};                                           ///< the receive of the clear-to-send
+    std::array<op, max_rails> write_ops{};                 ///< the RMA write in flight on each rail
 };
 
+/// One buffer of a (grouped) receive.
 struct recv_slot {
-    std::byte* data{nullptr};
-    std::size_t capacity{0};
-    void* desc{nullptr};
-    std::array<std::uint64_t, max_rails> rkey{};
-    std::array<std::uint64_t, max_rails> raddr{};
-    std::uint32_t user_tag{0};
-    std::uint32_t seq{0};
-    bool done{false};
-    bool rendezvous{false};
-    bool has_key{false};
-    std::array<mr_handle, max_rails> tmp{};  ///< registrations looked up when the host gave none
-    memory_handle* host_reg{nullptr};
-    host_event prof{};
-    std::size_t received{0};
-    std::size_t expected{0};
-    std::size_t landed{0};
+    std::byte* data{nullptr};                      ///< the buffer
+    std::size_t capacity{0};                       ///< its size
+    void* desc{nullptr};                           ///< the host registration's descriptor, or null
+    std::array<std::uint64_t, max_rails> rkey{};   ///< the buffer's key on each rail (rendezvous)
+    std::array<std::uint64_t, max_rails> raddr{};  ///< the buffer's address on each rail (rendezvous)
+    std::uint32_t user_tag{0};                     ///< the user's tag
+    std::uint32_t seq{0};                          ///< sequence number within (channel, tag)
+    bool done{false};                              ///< complete
+    bool rendezvous{false};                        ///< the sender chose the rendezvous
+    bool has_key{false};                           ///< rkey and raddr are filled in
+    std::array<mr_handle, max_rails> tmp{};        ///< registrations looked up when the host gave none
+    memory_handle* host_reg{nullptr};              ///< the host's registration, or null
+    host_event prof{};                             ///< host profiler event
+    std::size_t received{0};                       ///< bytes received
+    std::size_t expected{0};                       ///< bytes the rendezvous will write
+    std::size_t landed{0};                         ///< bytes the rendezvous wrote so far
+    /// Eager data for buffers smaller than scratch_size lands here first.
     std::array<std::byte, scratch_size> scratch{};
-    std::array<std::byte, cts_max_size> cts{};
-    std::size_t cts_len{0};
-    op recv_op{};
-    op cts_op{};
+    std::array<std::byte, cts_max_size> cts{};  ///< the clear-to-send sent back
+    std::size_t cts_len{0};                     ///< its length
+    op recv_op{};                               ///< the tagged receive
+    op cts_op{};                                ///< the clear-to-send's send
 };
 
+/// A receive of up to max_slots buffers, complete when every one has its message.
 struct recv_request : request_base {
-    int n{0};
-    int remaining{0};
-    std::array<recv_slot, max_slots> slots{};
+    int n{0};                                  ///< buffers
+    int remaining{0};                          ///< buffers still waiting
+    std::array<recv_slot, max_slots> slots{};  ///< the buffers
 };
 
 /// What an adaptor may read of a request (for its host's profiler, its logs).
 struct request_view {
-    bool is_send{false};
+    bool is_send{false};     ///< a send
     bool rendezvous{false};  ///< a send that goes by RTS/CTS and RMA writes
     int parts{1};            ///< sub-receives of a grouped receive; 1 for a send
 };
+/// The view of `r`.
 [[nodiscard]] inline auto view_of(const request_base& r) noexcept -> request_view {
     if (r.is_send) return {.is_send = true, .rendezvous = static_cast<const send_request&>(r).rendezvous, .parts = 1};
     return {.is_send = false, .rendezvous = false, .parts = static_cast<const recv_request&>(r).n};
@@ -245,52 +265,55 @@ inline void mark_profiled(request_base& r) noexcept { r.profiled = true; }
 }
 
 struct listener;
+/// The sending side of a one-directional channel.
 struct sender : channel_base {
-    std::uint32_t listen_id{0};
-    std::size_t connect_len{0};
-    std::array<std::byte, control_capacity> connect_msg{};
-    std::array<std::byte, control_capacity> accept_msg{};
-    op connect_op{};
-    op accept_op{};
-    clock::time_point deadline{};
-    tag_sequences seqs{};
-    request_pool<send_request, send_pool_size> pool{};
-    liveness_state liveness{};
+    std::uint32_t listen_id{0};                             ///< the listener's channel id at the peer
+    std::size_t connect_len{0};                             ///< length of the connect message
+    std::array<std::byte, control_capacity> connect_msg{};  ///< the connect message
+    std::array<std::byte, control_capacity> accept_msg{};   ///< the peer's accept message lands here
+    op connect_op{};                                        ///< its send
+    op accept_op{};                                         ///< its receive
+    clock::time_point deadline{};                           ///< the connect fails after this
+    tag_sequences seqs{};                                   ///< sequence numbers per tag
+    request_pool<send_request, send_pool_size> pool{};      ///< its send requests
+    liveness_state liveness{};                              ///< the peer's liveness
     sender() noexcept { live = &liveness; }
 };
 
+/// The receiving side of a one-directional channel.
 struct receiver : channel_base {
-    std::size_t accept_len{0};
-    std::array<std::byte, control_capacity> accept_msg{};
-    op accept_op{};
-    tag_sequences seqs{};
-    request_pool<recv_request, recv_pool_size> pool{};
-    liveness_state liveness{};
+    std::size_t accept_len{0};                             ///< length of the accept message
+    std::array<std::byte, control_capacity> accept_msg{};  ///< the accept message
+    op accept_op{};                                        ///< its send
+    tag_sequences seqs{};                                  ///< sequence numbers per tag
+    request_pool<recv_request, recv_pool_size> pool{};     ///< its receive requests
+    liveness_state liveness{};                             ///< the peer's liveness
     receiver() noexcept { live = &liveness; }
 };
 
 /// A CONNECT that arrived at a listener and waits for accept().
 struct pending_connect {
-    std::uint32_t sender_id{0};
-    std::uint32_t pid{0};
-    std::uint64_t host{0};
-    address peer_address{};
+    std::uint32_t sender_id{0};             ///< the connector's channel id
+    std::uint32_t pid{0};                   ///< the connector's process id
+    std::uint64_t host{0};                  ///< the connector's host identity
+    address peer_address{};                 ///< the connector's address (rail 0)
     std::vector<address> rail_addresses{};  ///< the connector's rails 1..
 };
 
+/// Takes connection requests; accept() turns each into a receiver.
 struct listener : channel_base {
-    std::array<std::byte, control_capacity> buffer{};
-    op recv_op{};
-    std::deque<pending_connect> arrived{};
+    std::array<std::byte, control_capacity> buffer{};  ///< where the next connect message lands
+    op recv_op{};                                      ///< its receive
+    std::deque<pending_connect> arrived{};             ///< requests that arrived and wait for accept()
 };
 
 /// Device memory or a DMA-BUF to register. `iface` system with a
 /// descriptor is a host DMA-BUF.
 struct device_memory {
-    hmem_iface iface{hmem_iface::system};
-    std::uint64_t device{0};
-    int dmabuf_fd{-1};               ///< ≥ 0: register through the DMA-BUF
-    std::uint64_t dmabuf_offset{0};  ///< offset of the buffer's first byte in the DMA-BUF
+    hmem_iface iface{hmem_iface::system};  ///< the memory's HMEM interface
+    std::uint64_t device{0};               ///< the device on it
+    int dmabuf_fd{-1};                     ///< ≥ 0: register through the DMA-BUF
+    std::uint64_t dmabuf_offset{0};        ///< offset of the buffer's first byte in the DMA-BUF
 };
 
 /// Where CUDA memory at [data, data+size) lives (interface, device ordinal), for registering it
@@ -300,26 +323,32 @@ struct device_memory {
 
 /// Per-engine counters (exact; read under the engine lock).
 struct engine_stats {
+    /// Sends by kind (eager, rendezvous, of them injected), receive buffers filled, and receives truncated.
+    /// @{
     std::uint64_t eager_sends{0}, rendezvous_sends{0}, injects{0}, recvs{0}, truncated{0};
+    /// @}
+    /// Submissions retried after FI_EAGAIN, error completions, peers declared dead, and flush reads.
+    /// @{
     std::uint64_t eagain_retries{0}, cq_errors{0}, peers_declared_dead{0}, flush_reads{0};
+    /// @}
 };
 
 /// An additional NIC of a virtual device: its own endpoint, queue, AV and cache.
 struct rail {
-    nic n;
-    fabric fab{};
-    domain dom{};
-    completion_queue cq{};
-    address_vector av{};
-    std::unique_ptr<mr_cache> cache{};
+    nic n;                                  ///< the NIC
+    fabric fab{};                           ///< its fabric
+    domain dom{};                           ///< its domain
+    completion_queue cq{};                  ///< its completion queue
+    address_vector av{};                    ///< its address vector
+    std::unique_ptr<mr_cache> cache{};      ///< host registrations
     std::unique_ptr<mr_cache> dev_cache{};  ///< device memory and DMA-BUFs: nothing kept once released
-    endpoint ep{};
-    address self{};
-    bool virt_addr{true};
-    std::size_t max_write{0};
+    endpoint ep{};                          ///< its endpoint
+    address self{};                         ///< its address
+    bool virt_addr{true};                   ///< remote addresses are virtual addresses (else offsets)
+    std::size_t max_write{0};               ///< largest single RMA write
     std::map<std::string, fabric_addr, std::less<>> peers{};  ///< raw address bytes → AV handle
-    std::uint64_t writes{0};
-    std::uint64_t one_sided{0};  ///< foreign operations submitted on this rail
+    std::uint64_t writes{0};                                  ///< RMA writes issued on it
+    std::uint64_t one_sided{0};                               ///< foreign operations submitted on this rail
 };
 
 /// One NIC's endpoint, completion queue, address vector and registration cache — or, for a
@@ -327,8 +356,11 @@ struct rail {
 /// writes striped over all of them.
 class engine {
 public:
+    /// An engine on NIC `n`.
     [[nodiscard]] static auto open(const nic& n, const config& cfg) -> result<std::unique_ptr<engine>>;
+    /// An engine over several NICs (a virtual device): the first carries control and eager traffic.
     [[nodiscard]] static auto open(const std::vector<nic>& rails, const config& cfg) -> result<std::unique_ptr<engine>>;
+    /// NICs (rails) it uses.
     [[nodiscard]] auto rail_count() const noexcept -> int { return 1 + static_cast<int>(extra_.size()); }
     /// RMA writes issued on rail i so far (exact; read under the engine lock).
     [[nodiscard]] auto rail_writes(int i) const noexcept -> std::uint64_t;
@@ -338,10 +370,15 @@ public:
     engine(const engine&) = delete;
     auto operator=(const engine&) -> engine& = delete;
 
+    /// The NIC (of rail 0).
     [[nodiscard]] auto nic_info() const noexcept -> const nic& { return nic_; }
+    /// Its endpoint's address (rail 0).
     [[nodiscard]] auto local_address() const noexcept -> const address& { return self_; }
+    /// Largest message sent eagerly; larger ones go by rendezvous.
     [[nodiscard]] auto eager_max() const noexcept -> std::size_t { return eager_max_; }
+    /// The configuration it was opened with.
     [[nodiscard]] auto settings() const noexcept -> const config& { return cfg_; }
+    /// Its counters.
     [[nodiscard]] auto stats() const noexcept -> const engine_stats& { return stats_; }
     /// The engine lock (asymmetric: the data-path thread enters without an atomic
     /// read-modify-write; see engine_lock.hpp).
@@ -353,6 +390,7 @@ public:
     /// checks deadlines. Never blocks.
     void progress() noexcept;
 
+    /// A listener; `handle_out` gets what a connector needs to reach it.
     [[nodiscard]] auto listen(handle_bytes& handle_out) -> result<listener*>;
     /// Starts (first call) or continues a connection to the listener behind `handle`. Returns
     /// nullptr while the handshake runs, the channel once the peer accepted.
@@ -363,9 +401,11 @@ public:
     void abandon_connect(const void* handle_key) noexcept;
     /// A receive channel for the next connector, or nullptr when none has arrived yet.
     [[nodiscard]] auto accept(listener& l) -> result<receiver*>;
+    /// Closes a listener.
     void close(listener& l) noexcept;
     /// Completes or cancels every outstanding request, then retires the channel.
     void close(sender& s) noexcept;
+    /// Completes or cancels every outstanding request, then retires the channel.
     void close(receiver& r) noexcept;
 
     /// Host memory through the MR caches, or device memory / a DMA-BUF (`dev`) registered
@@ -374,11 +414,13 @@ public:
         -> result<memory_handle*>;
     /// Whether the provider was opened with FI_HMEM (device memory can be registered).
     [[nodiscard]] auto hmem() const noexcept -> bool;
+    /// Releases a registration; the handle becomes dead.
     void deregister(memory_handle& m) noexcept;
 
     /// nullptr (with ok) when the pool is exhausted: retry later.
     [[nodiscard]] auto isend(sender& s, const void* data, std::size_t size, std::uint32_t tag, memory_handle* mh)
         -> result<send_request*>;
+    /// A receive of `n` buffers (data, sizes, tags, handles or null); nullptr (with ok) when the pool is exhausted.
     [[nodiscard]] auto irecv(receiver& r, int n, void* const* data, const std::size_t* sizes, const int* tags,
                              memory_handle* const* mh) -> result<recv_request*>;
     /// Progresses and reports completion; a done request is released. sizes: n entries.
@@ -401,6 +443,7 @@ public:
     [[nodiscard]] auto iflush(receiver& r, int n, void* const* data, const std::size_t* sizes, memory_handle* const* mh,
                               bool all) -> result<recv_request*>;
 
+    /// True for a registration of this engine that is still live.
     [[nodiscard]] auto is_live(const memory_handle* m) const noexcept -> bool {
         return m != nullptr && m->magic.load(std::memory_order_relaxed) == magic_mr && m->eng == this;
     }
@@ -423,6 +466,7 @@ public:
     /// Called (under the engine lock) for every RMA write with user immediate data
     /// (immediate::make_user_value) that lands here.
     using remote_data_hook = void (*)(void* context, std::uint64_t value) noexcept;
+    /// Sets the hook for RMA writes with user immediate data (null: none).
     void set_remote_data_hook(remote_data_hook h, void* context) noexcept {
         remote_data_hook_ = h;
         remote_data_context_ = context;
@@ -432,6 +476,7 @@ public:
     /// view of it ends: reported done by test(), or failed by close(). Adaptors close the host
     /// profiler's events there.
     using release_hook = void (*)(request_base&) noexcept;
+    /// Sets the hook for the end of profiled requests (null: none).
     void set_release_hook(release_hook h) noexcept { release_hook_ = h; }
 
 private:

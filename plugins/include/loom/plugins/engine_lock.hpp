@@ -21,6 +21,8 @@
 
 namespace loom::plugins {
 
+/// The engine's lock: the owner thread enters without an atomic read-modify-write, other threads take a slow path that
+/// fences the owner (see the file's comment).
 class engine_lock {
 public:
     /// `biased` false: a plain lock from the start (no owner, no membarrier).
@@ -28,6 +30,7 @@ public:
     engine_lock(const engine_lock&) = delete;
     auto operator=(const engine_lock&) -> engine_lock& = delete;
 
+    /// Takes the lock: the fast path for the owner, the slow path for everyone else.
     void lock() noexcept {
         const void* me = self();
         if (owner_.load(std::memory_order_relaxed) == me) [[likely]] {
@@ -43,6 +46,7 @@ public:
         }
         lock_slow(me);
     }
+    /// Releases the lock.
     void unlock() noexcept {
         if (held_fast_) {
             held_fast_ = false;
@@ -63,15 +67,20 @@ public:
     [[nodiscard]] auto owned_by_this_thread() const noexcept -> bool {
         return owner_.load(std::memory_order_relaxed) == self();
     }
+    /// True once the lock is plain (no owner, no membarrier).
     [[nodiscard]] auto plain() const noexcept -> bool { return plain_.load(std::memory_order_relaxed); }
+    /// Entries the owner made on the fast path.
     [[nodiscard]] auto fast_entries() const noexcept -> std::uint64_t {
         return fast_entries_.load(std::memory_order_relaxed);
     }
+    /// membarrier calls the slow path made.
     [[nodiscard]] auto membarriers() const noexcept -> std::uint64_t { return membarriers_; }
 
+    /// Slow-path entries in a row (the owner absent) after which that thread becomes the owner.
     static constexpr unsigned rebias_streak = 64;
     /// More membarriers than this within `plain_window`: plain for good.
     static constexpr unsigned plain_after = 256;
+    /// The window over which plain_after counts membarriers.
     static constexpr std::chrono::milliseconds plain_window{100};
 
 private:

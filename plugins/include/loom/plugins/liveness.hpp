@@ -12,6 +12,7 @@
 
 namespace loom::plugins {
 
+/// The clock liveness decisions use.
 using liveness_clock = std::chrono::steady_clock;
 
 /// How long a request waits before its channel starts to ping, and the ping period.
@@ -26,6 +27,7 @@ using liveness_clock = std::chrono::steady_clock;
     return peer_timeout - ping_interval(peer_timeout);
 }
 
+/// What liveness_step decides.
 enum class liveness_action { none, ping, declare_dead };
 
 /// What a channel does at `now`, given whether a request has waited on the peer for

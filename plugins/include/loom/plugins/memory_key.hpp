@@ -10,14 +10,16 @@
 
 namespace loom::plugins {
 
+/// What a peer needs to address a registration in one-sided operations: its length, and per rail its base and key.
 struct memory_key {
+    /// One rail's base and key.
     struct on_rail {
         /// What offsets are added to: the buffer's address where the provider uses virtual
         /// addresses, else the buffer's offset in its registration.
         std::uint64_t base{0};
-        std::uint64_t key{0};
+        std::uint64_t key{0};  ///< the remote key on the rail
     };
-    std::uint64_t length{0};
+    std::uint64_t length{0};                ///< bytes addressable
     int rails{1};                           ///< entries of `rail` in use (1..max_rails)
     std::array<on_rail, max_rails> rail{};  ///< [0]: the control rail (atomics, small operations)
 };

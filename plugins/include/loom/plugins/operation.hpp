@@ -9,8 +9,10 @@
 
 namespace loom::plugins {
 
+/// The clock the engine stamps operations and requests with.
 using clock = std::chrono::steady_clock;
 
+/// What an engine operation is: decides how its completion is handled.
 enum class op_kind : std::uint8_t {
     send_eager,
     send_rts,
@@ -27,12 +29,13 @@ enum class op_kind : std::uint8_t {
     foreign,
 };
 
+/// One libfabric operation of the engine; its address is the context handed to the provider.
 struct op : request_context {
-    void* owner{nullptr};
-    std::uint32_t gen{0};
-    op_kind kind{};
-    std::uint8_t slot{0};
-    bool in_flight{false};
+    void* owner{nullptr};                ///< the request or channel it belongs to
+    std::uint32_t gen{0};                ///< the owner's generation when submitted (stale completions are dropped)
+    op_kind kind{};                      ///< what it is
+    std::uint8_t slot{0};                ///< the sub-receive or rail it serves
+    bool in_flight{false};               ///< submitted and not yet completed
     bool deferred{false};                ///< queued: refused for now (submission_queue), or not yet handed over
     clock::time_point deferred_since{};  ///< the first refusal of this submission
 };

@@ -38,16 +38,17 @@ namespace loom::plugins {
 /// native where the provider validates both, else staged.
 enum class atomic_path : std::uint8_t { automatic, staged, native };
 
+/// How a PE group is created.
 struct pe_group_options {
-    int pe{0};
-    int pes{1};
+    int pe{0};   ///< this process's PE number
+    int pes{1};  ///< PEs in the job
     /// Connections per PE (independent completion accounting: e.g. host-initiated and proxy).
     int queues{1};
-    int device{0};
-    int rails{1};
-    atomic_path atomics{atomic_path::automatic};
-    bool progress_thread{false};
-    config_overrides settings{};
+    int device{0};                                ///< the runtime's device to use
+    int rails{1};                                 ///< NICs fused into that device (see manager_options::rails)
+    atomic_path atomics{atomic_path::automatic};  ///< how atomics travel
+    bool progress_thread{false};                  ///< a thread drives progress
+    config_overrides settings{};                  ///< in place of LOOM_* variables
 };
 
 /// Read-modify-write verbs on 4- or 8-byte integers at the target.
@@ -65,13 +66,15 @@ enum class amo_op : std::uint8_t {
     fetch_xor,
     fetch,
 };
+/// True for the verbs that return the old value.
 [[nodiscard]] constexpr auto is_fetching(amo_op op) noexcept -> bool {
     return op == amo_op::swap || op == amo_op::compare_swap || op == amo_op::fetch_add || op == amo_op::fetch_and ||
            op == amo_op::fetch_or || op == amo_op::fetch_xor || op == amo_op::fetch;
 }
 
+/// One atomic: the verb, its operand size and values, and where a fetched value goes.
 struct amo_request {
-    amo_op op{amo_op::set};
+    amo_op op{amo_op::set};    ///< the verb
     std::size_t size{8};       ///< 4 or 8
     std::uint64_t operand{0};  ///< the value (set, swap, add, and, or, xor) or desired (compare_swap)
     std::uint64_t compare{0};  ///< compare_swap's expected value
@@ -89,6 +92,8 @@ struct pe_region;
 /// time, not against the GPU's own atomics on that word. not_supported without a CUDA driver.
 [[nodiscard]] auto apply_amo_on_device(void* target, const amo_request& r) -> result<std::uint64_t>;
 
+/// One PE of a job of processing elements: one-sided puts, gets and atomics on the other PEs' registered memory, with
+/// quiet and fence ordering.
 class pe_group {
 public:
     /// invalid_argument for pe outside [0, pes), queues outside [1, 8], or the endpoint
@@ -99,8 +104,11 @@ public:
     pe_group(const pe_group&) = delete;
     auto operator=(const pe_group&) -> pe_group& = delete;
 
+    /// This PE's number.
     [[nodiscard]] auto pe() const noexcept -> int;
+    /// PEs in the job.
     [[nodiscard]] auto pes() const noexcept -> int;
+    /// Connections per PE.
     [[nodiscard]] auto queues() const noexcept -> int;
     /// Whether atomics take the staged path.
     [[nodiscard]] auto stages_atomics() const noexcept -> bool;
@@ -119,6 +127,7 @@ public:
         -> result<pe_region*>;
     /// busy while operations on it are in flight; invalid_argument for a stale region.
     [[nodiscard]] auto deregister(pe_region* region) -> void_result;
+    /// The descriptor other PEs need to reach `region`; invalid_argument for a stale region.
     [[nodiscard]] auto describe(const pe_region* region) const -> result<region_descriptor>;
 
     /// Copies `source` to PE `pe`'s memory at `remote_address`, inside the registration that
@@ -133,6 +142,7 @@ public:
     /// get_nbi once it is issued (the data is there after quiet()).
     [[nodiscard]] auto get(int pe, int queue, std::span<std::byte> destination, std::span<const std::byte> remote,
                            std::uint64_t remote_address) -> void_result;
+    /// Non-blocking get: the data is in `destination` after quiet().
     [[nodiscard]] auto get_nbi(int pe, int queue, std::span<std::byte> destination, std::span<const std::byte> remote,
                                std::uint64_t remote_address) -> void_result;
     /// A non-fetching atomic returns once issued; a fetching one once its old value is in

@@ -19,18 +19,21 @@
 
 namespace loom::plugins {
 
+/// Bytes of a region descriptor.
 inline constexpr std::size_t region_descriptor_size = 256;
+/// An encoded region descriptor.
 using region_descriptor = std::array<std::byte, region_descriptor_size>;
 
 /// A descriptor's content.
 struct remote_view {
-    std::uint64_t base{0};
-    std::uint64_t length{0};
-    int owner{0};
-    remote_key_bytes key_bytes{};
-    memory_key key{};  ///< key_bytes decoded (decode_region fills it)
+    std::uint64_t base{0};         ///< the registration's base address in the owner's address space
+    std::uint64_t length{0};       ///< its length in bytes
+    int owner{0};                  ///< the PE that registered it
+    remote_key_bytes key_bytes{};  ///< its encoded remote key
+    memory_key key{};              ///< key_bytes decoded (decode_region fills it)
 };
 
+/// The descriptor of `v` (key_bytes as given; `key` is not read).
 [[nodiscard]] auto encode_region(const remote_view& v) -> region_descriptor;
 /// invalid_argument for a truncated, foreign or damaged descriptor (or one whose key does not
 /// decode or disagrees on the length); not_supported for another version.

@@ -10,6 +10,7 @@
 
 namespace loom::plugins {
 
+/// A fixed pool of N requests and a stack of the free ones; nothing allocates.
 template <class T, std::size_t N>
 class request_pool {
     static_assert(N > 0 && N <= 65535, "indices are 16 bits");
@@ -33,21 +34,29 @@ public:
         free_[free_count_++] = static_cast<std::uint16_t>(index_of(t));
         return true;
     }
+    /// Entries free.
     [[nodiscard]] auto free_count() const noexcept -> std::size_t { return free_count_; }
+    /// Entries in all (N).
     [[nodiscard]] static constexpr auto size() noexcept -> std::size_t { return N; }
+    /// True when `t` is an entry of this pool.
     [[nodiscard]] auto owns(const T& t) const noexcept -> bool {
         const std::less<const T*> before;
         return !before(&t, items_.data()) && before(&t, items_.data() + N);
     }
+    /// The index of entry `t` (what the wire carries).
     [[nodiscard]] auto index_of(const T& t) const noexcept -> std::uint32_t {
         return static_cast<std::uint32_t>(&t - items_.data());
     }
     /// Entry `i` (i < N), taken or not.
     [[nodiscard]] auto at(std::size_t i) noexcept -> T& { return items_[i]; }
     // Every entry, taken or not (closing a channel, checking its peer).
+    /// The first entry, taken or not (closing a channel, checking its peer).
     [[nodiscard]] auto begin() noexcept { return items_.begin(); }
+    /// Past the last entry.
     [[nodiscard]] auto end() noexcept { return items_.end(); }
+    /// The first entry, taken or not.
     [[nodiscard]] auto begin() const noexcept { return items_.begin(); }
+    /// Past the last entry.
     [[nodiscard]] auto end() const noexcept { return items_.end(); }
 
 private:

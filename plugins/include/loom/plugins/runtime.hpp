@@ -15,8 +15,10 @@
 #include <mutex>
 #include <optional>
 
+/// The plugin runtime: the engines, devices and messages that every host library's plugin shares.
 namespace loom::plugins {
 
+/// The process's plugin runtime: configuration, devices, and the counts that decide when the engines close.
 class runtime {
 public:
     /// The one instance; never destroyed (hosts unload plugins from their own atexit handlers).
@@ -37,11 +39,14 @@ public:
 
     /// Objects the hosts hold open (connections, listeners): the engines stay while any is.
     void opened() noexcept { open_.fetch_add(1, std::memory_order_relaxed); }
+    /// A host object was closed (see opened()).
     void closed() noexcept { open_.fetch_sub(1, std::memory_order_relaxed); }
 
     /// The runtime's lock: held around every use of devices() and acquired().
     [[nodiscard]] auto guard() -> std::unique_lock<std::mutex> { return std::unique_lock(mu_); }
+    /// True between a first acquire() and the last release().
     [[nodiscard]] auto acquired() const noexcept -> bool { return refs_ > 0; }
+    /// The devices (under guard()).
     [[nodiscard]] auto devices() noexcept -> device_registry& { return devices_; }
     /// The configuration; fixed after the first acquire.
     [[nodiscard]] auto settings() const noexcept -> const config& { return cfg_; }

@@ -25,21 +25,25 @@ inline void spin_relax(unsigned& spins) noexcept {
     std::this_thread::yield();
 }
 
+/// A lock of one atomic flag on its own cache line: waiters spin briefly, then yield.
 class spin_mutex {
 public:
     spin_mutex() = default;
     spin_mutex(const spin_mutex&) = delete;
     auto operator=(const spin_mutex&) -> spin_mutex& = delete;
 
+    /// Takes the lock, spinning (then yielding) while it is held.
     void lock() noexcept {
         while (held_.exchange(true, std::memory_order_acquire)) {
             unsigned spins = 0;
             while (held_.load(std::memory_order_relaxed)) spin_relax(spins);
         }
     }
+    /// Takes the lock if it is free; never waits.
     [[nodiscard]] auto try_lock() noexcept -> bool {
         return !held_.load(std::memory_order_relaxed) && !held_.exchange(true, std::memory_order_acquire);
     }
+    /// Releases the lock.
     void unlock() noexcept { held_.store(false, std::memory_order_release); }
 
 private:

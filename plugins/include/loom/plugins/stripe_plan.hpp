@@ -9,14 +9,16 @@
 
 namespace loom::plugins {
 
+/// One rail's share of a write: [offset, offset + length) of the data.
 struct stripe {
-    std::size_t offset{0};
-    std::size_t length{0};
+    std::size_t offset{0};  ///< first byte of the share
+    std::size_t length{0};  ///< bytes in it
 };
 
+/// How a write is split over the rails (plan_stripes).
 struct stripe_plan {
-    int count{0};  ///< stripes used (rail k writes stripes[k]); 0 for nothing to write
-    std::array<stripe, max_rails> stripes{};
+    int count{0};                             ///< stripes used (rail k writes stripes[k]); 0 for nothing to write
+    std::array<stripe, max_rails> stripes{};  ///< the shares, in order
 };
 
 /// Stripes `bytes` over up to `rails` rails: one stripe unless every rail gets at least

@@ -13,6 +13,7 @@
 
 namespace loom::plugins {
 
+/// What became of a submission (submission_queue::settle).
 enum class settled : std::uint8_t {
     in_flight,  ///< the provider took it; a completion follows
     complete,   ///< the provider took it and nothing will complete (an inject)
@@ -20,9 +21,13 @@ enum class settled : std::uint8_t {
     failed,     ///< refused for good, or for longer than the timeout
 };
 
+/// The operations the provider refused for now (FI_EAGAIN), retried at every progress call until they go or the timeout
+/// passes.
 class submission_queue {
 public:
+    /// The clock the queue reads (replaceable for tests).
     using clock_fn = clock::time_point (*)() noexcept;
+    /// Operations refused for longer than `timeout` fail; `now` is the clock.
     explicit submission_queue(std::chrono::milliseconds timeout = std::chrono::milliseconds(10000),
                               clock_fn now = &steady_now) noexcept
         : timeout_(timeout), now_(now) {}
@@ -42,14 +47,18 @@ public:
     }
     /// Takes `o` off the queue (its owner is being closed).
     void drop(op& o) noexcept;
+    /// True when nothing waits for a retry.
     [[nodiscard]] auto empty() const noexcept -> bool { return deferred_.empty(); }
+    /// Operations waiting for a retry.
     [[nodiscard]] auto size() const noexcept -> std::size_t { return deferred_.size(); }
     /// Submissions refused at least once so far.
     [[nodiscard]] auto refusals() const noexcept -> std::uint64_t { return refusals_; }
+    /// Room for `n` queued operations, so that queueing allocates nothing.
     void reserve(std::size_t n) {
         deferred_.reserve(n);
         retrying_.reserve(n);
     }
+    /// Sets how long an operation may keep being refused.
     void set_timeout(std::chrono::milliseconds t) noexcept { timeout_ = t; }
 
 private:

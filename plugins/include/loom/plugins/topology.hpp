@@ -6,6 +6,7 @@
 
 namespace loom::plugins {
 
+/// Where a NIC sits: PCI path, NUMA node, link speed, nearest GPU.
 struct nic_topology {
     std::string pci_path{};     ///< sysfs path of the PCI device ("" for virtual interfaces)
     int numa_node{-1};          ///< -1: unknown

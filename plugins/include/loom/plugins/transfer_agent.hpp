@@ -37,8 +37,9 @@ namespace loom::plugins {
 
 struct memory_handle;
 
+/// How a transfer agent is created.
 struct agent_options {
-    std::string name{};
+    std::string name{};                           ///< the agent's name, which its peers know it by
     int device{0};                                ///< the runtime's device (see loom-devices)
     int rails{1};                                 ///< NICs from `device` on (endpoint_manager)
     bool progress_thread{false};                  ///< a thread of the agent progresses transfers
@@ -46,7 +47,9 @@ struct agent_options {
     config_overrides settings{};                  ///< in place of LOOM_* (endpoint_manager)
 };
 
+/// The direction of a transfer: read from the peer, or write to it.
 enum class transfer_op : std::uint8_t { read, write };
+/// Where a transfer stands.
 enum class transfer_state : std::uint8_t { done, in_progress };
 
 /// A registration of this agent's memory.
@@ -56,6 +59,7 @@ struct remote_region;
 /// A prepared transfer; reusable once done.
 struct transfer;
 
+/// One piece of a transfer: local bytes and where they are in the peer's memory.
 struct segment {
     std::span<std::byte> local{};                       ///< read: where the bytes land; write: what is sent
     const local_region* local_registration{nullptr};    ///< the registration `local` lies in
@@ -63,6 +67,8 @@ struct segment {
     const remote_region* remote_registration{nullptr};  ///< the peer's region it lies in
 };
 
+/// Moves data between named peers' registered memory with one-sided reads and writes, each write optionally followed by
+/// a notification.
 class transfer_agent {
 public:
     /// Opens an endpoint manager on options.device and a receive endpoint for the peers.
@@ -73,6 +79,7 @@ public:
     transfer_agent(const transfer_agent&) = delete;
     auto operator=(const transfer_agent&) -> transfer_agent& = delete;
 
+    /// The agent's name.
     [[nodiscard]] auto name() const noexcept -> const std::string&;
 
     // ---------------------------------------------------------------- peers
@@ -86,6 +93,7 @@ public:
     /// Closes the connection to `name` and forgets it (its remote regions stay loaded but
     /// unusable until the peer is added again). no_entry for an unknown name.
     [[nodiscard]] auto remove_peer(std::string_view name) -> void_result;
+    /// True when `name` was added and not removed.
     [[nodiscard]] auto knows_peer(std::string_view name) const -> bool;
     /// Whether the connection to `name` is up (without waiting, unlike connect()).
     [[nodiscard]] auto is_connected(std::string_view name) const -> bool;
@@ -105,6 +113,7 @@ public:
     [[nodiscard]] auto public_data(const local_region* region) const -> result<std::string>;
     /// A peer's region from its public data (the peer must be known).
     [[nodiscard]] auto load_remote(std::string_view peer, std::span<const std::byte> data) -> result<remote_region*>;
+    /// Forgets a peer's region; invalid_argument for a region this agent does not hold.
     [[nodiscard]] auto unload(remote_region* region) -> void_result;
 
     // ---------------------------------------------------------------- transfers

@@ -20,18 +20,22 @@
 
 namespace loom::plugins {
 
+/// Bytes of a listen handle.
 inline constexpr std::size_t handle_size = 128;
-inline constexpr std::uint32_t handle_magic = 0x4d4f4f4cU;  // "LOOM" read as little-endian u32
+inline constexpr std::uint32_t handle_magic = 0x4d4f4f4cU;  ///< "LOOM" read as a little-endian u32: the handle's magic
+/// The version of the runtime's wire formats.
 inline constexpr std::uint16_t wire_version = 1;
+/// Largest address a handle carries.
 inline constexpr std::size_t handle_address_capacity = 98;
 
+/// An encoded listen handle.
 using handle_bytes = std::array<std::byte, handle_size>;
 
 /// What a listen handle carries.
 struct listen_info {
-    std::uint64_t channel_id{0};
-    std::uint16_t flags{0};
-    address endpoint_address{};
+    std::uint64_t channel_id{0};  ///< the listener's channel id
+    std::uint16_t flags{0};       ///< reserved; 0
+    address endpoint_address{};   ///< the listener's endpoint address
 };
 
 /// Encodes a handle; invalid_argument when the address does not fit (more than
