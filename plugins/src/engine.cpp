@@ -148,6 +148,8 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
 engine::~engine() {
     stop_.store(true);
     if (progress_thread_.joinable()) progress_thread_.join();
+    LOOM_INFO("engine closing: {} submissions retried after FI_EAGAIN, {} completion errors, {} peers declared dead",
+              stats_.eagain_retries, stats_.cq_errors, stats_.peers_declared_dead);
     if (counted_ && keep_rails_for_local_peers()) return;
     // Channels still open at this point are the host's leak; their ops may still sit in the
     // provider, which closing the endpoint below discards.
