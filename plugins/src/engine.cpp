@@ -161,8 +161,9 @@ engine::~engine() {
 #if defined(__GLIBC__)
     // The provider's pools are freed now (ofi_rxm's receive pool alone is ~120 MiB). Once
     // glibc's dynamic mmap threshold has risen, such blocks come from and go back to its heap,
-    // which keeps them resident: a host that opens and closes engines (NVSHMEM init/finalize)
-    // grew by up to that much per malloc arena. Hand the free pages back.
+    // which keeps them resident: a host that opens and closes engines (a transport initialised
+    // and finalized again and again) grew by up to that much per malloc arena. Hand the free
+    // pages back.
     (void)::malloc_trim(0);
 #endif
 }
