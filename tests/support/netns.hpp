@@ -38,7 +38,8 @@ public:
         return p;
     }
 
-    netns_pair(netns_pair&& o) noexcept : names_(std::move(o.names_)), made_(std::exchange(o.made_, false)) {}
+    netns_pair(netns_pair&& o) noexcept
+        : names_{std::move(o.names_[0]), std::move(o.names_[1])}, made_(std::exchange(o.made_, false)) {}
     netns_pair& operator=(netns_pair&&) = delete;
     ~netns_pair() {
         if (!made_) return;
