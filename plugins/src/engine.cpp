@@ -198,6 +198,7 @@ auto engine::insert_rail_peer(int k, const address& a) -> result<fabric_addr> {
 
 auto engine::rail_addresses() const -> std::vector<address> {
     std::vector<address> out;
+    out.reserve(extra_.size());
     for (const auto& r : extra_) out.push_back(r->self);
     return out;
 }
