@@ -64,6 +64,8 @@ def ask(child):
 def flat(samples, who):
     (fds1, res1), (fds2, res2) = samples[1][1:3], samples[-1][1:3]
     assert fds2 - fds1 <= DESCRIPTOR_SLACK, "%s: %d more descriptors" % (who, fds2 - fds1)
+    if "libasan" in os.environ.get("LD_PRELOAD", ""):
+        return  # AddressSanitizer's quarantine keeps freed memory resident: growth says nothing
     assert res2 - res1 <= RESIDENT_SLACK_KIB, "%s: resident memory grew by %d KiB" % (who, res2 - res1)
 
 
