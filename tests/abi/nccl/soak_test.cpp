@@ -55,11 +55,10 @@ TEST_P(nccl_abi, soak_connect_transfer_close_cycles_keep_descriptors_and_memory_
             }
             check_flat(log, "receiver");
         },
-        [cycles](api& a, const pipes& p, pid_t) {
+        [cycles, every](api& a, const pipes& p, pid_t) {
             init_and_check(a);
             std::vector<std::byte> buf(soak_bytes);
             usage_log log("sender");
-            const long every = std::max(1L, cycles / 10);
             for (long c = 0; c < cycles; ++c) {
                 if (c <= 1) log.take(c);
                 std::array<char, handle_maxsize> handle{};

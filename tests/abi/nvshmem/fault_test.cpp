@@ -36,6 +36,14 @@ void exchange(pe_env& e, int round) {
     e.barrier();  // both checked before the next round writes
 }
 
+/// 32 nbi puts and gets of 1 MiB towards `peer`, started, not waited for.
+void start_large_transfers(pe_env& e, int peer, std::vector<std::byte>& src, std::vector<std::byte>& dst) {
+    for (int i = 0; i < 32; ++i) {
+        CHECK(put(e, peer, (i % 4) * chunk, src.data(), chunk, true) == 0, "put %d", i);
+        CHECK(get(e, peer, (i % 4) * chunk, dst.data(), chunk, true) == 0, "get %d", i);
+    }
+}
+
 void tear_down_after_failure(pe_env& e) {
     e.stop = true;
     e.proxy.join();
@@ -62,10 +70,7 @@ TEST_P(nvshmem_faults, link_loss_fails_quiet_in_both_pes_and_a_new_transport_con
                 // Large transfers both ways, then the link goes down under them.
                 const int peer = 1 - e.me;
                 std::vector<std::byte> src(chunk, std::byte{3}), dst(chunk);
-                for (int i = 0; i < 32; ++i) {
-                    CHECK(put(e, peer, (i % 4) * chunk, src.data(), chunk, true) == 0, "put %d", i);
-                    CHECK(get(e, peer, (i % 4) * chunk, dst.data(), chunk, true) == 0, "get %d", i);
-                }
+                start_large_transfers(e, peer, src, dst);
                 if (e.me == 0) {
                     CHECK(ns->set_link(false), "taking the link down");
                     down->store(clk::now().time_since_epoch().count());
@@ -105,10 +110,7 @@ TEST_P(nvshmem_faults, a_pe_killed_with_operations_both_ways_fails_them_without_
                 exchange(e, 1);
                 const int peer = 1 - e.me;
                 std::vector<std::byte> src(chunk, std::byte{5}), dst(chunk);
-                for (int i = 0; i < 32; ++i) {
-                    CHECK(put(e, peer, (i % 4) * chunk, src.data(), chunk, true) == 0, "put %d", i);
-                    CHECK(get(e, peer, (i % 4) * chunk, dst.data(), chunk, true) == 0, "get %d", i);
-                }
+                start_large_transfers(e, peer, src, dst);
                 e.barrier();  // both have started theirs
                 if (e.me == 1) ::raise(SIGKILL);
                 const auto killed = clk::now();

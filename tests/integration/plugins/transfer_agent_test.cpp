@@ -18,6 +18,18 @@ namespace {
 
 auto code(loom::errc e) { return make_error_code(e); }
 
+/// Connects A and B both ways. One thread: each side's connect() polls only its own agent, so
+/// both are driven until up.
+auto connect_pair(lp::transfer_agent& a, lp::transfer_agent& b) -> bool {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!(a.is_connected("B") && b.is_connected("A"))) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        a.progress();
+        b.progress();
+    }
+    return a.connect("B").has_value() && b.connect("A").has_value();  // up: at once
+}
+
 // b is destroyed before a with their connections open: on shm this crashed the sender before
 // engines of one process kept a closed engine's rails (engine.cpp).
 class TransferAgent : public ::testing::Test {
@@ -29,16 +41,7 @@ protected:
         ASSERT_TRUE(b->add_peer("A", lp::as_bytes_of(a->connection_info())));
         ASSERT_TRUE(connect_both());
     }
-    auto connect_both() -> bool {
-        // One thread: each side's connect() polls only its own agent, so drive both until up.
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (!(a->is_connected("B") && b->is_connected("A"))) {
-            if (std::chrono::steady_clock::now() > deadline) return false;
-            a->progress();
-            b->progress();
-        }
-        return a->connect("B").has_value() && b->connect("A").has_value();  // up: at once
-    }
+    auto connect_both() -> bool { return connect_pair(*a, *b); }
     /// Drives both agents until `t` (on `who`) is done or failed.
     auto finish(lp::transfer_agent& who, lp::transfer* t) -> loom::result<lp::transfer_state> {
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -284,12 +287,7 @@ TEST(TransferAgentFailures, EveryTransferToAGonePeerReportsItsError) {
     ::unsetenv("LOOM_PEER_TIMEOUT_MS");
     ASSERT_TRUE(a->add_peer("B", lp::as_bytes_of(b->connection_info())));
     ASSERT_TRUE(b->add_peer("A", lp::as_bytes_of(a->connection_info())));
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!(a->is_connected("B") && b->is_connected("A")) && std::chrono::steady_clock::now() < deadline) {
-        a->progress();
-        b->progress();
-    }
-    ASSERT_TRUE(a->connect("B"));
+    ASSERT_TRUE(connect_pair(*a, *b));
     auto src = pattern(16 << 20, 8), dst = std::vector<std::byte>(16 << 20);
     auto* ls = a->register_memory(src).value();
     auto* ld = b->register_memory(dst).value();
