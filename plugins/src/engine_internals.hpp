@@ -70,6 +70,16 @@ inline auto owner_channel(const op& o) noexcept -> channel_base* {
     }
 }
 
+/// The peer channel an operation of a live request or a foreign operation goes to; nullptr
+/// for set-up operations and for those of a request already handed back.
+inline auto channel_of(const op& o) noexcept -> channel_base* {
+    if (o.kind == op_kind::foreign) return static_cast<const foreign_op&>(o).chan;
+    const request_base* r = owner_request(o);
+    if (r == nullptr || r->gen != o.gen) return nullptr;
+    const auto m = r->magic.load(std::memory_order_relaxed);
+    return m == magic_sreq || m == magic_rreq ? r->chan : nullptr;
+}
+
 /// Operations that only receive: the ones fi_cancel can take back (sends cannot be recalled).
 inline auto cancellable(const op& o) noexcept -> bool {
     return o.kind == op_kind::recv_slot || o.kind == op_kind::cts_recv || o.kind == op_kind::listen_recv ||

@@ -5,7 +5,10 @@
 // watchdog thread drives when the host makes no call (a peer busy computing still answers).
 // A channel that has heard nothing for three quarters of the timeout is dead: every request on
 // it fails. So a peer dies at t and its requests fail by t + timeout (+ one 100 ms check).
-// Peers on this host are also checked by pid, which says "gone" sooner.
+// Peers on this host are also checked by pid, which says "gone" sooner, and a provider error
+// that says the peer cannot be reached declares it at once (progress.cpp, submission.cpp). A
+// peer declared dead takes every channel to its endpoint with it: they share the provider's
+// path, and one that waited less would otherwise start its clock again for what comes after.
 #include "engine_internals.hpp"
 
 #include <loom/plugins/engine.hpp>
@@ -82,6 +85,14 @@ void engine::declare_dead(channel_base& c, const char* why) noexcept {
         ++stats_.peers_declared_dead;
         LOOM_WARN("peer {} (pid {}) {}; failing its requests", c.peer_name, c.peer_pid, why);
     }
+    fail_channel(c);
+    // Every channel to that endpoint shares the provider's path to it: they fail together, so
+    // none of them starts its own clock again for what is submitted after.
+    for (channel_base* other : channels_)
+        if (other != &c && other->state == chan_state::ready && other->peer == c.peer) fail_channel(*other);
+}
+
+void engine::fail_channel(channel_base& c) noexcept {
     c.state = chan_state::failed;
     with_pool(c, [&](auto& pool) {
         for (auto& r : pool)

@@ -2,6 +2,7 @@
 #include "engine_internals.hpp"
 
 #include <loom/gpu/cuda.hpp>
+#include <loom/plugins/liveness.hpp>
 #include <loom/plugins/log.hpp>
 
 #include <rdma/fi_errno.h>
@@ -97,6 +98,17 @@ void engine::dispatch(const completion_event& ev) noexcept {
     o->in_flight = false;
     if (ev.has_error() && ev.error != make_error_code(errc::truncated) && ev.error != make_error_code(errc::canceled))
         ++stats_.cq_errors;
+    // The provider lost the peer: its channels fail once this operation has ended (below). The
+    // engine cancels only receives, so a cancelled one-sided operation is the provider's doing.
+    const bool unreachable =
+        ev.has_error() && (means_peer_unreachable(ev.error) ||
+                           (o->kind == op_kind::foreign && ev.error == make_error_code(errc::canceled)));
+    channel_base* lost = unreachable ? channel_of(*o) : nullptr;
+    dispatch_to_owner(o, ev);
+    if (lost != nullptr && lost->state == chan_state::ready) declare_dead(*lost, "is unreachable");
+}
+
+void engine::dispatch_to_owner(op* o, const completion_event& ev) noexcept {
     if (request_base* r = owner_request(*o)) {
         const auto m = r->magic.load(std::memory_order_relaxed);
         if (m == (r->is_send ? magic_sreq : magic_rreq) && r->gen == o->gen) {

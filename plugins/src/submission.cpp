@@ -3,6 +3,7 @@
 #include "engine_internals.hpp"
 
 #include <loom/gpu/cuda.hpp>
+#include <loom/plugins/liveness.hpp>
 #include <loom/plugins/log.hpp>
 
 #include <loom/rma.hpp>
@@ -154,6 +155,13 @@ void engine::settle(op& o, int rc) noexcept {
 }
 
 void engine::fail_op(op& o, int rc) noexcept {
+    // A submission refused because the provider cannot reach the peer fails its channels too.
+    channel_base* lost = means_peer_unreachable(make_error_code(static_cast<errc>(-rc))) ? channel_of(o) : nullptr;
+    end_failed_op(o, rc);
+    if (lost != nullptr && lost->state == chan_state::ready) declare_dead(*lost, "is unreachable");
+}
+
+void engine::end_failed_op(op& o, int rc) noexcept {
     if (o.kind == op_kind::foreign)
         return end_foreign(static_cast<foreign_op&>(o), make_error_code(static_cast<errc>(-rc)));
     request_base* r = owner_request(o);

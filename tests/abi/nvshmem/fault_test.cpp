@@ -79,10 +79,11 @@ TEST_P(nvshmem_faults, link_loss_fails_quiet_in_both_pes_and_a_new_transport_con
                 while (down->load() == 0) CHECK(clk::now() < wait_limit, "the link never went down");
                 const clk::time_point lost{clk::duration(down->load())};
                 for (int i = 0; i < 4; ++i) (void)put(e, peer, i * chunk, src.data(), chunk, true);
+                const auto puts_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - lost).count();
                 const int rc = quiet_all(e);
                 const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - lost).count();
-                std::fprintf(stderr, "PE %d: quiet returned %d %lld ms after the link went down\n", e.me, rc,
-                             static_cast<long long>(ms));
+                std::fprintf(stderr, "PE %d: puts returned %lld ms, quiet %d %lld ms after the link went down\n", e.me,
+                             static_cast<long long>(puts_ms), rc, static_cast<long long>(ms));
                 CHECK(rc != 0, "quiet succeeded with the link down");
                 // quiet waits at most the timeout; scheduling on a loaded 2-core machine.
                 CHECK(ms <= link_timeout_ms + 1000, "quiet failed %lld ms after the loss", static_cast<long long>(ms));

@@ -66,4 +66,17 @@ TEST(Liveness, TinyTimeoutsStillPingAtTwentyMilliseconds) {
     EXPECT_EQ(lp::silence_limit(40ms), 20ms);
 }
 
+TEST(Liveness, ConnectionErrorsSayThePeerIsUnreachable) {
+    for (auto e : {loom::errc::host_unreachable, loom::errc::connection_refused, loom::errc::connection_reset,
+                   loom::errc::connection_aborted, loom::errc::not_connected, loom::errc::network_unreachable,
+                   loom::errc::shutdown})
+        EXPECT_TRUE(lp::means_peer_unreachable(loom::make_error_code(e))) << loom::make_error_code(e).message();
+    for (auto e : {loom::errc::timed_out, loom::errc::io_error, loom::errc::truncated, loom::errc::canceled,
+                   loom::errc::again, loom::errc::invalid_argument})
+        EXPECT_FALSE(lp::means_peer_unreachable(loom::make_error_code(e))) << loom::make_error_code(e).message();
+    EXPECT_FALSE(lp::means_peer_unreachable(std::make_error_code(std::errc::host_unreachable)))  // not a provider's
+        << "only completion errors of the fabric category count";
+    EXPECT_FALSE(lp::means_peer_unreachable({}));
+}
+
 }  // namespace

@@ -506,7 +506,9 @@ private:
     void post_unposted() noexcept;         // hands irecv's receives to the provider
     void relax_lock() noexcept;            // lets other threads in during a long wait (lock held)
     void fail_op(op& o, int rc) noexcept;  // a submission failed for good
+    void end_failed_op(op& o, int rc) noexcept;
     void dispatch(const completion_event& ev) noexcept;
+    void dispatch_to_owner(op* o, const completion_event& ev) noexcept;
     void on_remote_write(std::uint64_t imm) noexcept;
     void on_send_op(send_request& r, op& o, const completion_event& ev) noexcept;
     void on_recv_op(recv_request& r, op& o, const completion_event& ev) noexcept;
@@ -534,6 +536,7 @@ private:
     auto same_host_peer_gone(const channel_base& c) const noexcept -> bool;
     void watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept;
     void declare_dead(channel_base& c, const char* why) noexcept;
+    void fail_channel(channel_base& c) noexcept;
     void start_liveness(channel_base& c) noexcept;
     void on_liveness(channel_base& c, const completion_event& ev) noexcept;
     void send_liveness(channel_base& c, bool pong, std::uint32_t sequence) noexcept;

@@ -5,10 +5,17 @@
 // While a request waits on the peer for a quarter of the timeout, ping every quarter; after
 // three quarters without a word the peer is dead. A peer that dies at t answered its last
 // ping at most a quarter before t, so its requests fail by t + timeout.
+//
+// The provider may say so sooner: an operation that ends with a connection error (unreachable,
+// refused, reset, ...) means the peer cannot be reached now, and the channel fails at once
+// rather than start the clock again for what is submitted after.
 #pragma once
+
+#include <loom/error.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <system_error>
 
 namespace loom::plugins {
 
@@ -38,6 +45,25 @@ enum class liveness_action { none, ping, declare_dead };
     if (!waiting) return liveness_action::none;
     if (now - last_heard > silence_limit(peer_timeout)) return liveness_action::declare_dead;
     return now - last_ping >= ping_interval(peer_timeout) ? liveness_action::ping : liveness_action::none;
+}
+
+/// True for the completion errors that say the provider has lost its connection to the peer
+/// (a channel that sees one fails at once). Time-outs are not among them: providers also
+/// report receiver-not-ready retries so.
+[[nodiscard]] inline auto means_peer_unreachable(const std::error_code& e) noexcept -> bool {
+    if (e.category() != loom::fabric_category()) return false;
+    switch (static_cast<loom::errc>(e.value())) {
+        case loom::errc::host_unreachable:
+        case loom::errc::host_down:
+        case loom::errc::network_unreachable:
+        case loom::errc::network_down:
+        case loom::errc::connection_refused:
+        case loom::errc::connection_reset:
+        case loom::errc::connection_aborted:
+        case loom::errc::not_connected:
+        case loom::errc::shutdown: return true;
+        default: return false;
+    }
 }
 
 }  // namespace loom::plugins
