@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 
 namespace loom::plugins {
@@ -65,6 +66,11 @@ auto split_list(std::string_view t) -> std::vector<std::string> {
 auto config::last_error() -> std::string {
     std::lock_guard lock(error_mu);
     return error_text;
+}
+
+auto idle_registrations_kept(const config& c, bool pins_pages) noexcept -> std::size_t {
+    if (c.mr_cache_entries) return *c.mr_cache_entries;
+    return pins_pages ? 0 : std::numeric_limits<std::size_t>::max();
 }
 
 auto config::from_env() -> result<config> {
@@ -132,6 +138,12 @@ auto parse_config(const char* (*get)(const char*, void*), void* state) -> result
         auto s = parse_size(*v);
         if (!s) return fail("LOOM_MR_CACHE_ENTRIES: expected a count, got '" + std::string(*v) + "'");
         c.mr_cache_entries = *s;
+    }
+    if (auto v = text("LOOM_CQ_SIZE")) {
+        auto s = parse_size(*v);
+        if (!s || *s == 0 || *s > (std::size_t{1} << 24))
+            return fail("LOOM_CQ_SIZE: expected entries in [1, 16M], got '" + std::string(*v) + "'");
+        c.cq_size = *s;
     }
     return c;
 }

@@ -37,7 +37,7 @@ auto open_rail(const nic& n, const config& cfg) -> result<std::unique_ptr<rail>>
     auto dom = domain::create(r->fab, n.info);
     if (!dom) return std::unexpected(dom.error());
     r->dom = std::move(*dom);
-    auto cq = completion_queue::create(r->dom, {.size = 4096, .format = cq_format::tagged});
+    auto cq = completion_queue::create(r->dom, {.size = cfg.cq_size, .format = cq_format::tagged});
     if (!cq) return std::unexpected(cq.error());
     r->cq = std::move(*cq);
     auto av = address_vector::create(r->dom);
@@ -52,8 +52,9 @@ auto open_rail(const nic& n, const config& cfg) -> result<std::unique_ptr<rail>>
     auto self = r->ep.name();
     if (!self) return std::unexpected(self.error());
     r->self = std::move(*self);
+    // Idle registrations are kept only where a freed and reused buffer cannot meet an old pin.
     mr_cache_limits limits{};
-    if (cfg.mr_cache_entries != 0) limits.max_entries = cfg.mr_cache_entries;
+    limits.max_entries = idle_registrations_kept(cfg, r->dom.get_memory_region_mode().has(mr_mode_flags::allocated));
     const bool per_endpoint = r->dom.get_memory_region_mode().has(mr_mode_flags::endpoint);
     r->cache =
         std::make_unique<mr_cache>(per_endpoint ? make_mr_cache(r->dom, r->ep, limits) : make_mr_cache(r->dom, limits));
@@ -139,9 +140,13 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
         e->counted_ = true;
     }
     e->progress_thread_ = std::thread([self = e.get()] { self->watchdog(); });
-    LOOM_INFO("engine on {} ({}, {} rail{}): eager <= {} B, rendezvous {}, inject {} B", n.name, n.provider,
-              nics.size(), nics.size() == 1 ? "" : "s", e->eager_max_,
-              n.rma ? "RMA write + immediate data" : "off (no RMA)", e->inject_size_);
+    const std::size_t kept = e->cache_->limits().max_entries;
+    LOOM_INFO(
+        "engine on {} ({}, {} rail{}): eager <= {} B, rendezvous {}, inject {} B, {} idle registrations "
+        "kept, completion queue of {}",
+        n.name, n.provider, nics.size(), nics.size() == 1 ? "" : "s", e->eager_max_,
+        n.rma ? "RMA write + immediate data" : "off (no RMA)", e->inject_size_,
+        kept == mr_cache_limits::unbounded ? std::string("all") : std::to_string(kept), cfg.cq_size);
     return e;
 }
 

@@ -1,8 +1,8 @@
 // FI_EAGAIN storms: the providers' transmit queues shrunk to two entries (main sets
 // FI_TCP_TX_SIZE, FI_OFI_RXM_TX_SIZE, FI_OFI_RXM_MSG_TX_SIZE and FI_SHM_TX_SIZE before libfabric
-// reads its environment), a full pool of sends and receives of eager and rendezvous sizes posted at once:
-// submissions are refused with FI_EAGAIN and deferred, and every request still completes,
-// byte-exact, without an error and within the deadline (nothing spins without bound).
+// reads its environment) and the completion queue to one entry, a full pool of sends and receives of eager and
+// rendezvous sizes posted at once: submissions are refused with FI_EAGAIN and deferred, and every request still
+// completes, byte-exact, without an error and within the deadline (nothing spins without bound).
 #include "engine_pair.hpp"
 
 #include <gtest/gtest.h>
@@ -23,7 +23,9 @@ TEST_P(EagainStorm, a_full_pool_of_requests_completes_through_refusals) {
     const std::string provider = GetParam();
     auto nics = nics_for(provider.c_str(), provider == "shm" ? "" : "lo");
     ASSERT_FALSE(nics.empty()) << provider;
-    pair_on_one_engine p({nics[0]});
+    lp::config cfg;
+    cfg.cq_size = 1;
+    pair_on_one_engine p({nics[0]}, cfg);
     ASSERT_TRUE(p.eng && p.s && p.r);
 
     constexpr int count = lp::recv_pool_size;

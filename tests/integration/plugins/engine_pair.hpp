@@ -26,10 +26,8 @@ struct pair_on_one_engine {
     lp::sender* s{nullptr};
     lp::receiver* r{nullptr};
 
-    explicit pair_on_one_engine(std::vector<lp::nic> nics) {
-        auto cfg = lp::config::from([](const char*) -> const char* { return nullptr; });
-        EXPECT_TRUE(cfg);
-        auto e = lp::engine::open(nics, *cfg);
+    explicit pair_on_one_engine(std::vector<lp::nic> nics, const lp::config& cfg = {}) {
+        auto e = lp::engine::open(nics, cfg);
         EXPECT_TRUE(e) << e.error().message();
         if (!e) return;
         eng = std::move(*e);

@@ -56,6 +56,38 @@ TEST(PluginEngine, SizeChoosesEagerOrRendezvous) {
     EXPECT_EQ(p.transfer(std::size_t{1} << 20, 100000, 3), 100000U);
 }
 
+// The host registration cache keeps idle registrations for reuse unless told to keep none (the
+// default where the provider pins pages): then a deregistered buffer holds no registration,
+// and registering it again registers anew.
+TEST(PluginEngine, IdleHostRegistrationsAreKeptOnlyWhereConfigured) {
+    auto nics = nics_for("tcp", "lo");
+    ASSERT_EQ(nics.size(), 1U);
+    std::vector<std::byte> buf(std::size_t{1} << 16);
+    for (const std::optional<std::size_t> kept : {std::optional<std::size_t>{}, std::optional<std::size_t>{0}}) {
+        lp::config cfg;
+        cfg.mr_cache_entries = kept;
+        auto e = lp::engine::open(nics[0], cfg);
+        ASSERT_TRUE(e) << e.error().message();
+        std::lock_guard lock((*e)->mutex());
+        const auto before = (*e)->host_cache_stats();
+        for (int round = 0; round < 2; ++round) {
+            auto m = (*e)->register_memory(buf.data(), buf.size());
+            ASSERT_TRUE(m) << m.error().message();
+            EXPECT_EQ((*e)->host_cache_stats().entries, before.entries + 1);
+            (*e)->deregister(**m);
+        }
+        const auto after = (*e)->host_cache_stats();
+        if (kept) {  // none kept: two registrations, none left
+            EXPECT_EQ(after.registrations - before.registrations, 2U);
+            EXPECT_EQ(after.entries, before.entries);
+        } else {  // the second registration was the first one, kept
+            EXPECT_EQ(after.registrations - before.registrations, 1U);
+            EXPECT_EQ(after.hits - before.hits, 1U);
+            EXPECT_EQ(after.entries, before.entries + 1);
+        }
+    }
+}
+
 TEST(PluginEngine, SteadyStateDataPathAllocatesNothing) {
     for (const char* provider : {"tcp", "shm"}) {
         auto nics = nics_for(provider, provider == std::string("shm") ? "" : "lo");

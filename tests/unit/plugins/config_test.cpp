@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -29,7 +30,8 @@ TEST(PluginConfig, DefaultsWhenNothingIsSet) {
     EXPECT_EQ(c->peer_timeout.count(), 5000);
     EXPECT_EQ(c->connect_timeout.count(), 60000);
     EXPECT_FALSE(c->progress_thread);
-    EXPECT_EQ(c->mr_cache_entries, 0U);
+    EXPECT_FALSE(c->mr_cache_entries.has_value());
+    EXPECT_EQ(c->cq_size, 4096U);
     EXPECT_EQ(c->hmem, loom::plugins::tristate::automatic);
     EXPECT_EQ(c->flush, loom::plugins::tristate::automatic);
 }
@@ -44,6 +46,7 @@ TEST(PluginConfig, ReadsEveryVariable) {
                     {"LOOM_PROGRESS_THREAD", "1"},
                     {"LOOM_LOG_LEVEL", "debug"},
                     {"LOOM_MR_CACHE_ENTRIES", "4096"},
+                    {"LOOM_CQ_SIZE", "8"},
                     {"LOOM_HMEM", "0"},
                     {"LOOM_FLUSH", "1"}});
     ASSERT_TRUE(c) << config::last_error();
@@ -60,6 +63,20 @@ TEST(PluginConfig, ReadsEveryVariable) {
     EXPECT_TRUE(c->progress_thread);
     EXPECT_EQ(c->log_level, "debug");
     EXPECT_EQ(c->mr_cache_entries, 4096U);
+    EXPECT_EQ(c->cq_size, 8U);
+    EXPECT_EQ(parse({{"LOOM_MR_CACHE_ENTRIES", "0"}})->mr_cache_entries, 0U);  // set to none, not unset
+}
+
+TEST(PluginConfig, IdleRegistrationsAreKeptOnlyWhereTheProviderDoesNotPinPages) {
+    const auto all = std::numeric_limits<std::size_t>::max();
+    config c;
+    EXPECT_EQ(loom::plugins::idle_registrations_kept(c, false), all);
+    EXPECT_EQ(loom::plugins::idle_registrations_kept(c, true), 0U);
+    c.mr_cache_entries = 64;  // the variable wins either way
+    EXPECT_EQ(loom::plugins::idle_registrations_kept(c, false), 64U);
+    EXPECT_EQ(loom::plugins::idle_registrations_kept(c, true), 64U);
+    c.mr_cache_entries = 0;
+    EXPECT_EQ(loom::plugins::idle_registrations_kept(c, false), 0U);
 }
 
 TEST(PluginConfig, MalformedValuesAreErrorsNamingTheVariable) {
@@ -73,6 +90,8 @@ TEST(PluginConfig, MalformedValuesAreErrorsNamingTheVariable) {
                                                  {"LOOM_PROGRESS_THREAD", "maybe"},
                                                  {"LOOM_LOG_LEVEL", "chatty"},
                                                  {"LOOM_MR_CACHE_ENTRIES", "many"},
+                                                 {"LOOM_CQ_SIZE", "0"},
+                                                 {"LOOM_CQ_SIZE", "32M"},
                                                  {"LOOM_HMEM", "cuda"},
                                                  {"LOOM_FLUSH", "sometimes"}}) {
         auto c = parse({{name, value}});

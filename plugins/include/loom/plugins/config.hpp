@@ -25,7 +25,11 @@ struct config {
     std::chrono::milliseconds connect_timeout{60000};  ///< LOOM_CONNECT_TIMEOUT_MS
     bool progress_thread{false};                       ///< LOOM_PROGRESS_THREAD
     std::string log_level{};                           ///< LOOM_LOG_LEVEL (trace|debug|info|warn|error|off)
-    std::size_t mr_cache_entries{0};                   ///< LOOM_MR_CACHE_ENTRIES (0 = unbounded)
+    /// LOOM_MR_CACHE_ENTRIES: idle host registrations kept per device for reuse. Unset: all of
+    /// them where the provider does not pin pages at registration, none where it does (the
+    /// cache watches no allocator, so a freed and reused buffer must not meet an old pin).
+    std::optional<std::size_t> mr_cache_entries{};
+    std::size_t cq_size{4096};  ///< LOOM_CQ_SIZE: entries of each completion queue
     /// LOOM_HMEM: open providers with FI_HMEM (device memory) — auto: when a GPU runtime loads.
     tristate hmem{tristate::automatic};
     /// LOOM_FLUSH: iflush by an RMA read of the received data — auto: for device memory only;
@@ -56,6 +60,11 @@ struct config_overrides {
     /// error text).
     [[nodiscard]] auto conflict_with(const config& c) const -> std::string;
 };
+
+/// Idle host registrations a device's cache keeps under `c`: LOOM_MR_CACHE_ENTRIES when set;
+/// else every one (SIZE_MAX) where the provider does not pin pages at registration, and none
+/// where it does (`pins_pages`: its domain requires FI_MR_ALLOCATED, as verbs and EFA do).
+[[nodiscard]] auto idle_registrations_kept(const config& c, bool pins_pages) noexcept -> std::size_t;
 
 /// Parses a non-negative decimal with an optional k/m/g (binary) suffix.
 [[nodiscard]] auto parse_size(std::string_view text) -> std::optional<std::size_t>;

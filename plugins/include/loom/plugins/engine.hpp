@@ -380,6 +380,8 @@ public:
     [[nodiscard]] auto settings() const noexcept -> const config& { return cfg_; }
     /// Its counters.
     [[nodiscard]] auto stats() const noexcept -> const engine_stats& { return stats_; }
+    /// The counters of the first NIC's host registration cache.
+    [[nodiscard]] auto host_cache_stats() const -> mr_cache_stats { return main_->cache->stats(); }
     /// The engine lock (asymmetric: the data-path thread enters without an atomic
     /// read-modify-write; see engine_lock.hpp).
     [[nodiscard]] auto mutex() noexcept -> engine_lock& { return mu_; }
