@@ -1,8 +1,13 @@
-// What a soak run records: the open file descriptors and resident memory of this process,
-// sampled every so many cycles, and the growth between the first sample and the last.
+// What a soak run records: the open file descriptors, resident memory and allocated heap of this
+// process, sampled every so many cycles, and the growth between the first sample and the last.
+// The heap (bytes malloc has handed out and not had back) tells a leak (it grows) from memory
+// the allocator or a provider keeps for reuse (resident grows, the heap does not).
 #pragma once
 
 #include <dirent.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 #include <cstdio>
@@ -32,9 +37,11 @@ struct usage {
     long cycle{0};
     int descriptors{0};
     long resident_kib{0};
+    long heap_kib{-1};  ///< -1: not known (not glibc)
 };
 
-/// This process's open descriptors (/proc/self/fd) and resident set (/proc/self/statm).
+/// This process's open descriptors (/proc/self/fd), resident set (/proc/self/statm) and, with
+/// glibc, the heap in use (mallinfo2: arena chunks in use plus mmapped chunks).
 inline auto sample_usage(long cycle) -> usage {
     usage u{.cycle = cycle};
     if (DIR* d = ::opendir("/proc/self/fd")) {
@@ -49,6 +56,10 @@ inline auto sample_usage(long cycle) -> usage {
             u.resident_kib = resident * (::sysconf(_SC_PAGESIZE) / 1024);
         std::fclose(f);
     }
+#if defined(__GLIBC__)
+    const auto m = ::mallinfo2();
+    u.heap_kib = static_cast<long>((m.uordblks + m.hblkhd) / 1024);
+#endif
     return u;
 }
 
@@ -67,8 +78,8 @@ public:
     void take(long cycle) {
         samples_.push_back(sample_usage(cycle));
         const auto& u = samples_.back();
-        std::fprintf(stderr, "soak %s: cycle %6ld  descriptors %4d  resident %8ld KiB\n", who_.c_str(), u.cycle,
-                     u.descriptors, u.resident_kib);
+        std::fprintf(stderr, "soak %s: cycle %6ld  descriptors %4d  resident %8ld KiB  heap %8ld KiB\n", who_.c_str(),
+                     u.cycle, u.descriptors, u.resident_kib, u.heap_kib);
     }
     [[nodiscard]] auto descriptor_growth() const -> int {
         return samples_.size() < 2 ? 0 : samples_.back().descriptors - samples_[1].descriptors;
