@@ -557,6 +557,7 @@ struct receiver_process {
     pid_t pid{-1};
     lp::send_endpoint_id out{};
     lp::remote_key_bytes key{};
+    lp::handle_bytes address{};  ///< its receive endpoint's
 
     explicit receiver_process(side& tx) {
         int fds[2];
@@ -577,12 +578,11 @@ struct receiver_process {
             for (;;) rx.m->poll();  // until killed
         }
         ::close(fds[1]);
-        lp::handle_bytes addr{};
-        const bool got = ::read(fds[0], addr.data(), addr.size()) == static_cast<ssize_t>(addr.size()) &&
+        const bool got = ::read(fds[0], address.data(), address.size()) == static_cast<ssize_t>(address.size()) &&
                          ::read(fds[0], key.data(), key.size()) == static_cast<ssize_t>(key.size());
         ::close(fds[0]);
         if (!got) return;
-        out = tx.m->open_send_endpoint(addr, {.mode = lp::send_mode::zero_copy}).value();
+        out = tx.m->open_send_endpoint(address, {.mode = lp::send_mode::zero_copy}).value();
         const auto deadline = std::chrono::steady_clock::now() + 20s;
         while (tx.count(lp::event_kind::connected) == 0 && std::chrono::steady_clock::now() < deadline) tx.m->poll();
     }
@@ -644,6 +644,31 @@ TEST(EndpointManagerPeers, AKilledTargetEndsTheOneSidedOperationsInFlightOnce) {
     EXPECT_TRUE(tx.m->close_send_endpoint(peer.out));
     tx.m->deregister(smh);
     tx.m->deregister(bmh);
+}
+
+TEST(EndpointManagerPeers, ALostPeerFailsEveryConnectionToItAtOnce) {
+    // Two send endpoints to one killed receiver: once the first one's write fails, the second
+    // is lost too, though nothing of its own had waited yet (its clock would start only now).
+    std::vector<std::byte> src(1 << 20);  // outlives the manager (the provider may hold it)
+    side tx;
+    ASSERT_TRUE(tx.m);
+    receiver_process peer(tx);
+    ASSERT_EQ(tx.count(lp::event_kind::connected), 1U);
+    const auto second = tx.m->open_send_endpoint(peer.address, {.mode = lp::send_mode::zero_copy}).value();
+    ASSERT_TRUE(poll_for(tx, lp::event_kind::connected, 2));
+    auto smh = tx.m->register_memory(src).value();
+    peer.kill();
+    int w = 0;
+    ASSERT_TRUE(tx.m->write(peer.out, src, smh, peer.key, 0, std::nullopt, &w, lp::write_completion::delivered));
+    ASSERT_TRUE(poll_for(tx, lp::event_kind::write_complete, 1));
+    EXPECT_TRUE(tx.of(lp::event_kind::write_complete)[0].e.error);
+    auto late = tx.m->write(second, src, smh, peer.key, 0, std::nullopt, &w, lp::write_completion::delivered);
+    ASSERT_FALSE(late) << "the second connection to the lost peer still took a write";
+    EXPECT_EQ(late.error(), code(loom::errc::connection_aborted));
+    EXPECT_TRUE(poll_for(tx, lp::event_kind::peer_lost, 2));  // each endpoint says so once
+    EXPECT_TRUE(tx.m->close_send_endpoint(peer.out));
+    EXPECT_TRUE(tx.m->close_send_endpoint(second));
+    tx.m->deregister(smh);
 }
 
 }  // namespace
