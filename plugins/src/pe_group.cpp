@@ -127,6 +127,9 @@ pe_group::~pe_group() {
             if (c.tx != send_endpoint_id{}) open.push_back(c.tx);
     }
     for (auto tx : open) (void)impl_->mgr->close_send_endpoint(tx);
+    // Every PE finalizes at once: the receive endpoint stays open until each connected sender
+    // has said goodbye (or is lost), so a PE closing later still has somewhere to say its own.
+    (void)impl_->wait_until([&] { return impl_->incoming_ended >= impl_->incoming; }, impl_->cfg.peer_timeout);
     impl_->mgr.reset();  // deregisters what is left; outstanding operations end first
     std::lock_guard lock(impl_->mu);
     for (auto& [start, r] : impl_->regions) delete r;
@@ -255,8 +258,15 @@ void pe_group::impl::on_event(const event& ev) {
         case event_kind::peer_connected:
             if (ev.receiver == rx) ++incoming;
             return;
+        case event_kind::peer_closed:
+            if (ev.receiver == rx) ++incoming_ended;
+            return;
         case event_kind::connection_failed:
         case event_kind::peer_lost:
+            if (ev.receiver == rx && ev.sender == send_endpoint_id{}) {
+                ++incoming_ended;
+                return;
+            }
             if (auto it = slot_of_tx.find(static_cast<std::uint64_t>(ev.sender)); it != slot_of_tx.end())
                 fail_slot(it->second, ev.error ? ev.error : make_error_code(errc::connection_aborted));
             return;

@@ -75,6 +75,7 @@ public:
     mutable std::mutex mu;
     std::vector<pe_connection> connections;  ///< [pe * queues + queue]
     std::size_t incoming{0};                 ///< senders connected to our receive endpoint (every PE's queues)
+    std::size_t incoming_ended{0};           ///< of them, those that closed (said goodbye) or were lost
     std::unordered_map<std::uint64_t, int> slot_of_tx;
     std::vector<std::size_t> outstanding;          ///< per slot
     std::vector<std::error_code> first_error;      ///< per slot, cleared by quiet

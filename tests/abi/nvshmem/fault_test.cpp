@@ -134,6 +134,29 @@ TEST_P(nvshmem_faults, a_pe_killed_with_operations_both_ways_fails_them_without_
             {1});
 }
 
+// PEs that finalize apart (NVSHMEM's own barrier precedes finalize, but its PEs still reach
+// the transport at different times) and live on: the later one's goodbyes must find the
+// earlier one's receive endpoint open, or its finalize waits for the peer timeout (5 s here).
+TEST_P(nvshmem_faults, a_pe_that_finalizes_later_is_not_left_waiting) {
+    run_pes(2, GetParam(), {}, [](pe_env& e) {
+        bring_up(e);
+        exchange(e, 1);
+        CHECK(quiet_all(e) == 0, "quiet");
+        e.barrier();
+        e.stop = true;
+        e.proxy.join();
+        CHECK(e.t->ops.release_mem_handle(&e.mine, e.t) == 0, "release_mem_handle");
+        if (e.me == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        const auto start = clk::now();
+        CHECK(e.t->ops.finalize(e.t) == 0, "finalize");
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - start).count();
+        std::fprintf(stderr, "PE %d: finalize took %lld ms\n", e.me, static_cast<long long>(ms));
+        CHECK(ms < 2500, "finalize took %lld ms: a goodbye waited for the peer timeout", static_cast<long long>(ms));
+        e.barrier();  // the earlier PE lives on meanwhile (its pid cannot tell that it closed)
+        std::free(e.heap);
+    });
+}
+
 INSTANTIATE_TEST_SUITE_P(network_providers, nvshmem_faults, ::testing::Values("tcp", "tcp;ofi_rxm"),
                          [](const ::testing::TestParamInfo<std::string>& i) {
                              return i.param == "tcp" ? std::string("tcp") : std::string("tcp_ofi_rxm");

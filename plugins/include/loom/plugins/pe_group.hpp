@@ -99,7 +99,9 @@ public:
     /// invalid_argument for pe outside [0, pes), queues outside [1, 8], or the endpoint
     /// manager's reasons (device, rails).
     [[nodiscard]] static auto create(pe_group_options options) -> result<std::unique_ptr<pe_group>>;
-    /// Ends what is in flight (up to LOOM_PEER_TIMEOUT_MS), then closes every connection.
+    /// Ends what is in flight (up to LOOM_PEER_TIMEOUT_MS), closes its connections, then waits
+    /// (up to LOOM_PEER_TIMEOUT_MS) for every PE connected to it to close theirs: all PEs
+    /// finalize together, and a later one's goodbyes must still find this one listening.
     ~pe_group();
     pe_group(const pe_group&) = delete;
     auto operator=(const pe_group&) -> pe_group& = delete;
