@@ -97,7 +97,7 @@ auto parse_config(const char* (*get)(const char*, void*), void* state) -> result
     if (auto v = text("LOOM_EAGER_MAX")) {
         auto s = parse_size(*v);
         if (!s) return fail("LOOM_EAGER_MAX: expected a size (e.g. 16384 or 64k), got '" + std::string(*v) + "'");
-        c.eager_max = *s;
+        c.eager_max = s;
     }
     auto ms = [&](const char* name, std::chrono::milliseconds& out) -> bool {
         auto v = text(name);
@@ -131,13 +131,13 @@ auto parse_config(const char* (*get)(const char*, void*), void* state) -> result
         return true;
     };
     if (!tri("LOOM_HMEM", c.hmem))
-        return fail("LOOM_HMEM: expected auto, 0 or 1, got '" + std::string(*text("LOOM_HMEM")) + "'");
+        return fail("LOOM_HMEM: expected auto, 0 or 1, got '" + std::string(text("LOOM_HMEM").value_or("")) + "'");
     if (!tri("LOOM_FLUSH", c.flush))
-        return fail("LOOM_FLUSH: expected auto, 0 or 1, got '" + std::string(*text("LOOM_FLUSH")) + "'");
+        return fail("LOOM_FLUSH: expected auto, 0 or 1, got '" + std::string(text("LOOM_FLUSH").value_or("")) + "'");
     if (auto v = text("LOOM_MR_CACHE_ENTRIES")) {
         auto s = parse_size(*v);
         if (!s) return fail("LOOM_MR_CACHE_ENTRIES: expected a count, got '" + std::string(*v) + "'");
-        c.mr_cache_entries = *s;
+        c.mr_cache_entries = s;
     }
     if (auto v = text("LOOM_CQ_SIZE")) {
         auto s = parse_size(*v);
@@ -152,7 +152,7 @@ auto parse_config(const char* (*get)(const char*, void*), void* state) -> result
 void config_overrides::apply_to(config& c) const {
     if (provider) c.provider = *provider;
     if (iface) c.iface = *iface;
-    if (eager_max) c.eager_max = *eager_max;
+    if (eager_max) c.eager_max = eager_max;
 }
 
 auto config_overrides::conflict_with(const config& c) const -> std::string {

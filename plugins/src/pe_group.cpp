@@ -155,7 +155,8 @@ auto pe_group::connect(std::span<const handle_bytes> addresses, const std::funct
         std::lock_guard lock(impl_->mu);
         for (int pe = 0; pe < n; ++pe)
             for (int queue = 0; queue < q; ++queue) {
-                auto& c = impl_->connections[static_cast<std::size_t>(pe * q + queue)];
+                auto& c = impl_->connections[(static_cast<std::size_t>(pe) * static_cast<std::size_t>(q)) +
+                                             static_cast<std::size_t>(queue)];
                 if (c.tx != send_endpoint_id{}) return make_unexpected(errc::busy);  // connected before
                 auto tx = impl_->mgr->open_send_endpoint(addresses[static_cast<std::size_t>(pe)], {});
                 if (!tx) return std::unexpected(tx.error());
@@ -308,11 +309,13 @@ void pe_group::impl::serve_amo(std::span<const std::byte> q) {
     const auto address = get_le<std::uint64_t>(q, 16);
     std::uint64_t old = 0;
     errc status = errc::success;
-    auto* region = find_region(reinterpret_cast<const void*>(address), r.size);
+    // A peer names the word by its address in this process.
+    auto* target = reinterpret_cast<void*>(address);  // NOLINT(performance-no-int-to-ptr)
+    auto* region = find_region(target, r.size);
     if ((r.size != 4 && r.size != 8) || address % r.size != 0 || r.op > amo_op::fetch || region == nullptr)
         status = errc::invalid_argument;
     else if (region->kind == gpu::memory_kind::cuda) {
-        auto v = apply_amo_on_device(reinterpret_cast<void*>(address), r);  // serialized: under mu
+        auto v = apply_amo_on_device(target, r);  // serialized: under mu
         if (v)
             old = *v;
         else
@@ -320,7 +323,7 @@ void pe_group::impl::serve_amo(std::span<const std::byte> q) {
     } else if (region->kind != gpu::memory_kind::host)
         status = errc::not_supported;  // ROCm, Level Zero: not registered by the runtime yet
     else
-        old = apply_amo(reinterpret_cast<void*>(address), r);
+        old = apply_amo(target, r);
     reply a{.pe = static_cast<int>(origin)};
     put_le<std::uint64_t>(a.bytes, 0, get_le<std::uint64_t>(q, 0));
     put_le<std::uint64_t>(a.bytes, 8, old);
@@ -333,7 +336,7 @@ void pe_group::impl::send_replies() {
     std::size_t sent = 0;
     for (; sent < replies.size(); ++sent) {
         const auto& a = replies[sent];
-        const auto& c = connections[static_cast<std::size_t>(a.pe * opts.queues)];
+        const auto& c = connections[static_cast<std::size_t>(a.pe) * static_cast<std::size_t>(opts.queues)];
         if (c.failure) continue;  // its origin is gone
         auto r = mgr->send_record(c.tx, amo_reply_record, a.bytes);
         if (!r && is_again(r.error())) break;

@@ -15,10 +15,9 @@
 #include <loom/plugins/liveness.hpp>
 #include <loom/plugins/log.hpp>
 
-#include <signal.h>
-
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <fstream>
 
 namespace loom::plugins {

@@ -156,14 +156,14 @@ void engine::settle(op& o, int rc) noexcept {
 
 void engine::fail_op(op& o, int rc) noexcept {
     // A submission refused because the provider cannot reach the peer fails its channels too.
-    channel_base* lost = means_peer_unreachable(make_error_code(static_cast<errc>(-rc))) ? channel_of(o) : nullptr;
+    channel_base* lost = means_peer_unreachable(std::error_code(-rc, fabric_category())) ? channel_of(o) : nullptr;
     end_failed_op(o, rc);
     if (lost != nullptr && lost->state == chan_state::ready) declare_dead(*lost, "is unreachable");
 }
 
 void engine::end_failed_op(op& o, int rc) noexcept {
     if (o.kind == op_kind::foreign)
-        return end_foreign(static_cast<foreign_op&>(o), make_error_code(static_cast<errc>(-rc)));
+        return end_foreign(static_cast<foreign_op&>(o), std::error_code(-rc, fabric_category()));
     request_base* r = owner_request(o);
     LOOM_WARN("{} to {}: {}", rc == -FI_EAGAIN ? "gave up retrying a submission" : "submission failed",
               r != nullptr ? r->chan->peer_name : owner_channel(o)->peer_name,

@@ -48,7 +48,7 @@ enum class send_mode : std::uint8_t {
 struct connection_parameters {
     send_mode mode{send_mode::buffered};  ///< buffered or zero-copy
     /// buffered: bytes per coalescing buffer (the largest batch; a message takes 8 bytes more).
-    std::size_t buffer_size{64 * 1024};
+    std::size_t buffer_size{std::size_t{64} * 1024};
     /// buffered: coalescing buffers; zero_copy: header slots (zero-copy messages in flight).
     std::size_t buffer_count{16};
     /// buffered: a partly filled buffer leaves at the first poll() this long after its first
@@ -69,7 +69,7 @@ enum class receive_mode : std::uint8_t {
 struct receive_parameters {
     receive_mode mode{receive_mode::pool};  ///< its own pool, or buffers the caller posts
     /// Largest batch (at least the senders' buffer_size) and, in pool mode, largest zero-copy message.
-    std::size_t buffer_size{64 * 1024};
+    std::size_t buffer_size{std::size_t{64} * 1024};
     /// Receives of each kind kept posted per connected sender (at most max_receive_buffers).
     std::size_t buffer_count{8};
 };
