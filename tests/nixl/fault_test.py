@@ -213,8 +213,8 @@ def case_across_hosts():
         b = start("B", "link", ["ip", "netns", "exec", ns[1]])
         children = [a, b]
         introduce(a, b)
+        down = time.monotonic()  # before the command: transfers may fail the moment the link goes
         ip("-n", ns[0], "link", "set", "loom0", "down")
-        down = time.monotonic()
         for c in children:
             tell(c, "DOWN %f" % down)
         for c in children:

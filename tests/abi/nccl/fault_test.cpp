@@ -184,8 +184,9 @@ TEST_P(nccl_across_hosts, link_loss_fails_every_outstanding_request_and_new_conn
     bool ok = await_child(up[0][0], limit) && await_child(up[1][0], limit);
     if (ok) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the transfers under way
-        EXPECT_TRUE(ns->set_link(false));
+        // Taken before the command: the provider may fail requests the moment the link goes.
         const clk::rep at = clk::now().time_since_epoch().count();
+        EXPECT_TRUE(ns->set_link(false));
         for (auto& d : down) ok = ::write(d[1], &at, sizeof at) == sizeof at && ok;
         ok = ok && await_child(up[0][0], limit) && await_child(up[1][0], limit);
         EXPECT_TRUE(ns->set_link(true));

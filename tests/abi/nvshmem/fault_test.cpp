@@ -72,8 +72,11 @@ TEST_P(nvshmem_faults, link_loss_fails_quiet_in_both_pes_and_a_new_transport_con
                 std::vector<std::byte> src(chunk, std::byte{3}), dst(chunk);
                 start_large_transfers(e, peer, src, dst);
                 if (e.me == 0) {
+                    // Taken before the command (the provider may fail operations the moment
+                    // the link goes), published once the link is down.
+                    const auto before = clk::now().time_since_epoch().count();
                     CHECK(ns->set_link(false), "taking the link down");
-                    down->store(clk::now().time_since_epoch().count());
+                    down->store(before);
                 }
                 const auto wait_limit = clk::now() + std::chrono::seconds(30);
                 while (down->load() == 0) CHECK(clk::now() < wait_limit, "the link never went down");
