@@ -4,6 +4,7 @@
 #pragma once
 
 #include <loom/plugins/engine.hpp>
+#include <loom/plugins/liveness.hpp>
 
 #include <algorithm>
 #include <mutex>
@@ -78,6 +79,14 @@ inline auto channel_of(const op& o) noexcept -> channel_base* {
     if (r == nullptr || r->gen != o.gen) return nullptr;
     const auto m = r->magic.load(std::memory_order_relaxed);
     return m == magic_sreq || m == magic_rreq ? r->chan : nullptr;
+}
+
+/// The channel whose peer an operation's error says is lost: a connection error
+/// (means_peer_unreachable), or a one-sided operation the provider cancelled (the engine
+/// cancels only receives); nullptr otherwise.
+inline auto channel_lost_by(const op& o, const std::error_code& e) noexcept -> channel_base* {
+    const bool lost = means_peer_unreachable(e) || (o.kind == op_kind::foreign && e == make_error_code(errc::canceled));
+    return lost ? channel_of(o) : nullptr;
 }
 
 /// Operations that only receive: the ones fi_cancel can take back (sends cannot be recalled).

@@ -91,6 +91,10 @@ void engine::declare_dead(channel_base& c, const char* why) noexcept {
         if (other != &c && other->state == chan_state::ready && other->peer == c.peer) fail_channel(*other);
 }
 
+void engine::declare_unreachable(channel_base* c) noexcept {
+    if (c != nullptr && c->state == chan_state::ready) declare_dead(*c, "is unreachable");
+}
+
 void engine::fail_channel(channel_base& c) noexcept {
     c.state = chan_state::failed;
     with_pool(c, [&](auto& pool) {

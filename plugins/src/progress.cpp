@@ -2,7 +2,6 @@
 #include "engine_internals.hpp"
 
 #include <loom/gpu/cuda.hpp>
-#include <loom/plugins/liveness.hpp>
 #include <loom/plugins/log.hpp>
 
 #include <rdma/fi_errno.h>
@@ -98,14 +97,10 @@ void engine::dispatch(const completion_event& ev) noexcept {
     o->in_flight = false;
     if (ev.has_error() && ev.error != make_error_code(errc::truncated) && ev.error != make_error_code(errc::canceled))
         ++stats_.cq_errors;
-    // The provider lost the peer: its channels fail once this operation has ended (below). The
-    // engine cancels only receives, so a cancelled one-sided operation is the provider's doing.
-    const bool unreachable =
-        ev.has_error() && (means_peer_unreachable(ev.error) ||
-                           (o->kind == op_kind::foreign && ev.error == make_error_code(errc::canceled)));
-    channel_base* lost = unreachable ? channel_of(*o) : nullptr;
+    // The provider lost the peer: its channels fail once this operation has ended.
+    channel_base* lost = ev.has_error() ? channel_lost_by(*o, ev.error) : nullptr;
     dispatch_to_owner(o, ev);
-    if (lost != nullptr && lost->state == chan_state::ready) declare_dead(*lost, "is unreachable");
+    declare_unreachable(lost);
 }
 
 void engine::dispatch_to_owner(op* o, const completion_event& ev) noexcept {

@@ -3,7 +3,6 @@
 #include "engine_internals.hpp"
 
 #include <loom/gpu/cuda.hpp>
-#include <loom/plugins/liveness.hpp>
 #include <loom/plugins/log.hpp>
 
 #include <loom/rma.hpp>
@@ -156,23 +155,24 @@ void engine::settle(op& o, int rc) noexcept {
 
 void engine::fail_op(op& o, int rc) noexcept {
     // A submission refused because the provider cannot reach the peer fails its channels too.
-    channel_base* lost = means_peer_unreachable(std::error_code(-rc, fabric_category())) ? channel_of(o) : nullptr;
+    channel_base* lost = channel_lost_by(o, std::error_code(-rc, fabric_category()));
     end_failed_op(o, rc);
-    if (lost != nullptr && lost->state == chan_state::ready) declare_dead(*lost, "is unreachable");
+    declare_unreachable(lost);
 }
 
 void engine::end_failed_op(op& o, int rc) noexcept {
     if (o.kind == op_kind::foreign)
         return end_foreign(static_cast<foreign_op&>(o), std::error_code(-rc, fabric_category()));
     request_base* r = owner_request(o);
+    channel_base* c = r != nullptr ? r->chan : owner_channel(o);
     LOOM_WARN("{} to {}: {}", rc == -FI_EAGAIN ? "gave up retrying a submission" : "submission failed",
-              r != nullptr ? r->chan->peer_name : owner_channel(o)->peer_name,
+              c != nullptr ? std::string_view(c->peer_name) : std::string_view("an unknown peer"),
               rc == -FI_EAGAIN ? "provider busy beyond LOOM_EAGAIN_TIMEOUT_MS" : fi_strerror(-rc));
     if (r != nullptr) {
         fail_request(*r, errc::io_error);
         recycle(*r);
-    } else {
-        owner_channel(o)->state = chan_state::failed;
+    } else if (c != nullptr) {
+        c->state = chan_state::failed;
     }
 }
 

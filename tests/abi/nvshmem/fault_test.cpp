@@ -144,11 +144,7 @@ TEST_P(nvshmem_faults, a_pe_that_finalizes_later_is_not_left_waiting) {
     run_pes(2, GetParam(), {}, [](pe_env& e) {
         bring_up(e);
         exchange(e, 1);
-        CHECK(quiet_all(e) == 0, "quiet");
-        e.barrier();
-        e.stop = true;
-        e.proxy.join();
-        CHECK(e.t->ops.release_mem_handle(&e.mine, e.t) == 0, "release_mem_handle");
+        release_heap(e);
         if (e.me == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
         const auto start = clk::now();
         CHECK(e.t->ops.finalize(e.t) == 0, "finalize");

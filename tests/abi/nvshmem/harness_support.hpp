@@ -244,12 +244,17 @@ inline void bring_up(pe_env& e, int nics = 1) {
     });
 }
 
-inline void tear_down(pe_env& e) {
+/// Everything before finalize: quiet, a barrier, the proxy stopped, the heap released.
+inline void release_heap(pe_env& e) {
     CHECK(e.t->ops.quiet(e.t, 0, 0) == 0 && e.t->ops.quiet(e.t, 0, 1) == 0, "quiet before teardown");
     e.barrier();  // nobody targets a heap that is going away
     e.stop = true;
     e.proxy.join();
     CHECK(e.t->ops.release_mem_handle(&e.mine, e.t) == 0, "release_mem_handle");
+}
+
+inline void tear_down(pe_env& e) {
+    release_heap(e);
     CHECK(e.t->ops.finalize(e.t) == 0, "finalize");
     std::free(e.heap);
 }

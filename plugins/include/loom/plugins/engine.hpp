@@ -538,6 +538,7 @@ private:
     auto same_host_peer_gone(const channel_base& c) const noexcept -> bool;
     void watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept;
     void declare_dead(channel_base& c, const char* why) noexcept;
+    void declare_unreachable(channel_base* c) noexcept;  // c: from channel_lost_by, may be null
     void fail_channel(channel_base& c) noexcept;
     void start_liveness(channel_base& c) noexcept;
     void on_liveness(channel_base& c, const completion_event& ev) noexcept;
