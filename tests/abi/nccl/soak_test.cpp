@@ -13,19 +13,25 @@ using loom::test::usage_log;
 constexpr std::size_t soak_bytes = 65536 + 3;  // past the eager limit of some providers, odd
 constexpr int descriptor_slack = 4;
 constexpr long resident_slack_kib = 8 * 1024;
+// ofi_rxm allocates one transmit-buffer chunk (FI_OFI_RXM_TX_SIZE x FI_OFI_RXM_BUFFER_SIZE,
+// 1024 x 16 KiB) once per process: the sender in its first cycle, the receiver in the first
+// cycle that needs it, cycle 1 or some hundred later. Its heap then grows by the 16.3 MiB the
+// sender's did at cycle 1 (measured). More than that one chunk is still a leak.
+constexpr long rxm_transmit_chunk_kib = 17 * 1024;
 
-void check_flat(const usage_log& log, const char* who) {
+void check_flat(const usage_log& log, const char* who, long allowed_kib) {
     CHECK(log.descriptor_growth() <= descriptor_slack, "%s: %d more descriptors after the soak", who,
           log.descriptor_growth());
-    CHECK(log.resident_growth_kib() <= resident_slack_kib, "%s: resident memory grew by %ld KiB", who,
+    CHECK(log.resident_growth_kib() <= allowed_kib, "%s: resident memory grew by %ld KiB", who,
           log.resident_growth_kib());
 }
 
 TEST_P(nccl_abi, soak_connect_transfer_close_cycles_keep_descriptors_and_memory_flat) {
     const long cycles = loom::test::soak_cycles(300);
     const long every = std::max(1L, cycles / 10);
+    const long allowed_kib = resident_slack_kib + (GetParam().provider == "tcp;ofi_rxm" ? rxm_transmit_chunk_kib : 0);
     pair(
-        [cycles, every](api& a, const pipes& p) {
+        [cycles, every, allowed_kib](api& a, const pipes& p) {
             init_and_check(a);
             std::vector<std::byte> buf(soak_bytes);
             usage_log log("receiver");
@@ -53,9 +59,9 @@ TEST_P(nccl_abi, soak_connect_transfer_close_cycles_keep_descriptors_and_memory_
                 CHECK(a.dereg_mr(rc, mh) == 0 && a.close_recv(rc) == 0 && a.close_listen(l) == 0, "close");
                 if ((c + 1) % every == 0) log.take(c + 1);
             }
-            check_flat(log, "receiver");
+            check_flat(log, "receiver", allowed_kib);
         },
-        [cycles, every](api& a, const pipes& p, pid_t) {
+        [cycles, every, allowed_kib](api& a, const pipes& p, pid_t) {
             init_and_check(a);
             std::vector<std::byte> buf(soak_bytes);
             usage_log log("sender");
@@ -77,7 +83,7 @@ TEST_P(nccl_abi, soak_connect_transfer_close_cycles_keep_descriptors_and_memory_
                 CHECK(a.dereg_mr(sc, mh) == 0 && a.close_send(sc) == 0, "close");
                 if ((c + 1) % every == 0) log.take(c + 1);
             }
-            check_flat(log, "sender");
+            check_flat(log, "sender", allowed_kib);
         });
 }
 
