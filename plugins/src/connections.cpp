@@ -110,6 +110,7 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     s->peer_name = to_string(info->endpoint_address);
     s->state = chan_state::connecting;
     s->foreign_in_flight = 0;  // slab objects are reused: nothing of a former channel counts
+    s->closed_by_peer = false;
     s->deadline = clock::now() + cfg_.connect_timeout;
     s->seqs.reset();
     s->pool.reset();
@@ -198,6 +199,7 @@ auto engine::accept(listener& l) -> result<receiver*> {
     r->peer_name = to_string(pc.peer_address);
     r->state = chan_state::ready;
     r->foreign_in_flight = 0;
+    r->closed_by_peer = false;
     r->seqs.reset();
     r->pool.reset();
     for (auto& q : r->pool) {

@@ -26,10 +26,9 @@ static_assert(a_host + 8 == accept_header_size && a_pad0 + 2 == a_receiver && a_
 // CTS
 constexpr std::size_t t_magic = 0, t_rails = 4, t_imm = 8, t_rail = 16, t_rail_size = 16;
 static_assert(t_rail + t_rail_size * max_rails == cts_max_size);
-// PING / PONG
+// PING / PONG / CLOSED
 constexpr std::size_t l_magic = 0, l_version = 4, l_type = 6, l_sequence = 8, l_pad = 12;
 static_assert(l_pad + 4 == liveness_size);
-constexpr std::uint16_t type_ping = 1, type_pong = 2;
 // Rail list entry
 constexpr std::size_t r_len = 0, r_format = 2, r_addr = 6;
 
@@ -214,7 +213,7 @@ auto encode(const liveness_message& m, std::span<std::byte> out) -> result<std::
     if (out.size() < liveness_size) return make_unexpected(errc::no_space);
     put_le<std::uint32_t>(out, l_magic, live_magic);
     put_le<std::uint16_t>(out, l_version, wire_version);
-    put_le<std::uint16_t>(out, l_type, m.pong ? type_pong : type_ping);
+    put_le<std::uint16_t>(out, l_type, static_cast<std::uint16_t>(m.kind));
     put_le<std::uint32_t>(out, l_sequence, m.sequence);
     put_le<std::uint32_t>(out, l_pad, 0);
     return liveness_size;
@@ -224,9 +223,9 @@ auto decode_liveness(std::span<const std::byte> in) -> result<liveness_message> 
     if (in.size() != liveness_size || get_le<std::uint32_t>(in, l_magic) != live_magic ||
         get_le<std::uint16_t>(in, l_version) != wire_version || get_le<std::uint32_t>(in, l_pad) != 0)
         return bad();
-    const auto type = get_le<std::uint16_t>(in, l_type);
-    if (type != type_ping && type != type_pong) return bad();
-    return liveness_message{.pong = type == type_pong, .sequence = get_le<std::uint32_t>(in, l_sequence)};
+    const auto kind = static_cast<liveness_kind>(get_le<std::uint16_t>(in, l_type));
+    if (kind != liveness_kind::ping && kind != liveness_kind::pong && kind != liveness_kind::closed) return bad();
+    return liveness_message{.kind = kind, .sequence = get_le<std::uint32_t>(in, l_sequence)};
 }
 
 }  // namespace loom::plugins

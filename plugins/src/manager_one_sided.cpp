@@ -194,6 +194,11 @@ auto endpoint_manager::one_sided_operations(int rail) const -> std::uint64_t {
     return impl_->eng->rail_one_sided(rail);
 }
 
+auto endpoint_manager::peers_declared_dead() const -> std::uint64_t {
+    std::lock_guard lock(impl_->eng->mutex());
+    return impl_->eng->stats().peers_declared_dead;
+}
+
 auto endpoint_manager::supports_atomics() const noexcept -> bool {
     return impl_->eng->atomics() && !provider_facts_for(impl_->eng->nic_info().provider).broken_fetch_atomics;
 }

@@ -152,15 +152,18 @@ void endpoint_manager::impl::take_batches(recv_ep& r, recv_conn& c) {
         result<std::optional<batch_record>> rec = make_unexpected(errc::protocol_error);
         if (reader) rec = reader->next();
         bool farewell = false;
-        for (; rec && rec->has_value(); rec = reader->next()) {
-            if ((*rec)->kind == static_cast<std::uint16_t>(record_kind::goodbye)) {
-                if (auto g = decode_goodbye((*rec)->payload)) c.farewell = *g;
+        for (; rec; rec = reader->next()) {
+            const std::optional<batch_record>& next = *rec;
+            if (!next) break;  // the end of the batch
+            const batch_record& record = *next;
+            if (record.kind == static_cast<std::uint16_t>(record_kind::goodbye)) {
+                if (auto g = decode_goodbye(record.payload)) c.farewell = *g;
                 farewell = true;
                 continue;
             }
             ev.kind = event_kind::message;
-            ev.record = (*rec)->kind;
-            ev.data = (*rec)->payload;
+            ev.record = record.kind;
+            ev.data = record.payload;
             emit(ev);
         }
         if (!rec) {
@@ -319,7 +322,9 @@ void endpoint_manager::impl::close_receive(recv_ep& r) noexcept {
               .buffer_context = pb.context});
     };
     for (auto& c : r.conns) {
-        eng->close(*c->chan);  // fails and reaps its receives
+        // A sender that has not said goodbye may still wait on this side: it hears of the close.
+        if (!c->farewell && !c->lost) eng->announce_close(*c->chan);  // nothing if it announced its own
+        eng->close(*c->chan);                                         // fails and reaps its receives
         eng->deregister(*c->storage_mh);
         for (const auto& pb : c->posted) cancel(pb, c->peer);
     }

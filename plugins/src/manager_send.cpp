@@ -92,11 +92,13 @@ void endpoint_manager::impl::progress_send(send_ep& s) {
     if (s.state != link_state::ready) return;
     if (s.chan->state == chan_state::failed && !s.lost_reported) {
         s.lost_reported = true;
-        emit({.kind = event_kind::peer_lost,
-              .error = make_error_code(errc::host_unreachable),
+        const bool closed = s.chan->closed_by_peer;  // the receiver said it closed, or it is lost
+        const errc why = closed ? errc::shutdown : errc::host_unreachable;
+        emit({.kind = closed ? event_kind::peer_closed : event_kind::peer_lost,
+              .error = make_error_code(why),
               .context = s.context,
               .sender = s.id});
-        report_one_sided(s, errc::host_unreachable);  // they may never complete (shm)
+        report_one_sided(s, why);  // they may never complete (shm)
     }
     for (std::size_t i = 0; i < s.in_flight.size(); ++i) {
         send_request* r = s.in_flight[i];
@@ -228,6 +230,10 @@ auto endpoint_manager::impl::close_send(send_ep& s) -> void_result {
                        std::ranges::any_of(s.zc, [](const zero_copy_send& z) { return z.used; });
             },
             deadline);
+        // First the engine under the receiver stops watching a peer that leaves in order (it
+        // may see the goodbye only when its owner next polls), then the goodbye: sent after it,
+        // the notice could find the channel already closed.
+        eng->announce_close(*s.chan);
         say_goodbye(s, deadline);
         for (auto& z : s.zc)
             if (z.used)

@@ -260,8 +260,11 @@ void pe_group::impl::on_event(const event& ev) {
             if (ev.receiver == rx) ++incoming;
             return;
         case event_kind::peer_closed:
-            if (ev.receiver == rx) ++incoming_ended;
-            return;
+            if (ev.receiver == rx) {
+                ++incoming_ended;
+                return;
+            }
+            [[fallthrough]];  // a PE whose receive endpoint closed first: its slot is gone as if lost
         case event_kind::connection_failed:
         case event_kind::peer_lost:
             if (ev.receiver == rx && ev.sender == send_endpoint_id{}) {

@@ -9,6 +9,8 @@
 // that says the peer cannot be reached declares it at once (progress.cpp, submission.cpp). A
 // peer declared dead takes every channel to its endpoint with it: they share the provider's
 // path, and one that waited less would otherwise start its clock again for what comes after.
+// A side that closes while its peer may still wait on it says so (announce_close): the peer's
+// channel is then no longer watched, and a sender's fails at once, without being declared dead.
 #include "engine_internals.hpp"
 
 #include <loom/plugins/engine.hpp>
@@ -55,14 +57,27 @@ void engine::start_liveness(channel_base& c) noexcept {
     post(c.live->receive);
 }
 
-void engine::send_liveness(channel_base& c, bool pong, std::uint32_t sequence) noexcept {
+auto engine::send_liveness(channel_base& c, liveness_kind kind, std::uint32_t sequence) noexcept -> bool {
     std::array<std::byte, liveness_size> b{};
-    (void)encode(liveness_message{.pong = pong, .sequence = sequence}, b);
+    (void)encode(liveness_message{.kind = kind, .sequence = sequence}, b);
     // An inject: nothing to complete or cancel. When the provider refuses for now (a peer being
-    // reconnected, queues full) the next check pings again; a lost pong is answered anew.
-    const auto tag = match_bits::make_tag(message_kind::control, c.remote_id, liveness_sequence, pong ? 1U : 0U);
-    if (auto r = ep_.tagged_inject(b, tag, c.peer); !r && r.error() != make_error_code(errc::again))
-        LOOM_DEBUG("liveness {} to {}: {}", pong ? "pong" : "ping", c.peer_name, r.error().message());
+    // reconnected, queues full) the next check pings again; a lost pong is answered anew; a lost
+    // close notice leaves the peer to its monitor, as before there was one.
+    const auto tag =
+        match_bits::make_tag(message_kind::control, c.remote_id, liveness_sequence, static_cast<std::uint32_t>(kind));
+    auto r = ep_.tagged_inject(b, tag, c.peer);
+    if (!r && r.error() != make_error_code(errc::again))
+        LOOM_DEBUG("liveness message {} to {}: {}", static_cast<int>(kind), c.peer_name, r.error().message());
+    return r || r.error() != make_error_code(errc::again);
+}
+
+void engine::announce_close(channel_base& c) noexcept {
+    if (c.state != chan_state::ready || c.closed_by_peer) return;  // nobody left to tell
+    // Worth a short wait for room in a full transmit queue: without the notice the peer waits
+    // out its timeout.
+    const auto deadline = clock::now() + std::chrono::milliseconds(100);
+    while (!send_liveness(c, liveness_kind::closed, 0) && clock::now() < deadline) progress();
+    progress();  // the engine may close right after: give the notice its way out
 }
 
 void engine::on_liveness(channel_base& c, const completion_event& ev) noexcept {
@@ -72,7 +87,8 @@ void engine::on_liveness(channel_base& c, const completion_event& ev) noexcept {
     } else if (auto m =
                    decode_liveness({c.live->buffer.data(), std::min(ev.bytes_transferred, c.live->buffer.size())})) {
         c.live->last_heard = clock::now();  // a ping says as much as a pong
-        if (!m->pong) send_liveness(c, true, m->sequence);
+        if (m->kind == liveness_kind::closed) return end_by_peer(c);
+        if (m->kind == liveness_kind::ping) send_liveness(c, liveness_kind::pong, m->sequence);
     } else {
         LOOM_WARN("dropped a malformed liveness message from {}", c.peer_name);
     }
@@ -84,22 +100,32 @@ void engine::declare_dead(channel_base& c, const char* why) noexcept {
         ++stats_.peers_declared_dead;
         LOOM_WARN("peer {} (pid {}) {}; failing its requests", c.peer_name, c.peer_pid, why);
     }
-    fail_channel(c);
+    fail_channel(c, errc::host_unreachable);
     // Every channel to that endpoint shares the provider's path to it: they fail together, so
     // none of them starts its own clock again for what is submitted after.
     for (channel_base* other : channels_)
-        if (other != &c && other->state == chan_state::ready && other->peer == c.peer) fail_channel(*other);
+        if (other != &c && other->state == chan_state::ready && other->peer == c.peer)
+            fail_channel(*other, errc::host_unreachable);
 }
 
 void engine::declare_unreachable(channel_base* c) noexcept {
     if (c != nullptr && c->state == chan_state::ready) declare_dead(*c, "is unreachable");
 }
 
-void engine::fail_channel(channel_base& c) noexcept {
+void engine::end_by_peer(channel_base& c) noexcept {
+    if (c.state != chan_state::ready || c.closed_by_peer) return;
+    LOOM_DEBUG("peer {} closed its side of channel {}", c.peer_name, c.id);
+    c.closed_by_peer = true;  // its silence proves nothing now: the monitor leaves it alone
+    // Sends can no longer complete. A receiver keeps what landed and its posted receives until
+    // its owner closes it (the owner's own protocol says when everything has arrived).
+    if (c.is_sender) fail_channel(c, errc::shutdown);
+}
+
+void engine::fail_channel(channel_base& c, errc why) noexcept {
     c.state = chan_state::failed;
     with_pool(c, [&](auto& pool) {
         for (auto& r : pool)
-            if (r.active && !r.done) fail_request(r, errc::host_unreachable);
+            if (r.active && !r.done) fail_request(r, why);
     });
 }
 
@@ -109,7 +135,7 @@ void engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) no
         case liveness_action::declare_dead: return declare_dead(c, "stopped answering");
         case liveness_action::ping:
             c.live->last_ping = now;
-            send_liveness(c, false, ++c.live->ping_sequence);
+            send_liveness(c, liveness_kind::ping, ++c.live->ping_sequence);
             return;
         case liveness_action::none:
             if (!waiting) c.live->last_heard = now;  // nothing waits on the peer: nothing to prove
@@ -129,7 +155,7 @@ void engine::check_peers() noexcept {
     const auto stalled = ping_interval(cfg_.peer_timeout);
     auto waits = [&](const request_base& r) { return r.active && !r.done && now - r.started >= stalled; };
     for (channel_base* c : channels_) {
-        if (c->state != chan_state::ready) continue;
+        if (c->state != chan_state::ready || c->closed_by_peer) continue;
         const bool foreign_waits = c->foreign_in_flight > 0 && now - c->foreign_since >= stalled;
         watch_peer(*c, foreign_waits || with_pool(*c, [&](auto& pool) { return std::ranges::any_of(pool, waits); }),
                    now);

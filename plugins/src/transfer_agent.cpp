@@ -97,6 +97,13 @@ void transfer_agent::impl::on_event(const event& ev) {
             for (auto& [name, p] : peers)
                 if (p->tx == ev.sender) p->connected = true;  // not the context: the peer may be gone
             return;
+        case event_kind::peer_closed:
+            for (auto& [name, p] : peers)
+                if (p->tx == ev.sender && ev.sender != send_endpoint_id{}) {
+                    p->failure = make_error_code(errc::shutdown);  // its agent went away in order
+                    LOOM_DEBUG("transfer agent {}: {} closed its connection", opts.name, name);
+                }
+            return;
         case event_kind::connection_failed:
         case event_kind::peer_lost:
             for (auto& [name, p] : peers)

@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
     cts.rail[0] = {0x1000, 0x22};
     cts.rail[1] = {0x2000, 0x33};
     seed_encoded("wire_messages", "cts", 2, cts, cts_max_size);
-    seed_encoded("wire_messages", "liveness", 3, liveness_message{.pong = true, .sequence = 9}, liveness_size);
+    seed_encoded("wire_messages", "liveness", 3, liveness_message{.kind = liveness_kind::pong, .sequence = 9},
+                 liveness_size);
     // A goodbye travels as a batch of one record: the batch is one seed, its payload another.
     std::array<std::byte, goodbye_batch_size> bye_batch{};
     const auto bye_size = encode(goodbye{.batches = 3, .zero_copy = 1}, bye_batch).value();

@@ -3,13 +3,9 @@
 #include <loom/plugins/endpoint_manager.hpp>
 
 #include "allocation_count.hpp"
+#include "manager_side.hpp"
 
 #include <gtest/gtest.h>
-
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <csignal>
 
 #include <algorithm>
 #include <atomic>
@@ -25,87 +21,9 @@
 #include <thread>
 #include <vector>
 
-namespace lp = loom::plugins;
-using namespace std::chrono_literals;
-
 namespace {
 
-auto code(loom::errc e) { return loom::make_error_code(e); }
-auto text(std::span<const std::byte> b) -> std::string { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
-auto bytes(const std::string& s) -> std::span<const std::byte> { return std::as_bytes(std::span{s.data(), s.size()}); }
-/// prefix + i. (Not "m" + std::to_string(i): GCC 12 at -O3 raises a false -Wrestrict in it.)
-auto numbered(std::string_view prefix, int i) -> std::string {
-    std::string s(prefix);
-    s += std::to_string(i);
-    return s;
-}
-
-/// An event with copies of what its spans showed.
-struct seen {
-    lp::event e;
-    std::string data, header;
-};
-
-/// A manager whose events are recorded.
-struct side {
-    std::mutex mu;
-    std::vector<seen> events;
-    std::unique_ptr<lp::endpoint_manager> m;
-
-    explicit side(bool progress_thread = false, bool thread_safe = false)
-        : side(lp::manager_options{.thread_safe = thread_safe, .progress_thread = progress_thread}) {}
-    explicit side(lp::manager_options o, bool must_open = true) {
-        o.on_event = [this](const lp::event& e) {
-            std::lock_guard lock(mu);
-            events.push_back({e, text(e.data), text(e.header)});
-        };
-        auto r = lp::endpoint_manager::create(std::move(o));
-        if (must_open) {
-            EXPECT_TRUE(r) << r.error().message();
-        }
-        if (r) m = std::move(*r);
-    }
-    auto count(lp::event_kind k) -> std::size_t {
-        std::lock_guard lock(mu);
-        return static_cast<std::size_t>(std::ranges::count_if(events, [&](const seen& s) { return s.e.kind == k; }));
-    }
-    auto of(lp::event_kind k) -> std::vector<seen> {
-        std::lock_guard lock(mu);
-        std::vector<seen> out;
-        for (const auto& s : events)
-            if (s.e.kind == k) out.push_back(s);
-        return out;
-    }
-};
-
-/// Polls both sides (those without a progress thread) until `done` or 20 s.
-template <class F>
-auto poll_until(side& a, side& b, F&& done) -> bool {
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        a.m->poll();
-        b.m->poll();
-    }
-    return true;
-}
-
-/// A receive endpoint on rx and a connected send endpoint of tx to it.
-void connect_sides(side& rx, side& tx, const lp::receive_parameters& rp, const lp::connection_parameters& cp,
-                   lp::receive_endpoint_id& in, lp::send_endpoint_id& out) {
-    ASSERT_TRUE(rx.m && tx.m);
-    auto r = rx.m->open_receive_endpoint(rp, &rx);
-    ASSERT_TRUE(r) << r.error().message();
-    in = *r;
-    auto s = tx.m->open_send_endpoint(rx.m->address_of(in).value(), cp, &tx);
-    ASSERT_TRUE(s) << s.error().message();
-    out = *s;
-    ASSERT_TRUE(poll_until(rx, tx, [&] {
-        return tx.count(lp::event_kind::connected) == 1 && rx.count(lp::event_kind::peer_connected) == 1;
-    }));
-    EXPECT_EQ(tx.of(lp::event_kind::connected)[0].e.context, &tx);
-    EXPECT_EQ(tx.of(lp::event_kind::connected)[0].e.sender, out);
-}
+using namespace loom_test::manager;
 
 struct EndpointManager : ::testing::Test {
     side rx, tx;
@@ -549,126 +467,6 @@ TEST(EndpointManagerThreads, ThreadSafeModeTakesSendsAndPollsFromSeveralThreads)
         const char who = m.data[0];
         EXPECT_EQ(m.data.substr(1), std::to_string(next[who]++));
     }
-}
-
-/// A receiver in a child process (a receive endpoint and 1 MiB registered for one-sided
-/// operations) that polls until killed; the parent's `tx` is connected to it.
-struct receiver_process {
-    pid_t pid{-1};
-    lp::send_endpoint_id out{};
-    lp::remote_key_bytes key{};
-    lp::handle_bytes address{};  ///< its receive endpoint's
-
-    explicit receiver_process(side& tx) {
-        int fds[2];
-        if (::pipe(fds) != 0) return;
-        pid = ::fork();
-        if (pid == 0) {
-            ::close(fds[0]);
-            ::alarm(30);
-            side rx;
-            std::vector<std::byte> target(1 << 20);
-            auto mh = rx.m->register_memory(target);
-            auto in = rx.m->open_receive_endpoint({});
-            const auto addr = in ? rx.m->address_of(*in) : std::unexpected(in.error());
-            const auto k = mh ? rx.m->remote_key_of(*mh) : std::unexpected(mh.error());
-            if (!addr || !k || ::write(fds[1], addr->data(), addr->size()) != static_cast<ssize_t>(addr->size()) ||
-                ::write(fds[1], k->data(), k->size()) != static_cast<ssize_t>(k->size()))
-                ::_exit(1);
-            for (;;) rx.m->poll();  // until killed
-        }
-        ::close(fds[1]);
-        const bool got = ::read(fds[0], address.data(), address.size()) == static_cast<ssize_t>(address.size()) &&
-                         ::read(fds[0], key.data(), key.size()) == static_cast<ssize_t>(key.size());
-        ::close(fds[0]);
-        if (!got) return;
-        out = tx.m->open_send_endpoint(address, {.mode = lp::send_mode::zero_copy}).value();
-        const auto deadline = std::chrono::steady_clock::now() + 20s;
-        while (tx.count(lp::event_kind::connected) == 0 && std::chrono::steady_clock::now() < deadline) tx.m->poll();
-    }
-    void kill() const {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
-    }
-};
-
-/// Polls `tx` until `n` events of kind `k` or 20 s.
-auto poll_for(side& tx, lp::event_kind k, std::size_t n) -> bool {
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (tx.count(k) < n && std::chrono::steady_clock::now() < deadline) tx.m->poll();
-    return tx.count(k) == n;
-}
-
-TEST(EndpointManagerPeers, AKilledReceiverFailsTheSendsWaitingOnIt) {
-    // The receiver is another process, killed once connected; LOOM_PEER_TIMEOUT_MS is short for
-    // this binary (ctest). (A receiver closed in the same process is no test: shm maps its
-    // peers' regions, and an inject into one its owner unmapped faults inside the provider.)
-    side tx;  // before the fork: shm refuses (busy) a region a process opens after its child did
-    ASSERT_TRUE(tx.m);
-    receiver_process peer(tx);
-    ASSERT_EQ(tx.count(lp::event_kind::connected), 1U);
-    peer.kill();
-    std::vector<std::byte> big(1 << 20);
-    const auto killed = std::chrono::steady_clock::now();
-    ASSERT_TRUE(tx.m->send(peer.out, big, nullptr, {}));  // a rendezvous: waits for a clear-to-send that never comes
-    ASSERT_TRUE(poll_for(tx, lp::event_kind::send_complete, 1));
-    EXPECT_TRUE(tx.of(lp::event_kind::send_complete)[0].e.error);
-    EXPECT_LE(tx.count(lp::event_kind::peer_lost), 1U);  // said once, where the monitor was the one to tell
-    EXPECT_LT(std::chrono::steady_clock::now() - killed, 10s);
-    EXPECT_TRUE(tx.m->close_send_endpoint(peer.out));
-}
-
-TEST(EndpointManagerPeers, AKilledTargetEndsTheOneSidedOperationsInFlightOnce) {
-    // On shm such operations never complete: the manager ends them when the peer is lost.
-    std::vector<std::byte> src(1 << 20), back(1 << 20);  // outlive the manager (the provider may hold them)
-    side tx;
-    ASSERT_TRUE(tx.m);
-    receiver_process peer(tx);
-    ASSERT_EQ(tx.count(lp::event_kind::connected), 1U);
-    auto smh = tx.m->register_memory(src).value();
-    auto bmh = tx.m->register_memory(back).value();
-    peer.kill();
-    const auto killed = std::chrono::steady_clock::now();
-    int w = 0, r = 0;
-    ASSERT_TRUE(tx.m->write(peer.out, src, smh, peer.key, 0, std::nullopt, &w, lp::write_completion::delivered));
-    ASSERT_TRUE(tx.m->read(peer.out, back, bmh, peer.key, 0, &r));
-    ASSERT_TRUE(poll_for(tx, lp::event_kind::write_complete, 1));
-    ASSERT_TRUE(poll_for(tx, lp::event_kind::read_complete, 1));
-    EXPECT_LT(std::chrono::steady_clock::now() - killed, 10s);
-    EXPECT_TRUE(tx.of(lp::event_kind::write_complete)[0].e.error);
-    EXPECT_TRUE(tx.of(lp::event_kind::read_complete)[0].e.error);
-    EXPECT_EQ(tx.of(lp::event_kind::write_complete)[0].e.context, &w);
-    EXPECT_EQ(tx.of(lp::event_kind::read_complete)[0].e.context, &r);
-    for (int i = 0; i < 100; ++i) tx.m->poll();  // a late completion of the provider says nothing more
-    EXPECT_EQ(tx.count(lp::event_kind::write_complete) + tx.count(lp::event_kind::read_complete), 2U);
-    EXPECT_TRUE(tx.m->close_send_endpoint(peer.out));
-    tx.m->deregister(smh);
-    tx.m->deregister(bmh);
-}
-
-TEST(EndpointManagerPeers, ALostPeerFailsEveryConnectionToItAtOnce) {
-    // Two send endpoints to one killed receiver: once the first one's write fails, the second
-    // is lost too, though nothing of its own had waited yet (its clock would start only now).
-    std::vector<std::byte> src(1 << 20);  // outlives the manager (the provider may hold it)
-    side tx;
-    ASSERT_TRUE(tx.m);
-    receiver_process peer(tx);
-    ASSERT_EQ(tx.count(lp::event_kind::connected), 1U);
-    const auto second = tx.m->open_send_endpoint(peer.address, {.mode = lp::send_mode::zero_copy}).value();
-    ASSERT_TRUE(poll_for(tx, lp::event_kind::connected, 2));
-    auto smh = tx.m->register_memory(src).value();
-    peer.kill();
-    int w = 0;
-    ASSERT_TRUE(tx.m->write(peer.out, src, smh, peer.key, 0, std::nullopt, &w, lp::write_completion::delivered));
-    ASSERT_TRUE(poll_for(tx, lp::event_kind::write_complete, 1));
-    EXPECT_TRUE(tx.of(lp::event_kind::write_complete)[0].e.error);
-    auto late = tx.m->write(second, src, smh, peer.key, 0, std::nullopt, &w, lp::write_completion::delivered);
-    ASSERT_FALSE(late) << "the second connection to the lost peer still took a write";
-    EXPECT_EQ(late.error(), code(loom::errc::connection_aborted));
-    EXPECT_TRUE(poll_for(tx, lp::event_kind::peer_lost, 2));  // each endpoint says so once
-    EXPECT_TRUE(tx.m->close_send_endpoint(peer.out));
-    EXPECT_TRUE(tx.m->close_send_endpoint(second));
-    tx.m->deregister(smh);
 }
 
 }  // namespace

@@ -180,20 +180,23 @@ void torture(const M& m, Decode decode, const char* what) {
 }
 
 TEST(ControlMessages, LivenessRoundTripsAndHasItsLayout) {
-    for (const bool pong : {false, true}) {
-        const lp::liveness_message m{.pong = pong, .sequence = 0xdeadbeef};
+    using enum lp::liveness_kind;
+    for (const auto kind : {ping, pong, closed}) {
+        const lp::liveness_message m{.kind = kind, .sequence = 0xdeadbeef};
         const auto b = bytes_of(m);
         ASSERT_EQ(b.size(), lp::liveness_size);
         EXPECT_EQ(std::string(reinterpret_cast<const char*>(b.data()), 4), "LIVE");
-        EXPECT_EQ(b[6], static_cast<std::byte>(pong ? 2 : 1));
+        EXPECT_EQ(b[6], static_cast<std::byte>(kind));
         EXPECT_EQ(b[8], std::byte{0xef});
         auto d = lp::decode_liveness(b);
         ASSERT_TRUE(d);
-        EXPECT_EQ(d->pong, pong);
+        EXPECT_EQ(d->kind, kind);
         EXPECT_EQ(d->sequence, 0xdeadbeefU);
     }
     auto b = bytes_of(lp::liveness_message{});
-    b[6] = std::byte{3};
+    b[6] = std::byte{4};
+    EXPECT_EQ(lp::decode_liveness(b).error(), loom::errc::protocol_error);
+    b[6] = std::byte{0};
     EXPECT_EQ(lp::decode_liveness(b).error(), loom::errc::protocol_error);
     std::array<std::byte, 8> small{};
     EXPECT_EQ(lp::encode(lp::liveness_message{}, small).error(), loom::errc::no_space);
@@ -201,7 +204,8 @@ TEST(ControlMessages, LivenessRoundTripsAndHasItsLayout) {
 
 TEST(ControlMessages, TruncatedOrBitFlippedMessagesAreRefusedOrReadFaithfully) {
     torture(
-        lp::liveness_message{.pong = true, .sequence = 77}, [](auto b) { return lp::decode_liveness(b); }, "liveness");
+        lp::liveness_message{.kind = lp::liveness_kind::pong, .sequence = 77},
+        [](auto b) { return lp::decode_liveness(b); }, "liveness");
     torture(sample_connect(), [](auto b) { return lp::decode_connect(b); }, "connect");
     torture(sample_accept(), [](auto b) { return lp::decode_accept(b); }, "accept");
     torture(sample_cts(), [](auto b) { return lp::decode_cts(b); }, "cts");

@@ -66,10 +66,17 @@ struct clear_to_send {
     std::array<remote_rail, max_rails> rail{};  ///< per rail: where the writes go
 };
 
-/// A liveness probe (ping) or its answer (pong), exchanged while a channel waits on its peer.
+/// What a liveness message says.
+enum class liveness_kind : std::uint16_t {
+    ping = 1,   ///< a probe, sent while a channel waits on its peer
+    pong = 2,   ///< the answer to a ping
+    closed = 3  ///< the sender of it has closed its side of the channel: stop waiting on it
+};
+
+/// A liveness message, exchanged between the two sides of a channel.
 struct liveness_message {
-    bool pong{false};           ///< an answer, not a probe
-    std::uint32_t sequence{0};  ///< a pong repeats its ping's
+    liveness_kind kind{liveness_kind::ping};  ///< what it says
+    std::uint32_t sequence{0};                ///< a pong repeats its ping's
 };
 
 /// The sequence field of the control tag that carries liveness messages (0 is the handshake's).

@@ -93,7 +93,9 @@ enum class event_kind : std::uint8_t {
     connected,          ///< a send endpoint's peer accepted it (context: the endpoint's)
     connection_failed,  ///< it never will (error says why); the endpoint stays open until closed
     peer_connected,     ///< a sender connected to a receive endpoint (peer: which one)
-    peer_closed,        ///< a connected sender closed its send endpoint, after all it sent was delivered
+    peer_closed,        ///< a connected sender closed its send endpoint, after all it sent was delivered;
+                        ///< or (sender set) the receiver closed before this send endpoint: its
+                        ///< operations failed with shutdown
     peer_lost,          ///< a connection's peer is dead or unreachable; its operations failed
     message,            ///< a received message (data; header for zero-copy; kind for records)
     send_complete,      ///< a zero-copy send is done with the caller's buffer (context: the send's)
@@ -246,6 +248,9 @@ public:
     [[nodiscard]] auto rail_count() const noexcept -> int;
     /// One-sided operations (stripes of writes and reads, atomics) submitted on `rail` so far.
     [[nodiscard]] auto one_sided_operations(int rail) const -> std::uint64_t;
+    /// Peers the engine has given up so far (silent, gone or unreachable); a peer that closed
+    /// its side in order is not among them.
+    [[nodiscard]] auto peers_declared_dead() const -> std::uint64_t;
 
     // ---------------------------------------------------------------- events
     /// Progresses the engine and delivers what happened to the handler, sequentially, outside

@@ -156,6 +156,7 @@ struct channel_base {
     bool is_sender{false};               ///< true for a sender, false for a receiver
     std::string peer_name{};             ///< the peer's address as text, for logs
     liveness_state* live{nullptr};       ///< the derived channel's own (last, after its pools)
+    bool closed_by_peer{false};          ///< the peer said it closed its side (not watched any more)
     std::uint32_t foreign_in_flight{0};  ///< foreign operations to the peer not yet ended
     clock::time_point foreign_since{};   ///< when the oldest of them may have started
 };
@@ -409,6 +410,11 @@ public:
     void close(sender& s) noexcept;
     /// Completes or cancels every outstanding request, then retires the channel.
     void close(receiver& r) noexcept;
+    /// Tells the channel's peer that this side closes (call it before close): a sender's
+    /// waiting sends there fail now rather than at the peer timeout, and neither side's
+    /// monitor gives the other up for its silence. Only while the peer may still be open: to a
+    /// closed one, the notice stays in its provider as an unexpected message.
+    void announce_close(channel_base& c) noexcept;
 
     /// Host memory through the MR caches, or device memory / a DMA-BUF (`dev`) registered
     /// exactly and deregistered when the handle goes (device allocations get reused).
@@ -539,10 +545,11 @@ private:
     void watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept;
     void declare_dead(channel_base& c, const char* why) noexcept;
     void declare_unreachable(channel_base* c) noexcept;  // c: from channel_lost_by, may be null
-    void fail_channel(channel_base& c) noexcept;
+    void end_by_peer(channel_base& c) noexcept;          // the peer said it closed its side
+    void fail_channel(channel_base& c, errc why) noexcept;
     void start_liveness(channel_base& c) noexcept;
     void on_liveness(channel_base& c, const completion_event& ev) noexcept;
-    void send_liveness(channel_base& c, bool pong, std::uint32_t sequence) noexcept;
+    auto send_liveness(channel_base& c, liveness_kind kind, std::uint32_t sequence) noexcept -> bool;  // false: again
     void watchdog() noexcept;  // the background thread's loop
     auto new_channel_id() -> result<std::uint32_t>;
     void drain(channel_base& c, const std::function<bool()>& pending) noexcept;
