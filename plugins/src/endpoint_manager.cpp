@@ -46,6 +46,7 @@ endpoint_manager::impl::~impl() {
     close_all();
     eng.reset();  // the provider lets go of every context: abandoned endpoints can go
     abandoned.clear();
+    abandoned_receives.clear();
 }
 
 auto endpoint_manager::impl::lookup(send_endpoint_id id) noexcept -> send_ep* { return find(sends, id); }

@@ -229,9 +229,11 @@ public:
     std::vector<std::unique_ptr<send_ep>> sends{};
     std::vector<std::unique_ptr<recv_ep>> receives{};
     std::vector<std::unique_ptr<send_ep>> abandoned{};  ///< closed with operations the provider still holds
-    std::vector<memory_handle*> registrations_{};       ///< the caller's, deregistered at the end if still there
-    std::vector<event> pending_{};                      ///< events not yet delivered (under the engine lock)
-    std::vector<event> delivering_{};                   ///< the batch poll() hands to the handler
+    /// Connections closed while their peer may still write into their buffers (awaits_writes).
+    std::vector<std::unique_ptr<recv_conn>> abandoned_receives{};
+    std::vector<memory_handle*> registrations_{};  ///< the caller's, deregistered at the end if still there
+    std::vector<event> pending_{};                 ///< events not yet delivered (under the engine lock)
+    std::vector<event> delivering_{};              ///< the batch poll() hands to the handler
     std::vector<repost> reposts_{};
     std::vector<repost> reposting_{};
     std::vector<repost> retiring_{};  ///< connections to close after delivery (ring unused)

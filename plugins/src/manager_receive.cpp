@@ -269,6 +269,7 @@ void endpoint_manager::impl::retire_connections() {
         auto it = std::ranges::find_if(r->conns, [&](const auto& c) { return c.get() == rc.conn; });
         if (it == r->conns.end()) continue;
         recv_conn& c = **it;
+        const bool late_writes = eng->awaits_writes(*c.chan);
         eng->close(*c.chan);
         eng->deregister(*c.storage_mh);
         for (const auto& pb : c.posted)
@@ -278,6 +279,7 @@ void endpoint_manager::impl::retire_connections() {
                   .receiver = r->id,
                   .peer = c.peer,
                   .buffer_context = pb.context});
+        if (late_writes) abandoned_receives.push_back(std::move(*it));  // its buffers outlive the engine's endpoint
         r->conns.erase(it);
     }
     retiring_.clear();
@@ -324,9 +326,11 @@ void endpoint_manager::impl::close_receive(recv_ep& r) noexcept {
     for (auto& c : r.conns) {
         // A sender that has not said goodbye may still wait on this side: it hears of the close.
         if (!c->farewell && !c->lost) eng->announce_close(*c->chan);  // nothing if it announced its own
-        eng->close(*c->chan);                                         // fails and reaps its receives
+        const bool late_writes = eng->awaits_writes(*c->chan);
+        eng->close(*c->chan);  // fails and reaps its receives
         eng->deregister(*c->storage_mh);
         for (const auto& pb : c->posted) cancel(pb, c->peer);
+        if (late_writes) abandoned_receives.push_back(std::move(c));  // its buffers outlive the engine's endpoint
     }
     for (const auto& pb : r.unclaimed) cancel(pb, 0);
     eng->close(*r.listen);

@@ -158,7 +158,12 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
         .capacity = std::min<std::uint64_t>(s.capacity, immediate::length_mask),
         .rails = r.chan->rails};
     for (std::size_t k = 0; k < static_cast<std::size_t>(cts.rails); ++k) cts.rail[k] = {s.raddr[k], s.rkey[k]};
-    s.cts_len = encode(cts, s.cts).value();  // fits: cts_max_size bytes, rails and capacity in range
+    const auto len = encode(cts, s.cts);  // fits: cts_max_size bytes, rails and capacity in range
+    if (!len) {
+        fail_request(r, errc::io_error);
+        return;
+    }
+    s.cts_len = *len;
     s.cts_op.kind = op_kind::cts_send;
     s.cts_op.slot = o.slot;
     post(s.cts_op);
@@ -166,6 +171,17 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
         s.received = 0;
         finish_slot(r, s);
     }
+}
+
+auto engine::awaits_writes(const receiver& rc) const noexcept -> bool {
+    for (const auto& r : rc.pool) {
+        if (!r.active) continue;
+        for (int i = 0; i < r.n; ++i) {
+            const auto& s = r.slots[static_cast<std::size_t>(i)];
+            if (s.rendezvous && !s.done && s.landed < s.expected) return true;
+        }
+    }
+    return false;
 }
 
 void engine::on_remote_write(std::uint64_t imm) noexcept {

@@ -172,4 +172,27 @@ TEST(EndpointManagerPeers, ASenderThatClosesInOrderIsNotGivenUpByAnIdleReceiver)
     EXPECT_EQ(rx.m->peers_declared_dead(), 0U);
 }
 
+TEST(EndpointManagerPeers, AReceiverClosedDuringARendezvousKeepsItsBuffersForTheLateWrites) {
+    // The receiving side grants a large message a clear-to-send and closes before the writes
+    // land: the peer's provider may still write them into the connection's buffers, which must
+    // not be freed under it (ASan, or the unmapped pages, would say so). Several timings.
+    for (int delay_ms : {0, 2, 5, 10, 20, 40}) {
+        side rx, tx;
+        lp::receive_endpoint_id in{};
+        lp::send_endpoint_id out{};
+        connect_sides(rx, tx, {.buffer_size = std::size_t{4} << 20, .buffer_count = 2},
+                      {.mode = lp::send_mode::zero_copy}, in, out);
+        std::vector<std::byte> big(std::size_t{4} << 20, std::byte{7});
+        auto mh = tx.m->register_memory(big).value();
+        ASSERT_TRUE(tx.m->send(out, big, mh, {}));
+        for (int i = 0; i < 3; ++i) rx.m->poll();  // the request to send is in: a clear-to-send goes out
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        ASSERT_TRUE(rx.m->close_receive_endpoint(in));
+        ASSERT_TRUE(poll_for(tx, lp::event_kind::send_complete, 1));
+        std::this_thread::sleep_for(50ms);  // the receiving engine's watchdog takes what still arrives
+        EXPECT_TRUE(tx.m->close_send_endpoint(out));
+        tx.m->deregister(mh);
+    }
+}
+
 }  // namespace

@@ -415,6 +415,9 @@ public:
     /// monitor gives the other up for its silence. Only while the peer may still be open: to a
     /// closed one, the notice stays in its provider as an unexpected message.
     void announce_close(channel_base& c) noexcept;
+    /// Whether the receiver's peer may still write into its buffers: a clear-to-send went out
+    /// for bytes that have not landed. Memory behind them must outlive the engine then.
+    [[nodiscard]] auto awaits_writes(const receiver& r) const noexcept -> bool;
 
     /// Host memory through the MR caches, or device memory / a DMA-BUF (`dev`) registered
     /// exactly and deregistered when the handle goes (device allocations get reused).
