@@ -19,48 +19,52 @@ namespace loom::atomic {
 
 /// Atomic operations (fi_op), same values.
 enum class operation : int {
-    min = 0,
-    max,
-    sum,
-    prod,
-    lor,
-    land,
-    bor,
-    band,
-    lxor,
-    bxor,
-    atomic_read,
-    atomic_write,
-    cswap,
-    cswap_ne,
-    cswap_le,
-    cswap_lt,
-    cswap_ge,
-    cswap_gt,
-    mswap,
+    min = 0,       ///< FI_MIN: minimum (target = min(target, operand))
+    max,           ///< FI_MAX: maximum (target = max(target, operand))
+    sum,           ///< FI_SUM: sum (target = target + operand)
+    prod,          ///< FI_PROD: product (target = target * operand)
+    lor,           ///< FI_LOR: logical OR (target = target || operand)
+    land,          ///< FI_LAND: logical AND (target = target && operand)
+    bor,           ///< FI_BOR: bitwise OR (target = target | operand)
+    band,          ///< FI_BAND: bitwise AND (target = target & operand)
+    lxor,          ///< FI_LXOR: logical exclusive OR (true when exactly one of target and operand is true)
+    bxor,          ///< FI_BXOR: bitwise exclusive OR (target = target ^ operand)
+    atomic_read,   ///< FI_ATOMIC_READ: read the target atomically (result = target); fetch family only
+    atomic_write,  ///< FI_ATOMIC_WRITE: write the operand atomically (target = operand)
+    cswap,         ///< FI_CSWAP: compare and swap; target = operand if compare == target
+    cswap_ne,      ///< FI_CSWAP_NE: target = operand if compare != target
+    cswap_le,      ///< FI_CSWAP_LE: target = operand if compare <= target
+    cswap_lt,      ///< FI_CSWAP_LT: target = operand if compare < target
+    cswap_ge,      ///< FI_CSWAP_GE: target = operand if compare >= target
+    cswap_gt,      ///< FI_CSWAP_GT: target = operand if compare > target
+    mswap,         ///< FI_MSWAP: masked swap; the target bits set in compare take the operand's bits
 };
 /// Atomic datatypes (fi_datatype), same values.
 enum class datatype : int {
-    int8 = 0,
-    uint8,
-    int16,
-    uint16,
-    int32,
-    uint32,
-    int64,
-    uint64,
-    float32,
-    float64,
-    float_complex,
-    double_complex,
-    long_double,
-    long_double_complex,
-    int128,
-    uint128,
+    int8 = 0,             ///< FI_INT8: signed 8-bit integer (std::int8_t)
+    uint8,                ///< FI_UINT8: unsigned 8-bit integer (std::uint8_t)
+    int16,                ///< FI_INT16: signed 16-bit integer (std::int16_t)
+    uint16,               ///< FI_UINT16: unsigned 16-bit integer (std::uint16_t)
+    int32,                ///< FI_INT32: signed 32-bit integer (std::int32_t)
+    uint32,               ///< FI_UINT32: unsigned 32-bit integer (std::uint32_t)
+    int64,                ///< FI_INT64: signed 64-bit integer (std::int64_t)
+    uint64,               ///< FI_UINT64: unsigned 64-bit integer (std::uint64_t)
+    float32,              ///< FI_FLOAT: single-precision IEEE 754 floating point (float)
+    float64,              ///< FI_DOUBLE: double-precision IEEE 754 floating point (double)
+    float_complex,        ///< FI_FLOAT_COMPLEX: complex of two floats (std::complex<float>)
+    double_complex,       ///< FI_DOUBLE_COMPLEX: complex of two doubles (std::complex<double>)
+    long_double,          ///< FI_LONG_DOUBLE: extended precision float (long double); format is platform specific
+    long_double_complex,  ///< FI_LONG_DOUBLE_COMPLEX: complex of two long doubles (std::complex<long double>)
+    int128,               ///< FI_INT128: signed 128-bit integer (__int128)
+    uint128,              ///< FI_UINT128: unsigned 128-bit integer (unsigned __int128)
 };
 /// Which libfabric interface an operation belongs to: base (fi_atomic), fetch
 /// (fi_fetch_atomic: base + atomic_read), compare (fi_compare_atomic: cswap* and mswap).
-enum class family { base, fetch, compare };
+enum class family {
+    base,    ///< fi_atomic: min to bxor and atomic_write; no result returned
+    fetch,   ///< fi_fetch_atomic: the base operations and atomic_read, returning the target's prior value
+    compare  ///< fi_compare_atomic: cswap, the cswap_* variants and mswap
+};
 
 /// True for an enumerator of operation (a value cast from an int may be none).
 [[nodiscard]] constexpr auto is_known(operation op) noexcept -> bool {

@@ -25,10 +25,23 @@
 namespace loom {
 
 /// What each CQ entry carries (fi_cq_format).
-enum class cq_format : int { context = 1, msg = 2, data = 3, tagged = 4 };
+enum class cq_format : int {
+    context = 1,  ///< FI_CQ_FORMAT_CONTEXT: the operation context only
+    msg = 2,      ///< FI_CQ_FORMAT_MSG: context, completion flags and received length
+    data = 3,     ///< FI_CQ_FORMAT_DATA: msg plus the receive buffer and remote CQ data
+    tagged = 4    ///< FI_CQ_FORMAT_TAGGED: data plus the tag; read_tagged needs it
+};
 
 /// What a queue's wait object is (fi_wait_obj), as completion_queue::wait_object_type reports it.
-enum class wait_object : int { none = 0, unspecified = 1, set = 2, fd = 3, mutex_cond = 4, yield = 5, pollfd = 6 };
+enum class wait_object : int {
+    none = 0,         ///< FI_WAIT_NONE: no wait object; the queue cannot be waited on
+    unspecified = 1,  ///< FI_WAIT_UNSPEC: a provider-chosen mechanism, usable only through libfabric calls
+    set = 2,          ///< FI_WAIT_SET (deprecated): a wait set
+    fd = 3,           ///< FI_WAIT_FD: a file descriptor for select, poll and epoll (see wait_descriptor())
+    mutex_cond = 4,   ///< FI_WAIT_MUTEX_COND (deprecated): a pthread mutex and condition variable
+    yield = 5,        ///< FI_WAIT_YIELD: no wait object; waiting spins and yields
+    pollfd = 6        ///< FI_WAIT_POLLFD: a set of file descriptors for poll(2) that may change over time
+};
 
 /// What completion_queue::dispatch_ready did.
 struct dispatch_result {

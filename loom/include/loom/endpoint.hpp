@@ -44,31 +44,33 @@ struct iov_limits {
 /// Scoped endpoint-option identifiers (fi_getopt/fi_setopt).
 namespace ep_opt {
 /// Option levels (FI_OPT_ENDPOINT).
-enum class level : int { endpoint = 0 };
+enum class level : int {
+    endpoint = 0  ///< FI_OPT_ENDPOINT: options of the endpoint itself
+};
 /// Shorthand for level::endpoint.
 inline constexpr level level_endpoint = level::endpoint;
 /// Endpoint options (FI_OPT_*), same values.
 enum class option : int {
-    min_multi_recv = 0,
-    cm_data_size,
-    buffered_min,
-    buffered_limit,
-    send_buf_size,
-    recv_buf_size,
-    tx_size,
-    rx_size,
-    hmem_p2p,
-    xpu_trigger,
-    cuda_api_permitted,
-    shared_memory_permitted,
-    max_msg_size,
-    max_tagged_size,
-    max_rma_size,
-    max_atomic_size,
-    inject_msg_size,
-    inject_tagged_size,
-    inject_rma_size,
-    inject_atomic_size,
+    min_multi_recv = 0,       ///< FI_OPT_MIN_MULTI_RECV: space left when a multi-receive buffer is released
+    cm_data_size,             ///< FI_OPT_CM_DATA_SIZE: connection data the endpoint can carry
+    buffered_min,             ///< FI_OPT_BUFFERED_MIN: bytes of an unexpected message buffered before it is reported
+    buffered_limit,           ///< FI_OPT_BUFFERED_LIMIT: largest unexpected message the provider buffers
+    send_buf_size,            ///< FI_OPT_SEND_BUF_SIZE: the socket's send buffer
+    recv_buf_size,            ///< FI_OPT_RECV_BUF_SIZE: the socket's receive buffer
+    tx_size,                  ///< FI_OPT_TX_SIZE: transmit queue depth
+    rx_size,                  ///< FI_OPT_RX_SIZE: receive queue depth
+    hmem_p2p,                 ///< FI_OPT_FI_HMEM_P2P: peer-to-peer policy for device memory
+    xpu_trigger,              ///< FI_OPT_XPU_TRIGGER: triggers for device-initiated operations
+    cuda_api_permitted,       ///< FI_OPT_CUDA_API_PERMITTED: whether the provider may call CUDA
+    shared_memory_permitted,  ///< FI_OPT_SHARED_MEMORY_PERMITTED: whether the provider may use shared memory
+    max_msg_size,             ///< FI_OPT_MAX_MSG_SIZE: largest message
+    max_tagged_size,          ///< FI_OPT_MAX_TAGGED_SIZE: largest tagged message
+    max_rma_size,             ///< FI_OPT_MAX_RMA_SIZE: largest RMA transfer
+    max_atomic_size,          ///< FI_OPT_MAX_ATOMIC_SIZE: largest atomic transfer
+    inject_msg_size,          ///< FI_OPT_INJECT_MSG_SIZE: largest injected message
+    inject_tagged_size,       ///< FI_OPT_INJECT_TAGGED_SIZE: largest injected tagged message
+    inject_rma_size,          ///< FI_OPT_INJECT_RMA_SIZE: largest injected RMA write
+    inject_atomic_size,       ///< FI_OPT_INJECT_ATOMIC_SIZE: largest injected atomic
 };
 /// FI_OPT_MIN_MULTI_RECV: space left when a multi-receive buffer is released.
 inline constexpr option min_multi_recv = option::min_multi_recv;

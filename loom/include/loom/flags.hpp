@@ -321,33 +321,54 @@ inline constexpr mode_flags mode_flags::local_mr{1ULL << 55};
 
 // ---------------------------------------------------------------- enumerations
 /// Endpoint types (fi_ep_type). `unspecified` lets the provider choose.
-enum class endpoint_types : int { unspecified = 0, msg = 1, dgram = 2, rdm = 3 };
+enum class endpoint_types : int {
+    unspecified = 0,  ///< FI_EP_UNSPEC: no type given; the provider or other attributes select it
+    msg = 1,          ///< FI_EP_MSG: reliable, connection-oriented, message boundaries kept
+    dgram = 2,        ///< FI_EP_DGRAM: connectionless, unreliable datagrams; size may be limited to the MTU
+    rdm = 3           ///< FI_EP_RDM: reliable datagram messages: reliable and connectionless
+};
 /// Progress models (fi_progress); 2.x `manual_all` is FI_PROGRESS_CONTROL_UNIFIED.
-enum class progress_mode : int { unspecified = 0, auto_progress = 1, manual = 2, control_unified = 3 };
+enum class progress_mode : int {
+    unspecified = 0,     ///< FI_PROGRESS_UNSPEC: no progress model given (input hints)
+    auto_progress = 1,   ///< FI_PROGRESS_AUTO: the provider progresses operations without application calls
+    manual = 2,          ///< FI_PROGRESS_MANUAL: operations progress only while the application reads or waits
+    control_unified = 3  ///< FI_PROGRESS_CONTROL_UNIFIED: manual; the application serializes control and data calls
+};
 /// Threading models (fi_threading).
-enum class threading_mode : int { unspecified = 0, safe = 1, fid = 2, domain = 3, completion = 4, endpoint = 5 };
+enum class threading_mode : int {
+    unspecified = 0,  ///< FI_THREAD_UNSPEC: no model given; the provider returns its most parallel one
+    safe = 1,         ///< FI_THREAD_SAFE: any thread may use any object without restriction
+    fid = 2,          ///< FI_THREAD_FID (deprecated): the application serializes access to each object
+    domain = 3,       ///< FI_THREAD_DOMAIN: the application serializes access to all objects of a domain
+    completion = 4,   ///< FI_THREAD_COMPLETION: the application serializes access to objects sharing a CQ or counter
+    endpoint = 5      ///< FI_THREAD_ENDPOINT (deprecated): like fid, also serializing all access to one endpoint
+};
 /// Address vector types (fi_av_type).
-enum class av_type : int { unspecified = 0, map = 1, table = 2 };
+enum class av_type : int {
+    unspecified = 0,  ///< FI_AV_UNSPEC: the provider chooses its preferred type
+    map = 1,          ///< FI_AV_MAP (deprecated): fi_addr_t values are opaque provider encodings
+    table = 2         ///< FI_AV_TABLE: fi_addr_t values are indices in insertion order, starting at 0
+};
 /// Address formats (FI_SOCKADDR_*, FI_ADDR_*).
 enum class address_format : std::uint32_t {
-    unspecified = 0,
-    sockaddr = 1,
-    sockaddr_in = 2,
-    sockaddr_in6 = 3,
-    sockaddr_ib = 4,
-    psmx = 5,
-    gni = 6,
-    bgq = 7,
-    mlx = 8,
-    str = 9,
-    psmx2 = 10,
-    ib_ud = 11,
-    efa = 12,
-    psmx3 = 13,
-    opx = 14,
-    cxi = 15,
-    ucx = 16,
-    sockaddr_ip = 17,
+    unspecified = 0,   ///< FI_FORMAT_UNSPEC: a provider-specific format, to be treated as opaque
+    sockaddr = 1,      ///< FI_SOCKADDR: struct sockaddr; the family is read from sa_family
+    sockaddr_in = 2,   ///< FI_SOCKADDR_IN: struct sockaddr_in (IPv4)
+    sockaddr_in6 = 3,  ///< FI_SOCKADDR_IN6: struct sockaddr_in6 (IPv6)
+    sockaddr_ib = 4,   ///< FI_SOCKADDR_IB: struct sockaddr_ib (InfiniBand)
+    psmx = 5,          ///< FI_ADDR_PSMX: address format of the deprecated psm provider
+    gni = 6,           ///< FI_ADDR_GNI: address format of the gni (Cray) provider
+    bgq = 7,           ///< FI_ADDR_BGQ: address format of the bgq (IBM Blue Gene/Q) provider
+    mlx = 8,           ///< FI_ADDR_MLX: address format of the mlx (Mellanox) provider
+    str = 9,           ///< FI_ADDR_STR: a formatted, null-terminated string (URI-like)
+    psmx2 = 10,        ///< FI_ADDR_PSMX2: address format of the psm2 provider (Intel PSM2)
+    ib_ud = 11,        ///< FI_ADDR_IB_UD: InfiniBand unreliable datagram address
+    efa = 12,          ///< FI_ADDR_EFA: address format of the efa provider (Amazon Elastic Fabric Adapter)
+    psmx3 = 13,        ///< FI_ADDR_PSMX3: address format of the psm3 provider (Intel PSM3)
+    opx = 14,          ///< FI_ADDR_OPX: address format of the opx provider (Omni-Path Express)
+    cxi = 15,          ///< FI_ADDR_CXI: address format of the cxi provider (HPE Slingshot)
+    ucx = 16,          ///< FI_ADDR_UCX: address format of the ucx provider
+    sockaddr_ip = 17,  ///< FI_SOCKADDR_IP (libfabric 2.3): an IPv4 or IPv6 address (sockaddr_in or sockaddr_in6)
 };
 
 /// The enumerator's name ("rdm", ...); "invalid(N)" for a value that names none.

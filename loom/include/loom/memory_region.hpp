@@ -20,7 +20,14 @@ class counter;
 struct raw_remote_memory;
 
 /// Where registered memory lives (libfabric's fi_hmem_iface).
-enum class hmem_iface : std::uint32_t { system = 0, cuda = 1, rocr = 2, ze = 3, neuron = 4, synapseai = 5 };
+enum class hmem_iface : std::uint32_t {
+    system = 0,    ///< FI_HMEM_SYSTEM: host memory from the operating system (malloc, mmap, ...)
+    cuda = 1,      ///< FI_HMEM_CUDA: NVIDIA CUDA device or managed memory
+    rocr = 2,      ///< FI_HMEM_ROCR: AMD ROCr (ROCm) memory
+    ze = 3,        ///< FI_HMEM_ZE: Intel oneAPI Level Zero memory
+    neuron = 4,    ///< FI_HMEM_NEURON: AWS Neuron (Trainium) device memory
+    synapseai = 5  ///< FI_HMEM_SYNAPSEAI: Habana Gaudi memory through SynapseAI
+};
 
 /// A DMA-BUF to register (FI_MR_DMABUF). The descriptor stays the caller's: keep it open while
 /// the registration lives. [offset, offset + length) of the buffer is registered; base_addr is

@@ -36,7 +36,11 @@ class endpoint;
 /// Where a cached range lives: host memory (page-rounded virtual ranges), device memory of one
 /// HMEM interface and device (exact virtual ranges), or one DMA-BUF descriptor mapped at one
 /// base (exact ranges: virtual addresses when mapped, file offsets when not).
-enum class memory_kind : std::uint8_t { host = 0, hmem = 1, dmabuf = 2 };
+enum class memory_kind : std::uint8_t {
+    host = 0,   ///< host memory; ranges are page-rounded virtual addresses
+    hmem = 1,   ///< device memory of one HMEM interface and device; exact virtual ranges
+    dmabuf = 2  ///< one DMA-BUF descriptor mapped at one base; exact ranges (addresses or file offsets)
+};
 
 /// The address space a range belongs to; ranges of different spaces never match each other.
 struct memory_space {

@@ -33,16 +33,16 @@ struct threshold_condition {
 
 /// What a deferred_work runs.
 enum class work_kind : int {
-    none = -1,
-    recv = FI_OP_RECV,
-    send = FI_OP_SEND,
-    tagged_recv = FI_OP_TRECV,
-    tagged_send = FI_OP_TSEND,
-    read = FI_OP_READ,
-    write = FI_OP_WRITE,
-    atomic = FI_OP_ATOMIC,
-    counter_set = FI_OP_CNTR_SET,
-    counter_add = FI_OP_CNTR_ADD,
+    none = -1,                     ///< no work: an empty (default-constructed or moved-from) deferred_work
+    recv = FI_OP_RECV,             ///< FI_OP_RECV: a receive (create_recv)
+    send = FI_OP_SEND,             ///< FI_OP_SEND: a send (create_send)
+    tagged_recv = FI_OP_TRECV,     ///< FI_OP_TRECV: a tagged receive (create_tagged_recv)
+    tagged_send = FI_OP_TSEND,     ///< FI_OP_TSEND: a tagged send (create_tagged_send)
+    read = FI_OP_READ,             ///< FI_OP_READ: a one-sided RMA read (create_read)
+    write = FI_OP_WRITE,           ///< FI_OP_WRITE: a one-sided RMA write (create_write)
+    atomic = FI_OP_ATOMIC,         ///< FI_OP_ATOMIC: a base (non-fetching) atomic operation (create_atomic)
+    counter_set = FI_OP_CNTR_SET,  ///< FI_OP_CNTR_SET: set a counter to a value (create_counter_set)
+    counter_add = FI_OP_CNTR_ADD,  ///< FI_OP_CNTR_ADD: add a value to a counter (create_counter_add)
 };
 
 /// Remote segments of a deferred RMA operation; 16 are kept inline.

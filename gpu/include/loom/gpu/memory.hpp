@@ -11,7 +11,12 @@
 namespace loom::gpu {
 
 /// Where a buffer lives: host memory or the device memory of a GPU runtime.
-enum class memory_kind { host, cuda, rocm, level_zero };
+enum class memory_kind {
+    host,       ///< host memory, page-locked (registered) host memory included (FI_HMEM_SYSTEM)
+    cuda,       ///< CUDA device or managed memory (FI_HMEM_CUDA)
+    rocm,       ///< AMD ROCm device memory (FI_HMEM_ROCR)
+    level_zero  ///< Intel oneAPI Level Zero device memory (FI_HMEM_ZE)
+};
 
 /// The enumerator's name ("host", "cuda", ...).
 [[nodiscard]] auto to_string(memory_kind k) noexcept -> std::string_view;

@@ -58,7 +58,10 @@ public:
     /// The timer period zero-interval polling backs off to after idle_reads empty reads.
     static constexpr std::chrono::microseconds idle_interval{20};
     /// How a registered queue is progressed.
-    enum class progress_kind { timer, descriptor };
+    enum class progress_kind {
+        timer,      ///< read on a timer (queue_options::poll_interval)
+        descriptor  ///< read when its wait descriptor (FI_WAIT_FD) becomes readable
+    };
 
     /// The service of `ioc`; Asio creates it at first use (see use()).
     explicit fabric_service(::asio::io_context& ioc);

@@ -13,7 +13,11 @@
 namespace loom::plugins {
 
 /// A switch with an automatic default.
-enum class tristate : std::uint8_t { automatic, off, on };
+enum class tristate : std::uint8_t {
+    automatic,  ///< "auto": the runtime decides (see each setting)
+    off,        ///< forced off
+    on          ///< forced on
+};
 
 /// The runtime's settings, from the LOOM_* environment variables.
 struct config {

@@ -81,7 +81,10 @@ inline constexpr std::uint64_t max_immediate_value = immediate::max_user_value;
 /// When a one-sided write reports write_complete: once the local buffer may be reused
 /// (transmitted), or once the data is visible in the peer's memory (delivered: what a message
 /// sent after the completion may announce). Delivered writes carry no immediate data.
-enum class write_completion : std::uint8_t { transmitted, delivered };
+enum class write_completion : std::uint8_t {
+    transmitted,  ///< once the local buffer may be reused
+    delivered     ///< once the data is visible in the peer's memory (no immediate data)
+};
 
 /// Opaque handles; 0 is never a valid one. A closed endpoint's handle stays invalid.
 enum class send_endpoint_id : std::uint64_t {};

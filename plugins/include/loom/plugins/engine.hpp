@@ -129,7 +129,13 @@ struct foreign_op : op {
 };
 
 /// A channel's connection state.
-enum class chan_state : std::uint8_t { idle, connecting, ready, failed, closed };
+enum class chan_state : std::uint8_t {
+    idle,        ///< not connected yet (the initial state)
+    connecting,  ///< connection request sent; waiting to be accepted
+    ready,       ///< connected: requests may be posted
+    failed,      ///< the connection failed or the peer was declared dead
+    closed       ///< closed on this side
+};
 
 /// Liveness of a connection (peer_monitor.cpp): while a request waits on the peer, pings go out
 /// and the peer's pongs keep last_heard fresh.

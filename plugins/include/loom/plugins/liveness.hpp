@@ -35,7 +35,11 @@ using liveness_clock = std::chrono::steady_clock;
 }
 
 /// What liveness_step decides.
-enum class liveness_action { none, ping, declare_dead };
+enum class liveness_action {
+    none,         ///< nothing to do now
+    ping,         ///< send the peer a ping
+    declare_dead  ///< the peer was silent too long: declare it dead
+};
 
 /// What a channel does at `now`, given whether a request has waited on the peer for
 /// ping_interval, when it last heard from the peer and when it last pinged.

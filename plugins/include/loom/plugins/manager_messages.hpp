@@ -47,7 +47,7 @@ using remote_key_bytes = std::array<std::byte, remote_key_size>;
 /// (a transfer's notifications, staged atomics) take kinds from `first_component_kind` to
 /// `last_component_kind`; the manager keeps the top kinds for itself.
 enum class record_kind : std::uint16_t {
-    message = 0,
+    message = 0,       ///< a user's message
     goodbye = 0xffff,  ///< a send endpoint closes: how many network messages it sent before (goodbye)
 };
 /// The first record kind the runtime's components may use.

@@ -14,19 +14,19 @@ using clock = std::chrono::steady_clock;
 
 /// What an engine operation is: decides how its completion is handled.
 enum class op_kind : std::uint8_t {
-    send_eager,
-    send_rts,
-    cts_recv,
-    rma_write,
-    recv_slot,
-    cts_send,
-    listen_recv,
-    connect_send,
-    accept_recv,
-    accept_send,
-    flush_read,
-    liveness_recv,
-    foreign,
+    send_eager,     ///< an eager send: the whole message in one tagged send
+    send_rts,       ///< A rendezvous request to send (RTS): announces a large message's size
+    cts_recv,       ///< the sender's receive of the receiver's clear-to-send (CTS)
+    rma_write,      ///< A rendezvous RMA write of data into the receiver's buffer (one per rail)
+    recv_slot,      ///< A receive request's tagged receive into one of its buffers (slots)
+    cts_send,       ///< the receiver's clear-to-send (CTS) answer to a rendezvous request
+    listen_recv,    ///< A listener's receive of connection requests
+    connect_send,   ///< A sender's connection request to a listener
+    accept_recv,    ///< A sender's receive of the receiver's accept message
+    accept_send,    ///< A receiver's accept message to its sender
+    flush_read,     ///< an RMA read of the endpoint from itself that makes received data visible to a device
+    liveness_recv,  ///< A channel's receive of its peer's liveness pings and pongs
+    foreign,        ///< an operation of a layer above the engine (foreign_op)
 };
 
 /// One libfabric operation of the engine; its address is the context handed to the provider.

@@ -36,7 +36,11 @@ namespace loom::plugins {
 /// How atomics travel: staged (the target's group performs them), native (the provider's
 /// atomics: fetch-add and compare-swap on 8 bytes, the other verbs as compare-swap loops), or
 /// native where the provider validates both, else staged.
-enum class atomic_path : std::uint8_t { automatic, staged, native };
+enum class atomic_path : std::uint8_t {
+    automatic,  ///< native where the provider validates 8-byte fetch-add and compare-swap, else staged
+    staged,     ///< the target PE's group performs the atomics
+    native      ///< the provider's atomics; verbs other than fetch-add and compare-swap run as compare-swap loops
+};
 
 /// How a PE group is created.
 struct pe_group_options {
@@ -53,18 +57,18 @@ struct pe_group_options {
 
 /// Read-modify-write verbs on 4- or 8-byte integers at the target.
 enum class amo_op : std::uint8_t {
-    set,
-    swap,
-    compare_swap,
-    add,
-    fetch_add,
-    bit_and,
-    fetch_and,
-    bit_or,
-    fetch_or,
-    bit_xor,
-    fetch_xor,
-    fetch,
+    set,           ///< stores operand; returns nothing
+    swap,          ///< stores operand and returns the old value
+    compare_swap,  ///< stores operand if the value equals compare; returns the old value
+    add,           ///< adds operand; returns nothing
+    fetch_add,     ///< adds operand and returns the old value
+    bit_and,       ///< bitwise AND with operand; returns nothing
+    fetch_and,     ///< bitwise AND with operand; returns the old value
+    bit_or,        ///< bitwise OR with operand; returns nothing
+    fetch_or,      ///< bitwise OR with operand; returns the old value
+    bit_xor,       ///< bitwise XOR with operand; returns nothing
+    fetch_xor,     ///< bitwise XOR with operand; returns the old value
+    fetch,         ///< reads the value atomically and returns it; changes nothing
 };
 /// True for the verbs that return the old value.
 [[nodiscard]] constexpr auto is_fetching(amo_op op) noexcept -> bool {

@@ -48,9 +48,15 @@ struct agent_options {
 };
 
 /// The direction of a transfer: read from the peer, or write to it.
-enum class transfer_op : std::uint8_t { read, write };
+enum class transfer_op : std::uint8_t {
+    read,  ///< read from the peer's memory into the local segments
+    write  ///< write the local segments to the peer's memory
+};
 /// Where a transfer stands.
-enum class transfer_state : std::uint8_t { done, in_progress };
+enum class transfer_state : std::uint8_t {
+    done,        ///< every segment has completed; the transfer may be posted again
+    in_progress  ///< still in flight
+};
 
 /// A registration of this agent's memory.
 struct local_region;
