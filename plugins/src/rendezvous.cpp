@@ -31,6 +31,7 @@ void engine::on_send_op(send_request& r, op& o, const completion_event& ev) noex
         case op_kind::send_eager: r.done = true; break;
         case op_kind::send_rts: break;
         case op_kind::cts_recv: {
+            if (r.done) break;  // failed meanwhile (its peer closed or was lost): nothing more is written
             auto cts = decode_cts({r.cts.data(), std::min(ev.bytes_transferred, r.cts.size())});
             if (!cts || cts->rails > r.chan->rails) {
                 LOOM_WARN("malformed clear-to-send from {}", r.chan->peer_name);
