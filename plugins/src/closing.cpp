@@ -20,7 +20,9 @@ void engine::drain(channel_base& c, const std::function<bool()>& pending) noexce
     const auto deadline = clock::now() + std::min(cfg_.peer_timeout, std::chrono::milliseconds(5000));
     while (pending() && clock::now() < deadline) {
         progress();
-        if (!peer_alive(c)) break;
+        // A lost peer may never complete what is in flight; one that closed in order and still
+        // runs does (its provider answers).
+        if (c.closed_by_peer ? same_host_peer_gone(c) : !peer_alive(c)) break;
         relax_lock();
     }
 }
