@@ -202,6 +202,10 @@ public:
     void take_zero_copy(recv_ep& r, recv_conn& c);
     void repost_all();
     void retire_connections();
+    /// Closes a connection and returns its posted buffers as canceled; keeps it (abandoned_receives)
+    /// while its peer may still write into it.
+    void end_connection(const recv_ep& r, std::unique_ptr<recv_conn>& c);
+    void cancel_posted(const recv_ep& r, const recv_conn::posted_buffer& pb, std::uint32_t peer);
     void check_farewell(recv_ep& r, recv_conn& c);
 
     // manager_one_sided.cpp

@@ -261,6 +261,23 @@ void endpoint_manager::impl::check_farewell(recv_ep& r, recv_conn& c) {
     retiring_.push_back({.ep = r.id, .conn = &c});
 }
 
+void endpoint_manager::impl::cancel_posted(const recv_ep& r, const recv_conn::posted_buffer& pb, std::uint32_t peer) {
+    emit({.kind = event_kind::error,
+          .error = make_error_code(errc::canceled),
+          .context = r.context,
+          .receiver = r.id,
+          .peer = peer,
+          .buffer_context = pb.context});
+}
+
+void endpoint_manager::impl::end_connection(const recv_ep& r, std::unique_ptr<recv_conn>& c) {
+    const bool late_writes = eng->awaits_writes(*c->chan);
+    eng->close(*c->chan);  // fails and reaps its receives
+    eng->deregister(*c->storage_mh);
+    for (const auto& pb : c->posted) cancel_posted(r, pb, c->peer);
+    if (late_writes) abandoned_receives.push_back(std::move(c));  // its buffers outlive the engine's endpoint
+}
+
 void endpoint_manager::impl::retire_connections() {
     // After delivery: the handler has seen what landed in the connection's buffers.
     for (const auto& rc : retiring_) {
@@ -268,18 +285,7 @@ void endpoint_manager::impl::retire_connections() {
         if (r == nullptr) continue;
         auto it = std::ranges::find_if(r->conns, [&](const auto& c) { return c.get() == rc.conn; });
         if (it == r->conns.end()) continue;
-        recv_conn& c = **it;
-        const bool late_writes = eng->awaits_writes(*c.chan);
-        eng->close(*c.chan);
-        eng->deregister(*c.storage_mh);
-        for (const auto& pb : c.posted)
-            emit({.kind = event_kind::error,
-                  .error = make_error_code(errc::canceled),
-                  .context = r->context,
-                  .receiver = r->id,
-                  .peer = c.peer,
-                  .buffer_context = pb.context});
-        if (late_writes) abandoned_receives.push_back(std::move(*it));  // its buffers outlive the engine's endpoint
+        end_connection(*r, *it);
         r->conns.erase(it);
     }
     retiring_.clear();
@@ -315,24 +321,12 @@ auto endpoint_manager::impl::post_receive(recv_ep& r, std::span<std::byte> buf, 
 
 void endpoint_manager::impl::close_receive(recv_ep& r) noexcept {
     const auto index = (static_cast<std::uint64_t>(r.id) & 0xffffffffU) - 1;
-    auto cancel = [&](const recv_conn::posted_buffer& pb, std::uint32_t peer) {
-        emit({.kind = event_kind::error,
-              .error = make_error_code(errc::canceled),
-              .context = r.context,
-              .receiver = r.id,
-              .peer = peer,
-              .buffer_context = pb.context});
-    };
     for (auto& c : r.conns) {
         // A sender that has not said goodbye may still wait on this side: it hears of the close.
         if (!c->farewell && !c->lost) eng->announce_close(*c->chan);  // nothing if it announced its own
-        const bool late_writes = eng->awaits_writes(*c->chan);
-        eng->close(*c->chan);  // fails and reaps its receives
-        eng->deregister(*c->storage_mh);
-        for (const auto& pb : c->posted) cancel(pb, c->peer);
-        if (late_writes) abandoned_receives.push_back(std::move(c));  // its buffers outlive the engine's endpoint
+        end_connection(r, c);
     }
-    for (const auto& pb : r.unclaimed) cancel(pb, 0);
+    for (const auto& pb : r.unclaimed) cancel_posted(r, pb, 0);
     eng->close(*r.listen);
     receives[index].reset();
 }
