@@ -94,23 +94,21 @@ void transfer_agent::impl::on_event(const event& ev) {
             return;
         }
         case event_kind::connected:
-            for (auto& [name, p] : peers)
-                if (p->tx == ev.sender) p->connected = true;  // not the context: the peer may be gone
+            // Found by its send endpoint, not the event's context: the peer may be gone.
+            if (auto* p = peer_of(ev.sender)) p->connected = true;
             return;
         case event_kind::peer_closed:
-            for (auto& [name, p] : peers)
-                if (p->tx == ev.sender && ev.sender != send_endpoint_id{}) {
-                    p->failure = make_error_code(errc::shutdown);  // its agent went away in order
-                    LOOM_DEBUG("transfer agent {}: {} closed its connection", opts.name, name);
-                }
+            if (auto* p = peer_of(ev.sender)) {
+                p->failure = make_error_code(errc::shutdown);  // its agent went away in order
+                LOOM_DEBUG("transfer agent {}: {} closed its connection", opts.name, p->name);
+            }
             return;
         case event_kind::connection_failed:
         case event_kind::peer_lost:
-            for (auto& [name, p] : peers)
-                if (p->tx == ev.sender && ev.sender != send_endpoint_id{}) {
-                    p->failure = ev.error ? ev.error : make_error_code(errc::connection_aborted);
-                    LOOM_WARN("transfer agent {}: connection to {} lost: {}", opts.name, name, p->failure.message());
-                }
+            if (auto* p = peer_of(ev.sender)) {
+                p->failure = ev.error ? ev.error : make_error_code(errc::connection_aborted);
+                LOOM_WARN("transfer agent {}: connection to {} lost: {}", opts.name, p->name, p->failure.message());
+            }
             return;
         case event_kind::message:
             if (ev.receiver == rx && ev.record == notification_record) {
@@ -129,6 +127,13 @@ void transfer_agent::impl::on_event(const event& ev) {
 auto transfer_agent::impl::find_peer(std::string_view name) -> peer_state* {
     auto it = peers.find(name);
     return it == peers.end() ? nullptr : it->second.get();
+}
+
+auto transfer_agent::impl::peer_of(send_endpoint_id tx) -> peer_state* {
+    if (tx == send_endpoint_id{}) return nullptr;
+    for (auto& [name, p] : peers)
+        if (p->tx == tx) return p.get();
+    return nullptr;
 }
 
 auto transfer_agent::impl::peer_problem(std::string_view name) -> std::error_code {
@@ -229,8 +234,8 @@ auto transfer_agent::deregister(local_region* region) -> void_result {
     std::lock_guard lock(impl_->mu);
     if (!impl_->locals.contains(region)) return make_unexpected(errc::invalid_argument);
     for (auto* t : impl_->active)
-        for (std::size_t i = 0; i < t->pieces.size(); ++i)
-            if (t->pieces[i].mh == region->mh) return make_unexpected(errc::busy);
+        for (const auto& pc : t->pieces)
+            if (pc.mh == region->mh) return make_unexpected(errc::busy);
     impl_->mgr->deregister(region->mh);
     impl_->locals.erase(region);
     delete region;

@@ -94,6 +94,9 @@ public:
     /// Why `name` cannot be used now (no_entry, or its connection's failure); none if usable.
     [[nodiscard]] auto peer_problem(std::string_view name) -> std::error_code;
     [[nodiscard]] auto find_peer(std::string_view name) -> peer_state*;
+    /// The peer whose connection is the send endpoint `tx`; null when none (also for an event
+    /// without a send endpoint, or when its peer was removed).
+    [[nodiscard]] auto peer_of(send_endpoint_id tx) -> peer_state*;
     [[nodiscard]] auto open_peer(std::string_view name, const handle_bytes& address) -> void_result;
     /// Polls outside mu until `done()` (evaluated under mu) or the deadline.
     template <class Done>
