@@ -8,8 +8,9 @@
 
 namespace loom {
 
-completion_registry::completion_registry(std::pmr::memory_resource* mr)
-    : held_(hold_capacity,
+completion_registry::completion_registry(std::pmr::memory_resource* mr, bool serialized)
+    : m_(serialized),
+      held_(hold_capacity,
             std::pmr::polymorphic_allocator<completion_event>(mr ? mr : std::pmr::get_default_resource())) {}
 
 void completion_registry::splay(std::uintptr_t key) noexcept {

@@ -9,8 +9,10 @@
 
 namespace loom_test {
 
-auto find_info(const std::string& provider, loom::capability caps) -> loom::result<loom::fabric_info> {
-    auto all = loom::query_all({.capabilities = caps, .ep_type = loom::endpoint_types::rdm, .provider = provider});
+auto find_info(const std::string& provider, loom::capability caps, loom::threading_mode threading)
+    -> loom::result<loom::fabric_info> {
+    auto all = loom::query_all(
+        {.capabilities = caps, .ep_type = loom::endpoint_types::rdm, .provider = provider, .threading = threading});
     if (!all) return std::unexpected(all.error());
     std::optional<loom::fabric_info> best;
     for (const auto& info : *all) {
@@ -24,9 +26,9 @@ auto find_info(const std::string& provider, loom::capability caps) -> loom::resu
 }
 
 auto open_stack(const std::string& provider, loom::capability caps, std::size_t min_multi_recv,
-                const loom::cq_attr& cq_attributes) -> loom::result<stack> {
+                const loom::cq_attr& cq_attributes, loom::threading_mode threading) -> loom::result<stack> {
     stack s;
-    auto info = find_info(provider, caps);
+    auto info = find_info(provider, caps, threading);
     if (!info) return std::unexpected(info.error());
     s.info = *info;
     auto fab = loom::fabric::create(s.info);

@@ -24,14 +24,17 @@ struct stack {
     loom::endpoint ep;
 };
 
-/// The entry of `provider` (exact name) for RDM with `caps`, preferring the loopback
-/// interface and IPv4. errc::no_data when the provider offers nothing matching.
-auto find_info(const std::string& provider, loom::capability caps) -> loom::result<loom::fabric_info>;
+/// The entry of `provider` (exact name) for RDM with `caps` (and `threading`, where given),
+/// preferring the loopback interface and IPv4. errc::no_data when the provider offers nothing
+/// matching.
+auto find_info(const std::string& provider, loom::capability caps,
+               loom::threading_mode threading = loom::threading_mode::unspecified) -> loom::result<loom::fabric_info>;
 
 /// Opens fabric, domain, CQ (tagged format, `cq` attributes), AV and an enabled RDM endpoint.
 /// A non-zero min_multi_recv is set before enabling (some providers read it only at enable time).
 auto open_stack(const std::string& provider, loom::capability caps, std::size_t min_multi_recv = 0,
-                const loom::cq_attr& cq = {.size = 256}) -> loom::result<stack>;
+                const loom::cq_attr& cq = {.size = 256},
+                loom::threading_mode threading = loom::threading_mode::unspecified) -> loom::result<stack>;
 
 /// The byte at `i` of the payload identified by `seed`.
 inline auto pattern_byte(std::uint64_t seed, std::size_t i) noexcept -> std::byte {

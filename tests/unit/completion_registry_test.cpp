@@ -59,12 +59,16 @@ TEST(CompletionRegistry, delivers_many_operations_in_any_order_exactly_once) {
     }
 }
 
-TEST(CompletionRegistry, random_churn_of_neighbouring_contexts_matches_a_reference_set) {
+// Both kinds of registry: locked, and serialized (no lock: the application serializes).
+class CompletionRegistryKinds : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CompletionRegistryKinds, random_churn_of_neighbouring_contexts_matches_a_reference_set) {
     // Neighbouring states (one array) give neighbouring keys: long probe runs, growth and
     // removals from the middle of runs, each checked against a plain set.
     constexpr std::size_t n = 300;
     const std::unique_ptr<op[]> ops(new op[n]);
-    loom::completion_registry reg;
+    loom::completion_registry reg{nullptr, GetParam()};
+    EXPECT_EQ(reg.serialized(), GetParam());
     std::vector<bool> in(n, false);
     std::size_t count = 0;
     std::mt19937 rng{11};
@@ -88,6 +92,9 @@ TEST(CompletionRegistry, random_churn_of_neighbouring_contexts_matches_a_referen
         }
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(locking, CompletionRegistryKinds, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "serialized" : "locked"; });
 
 TEST(CompletionRegistry, foreign_and_missing_contexts_are_left_with_the_caller) {
     loom::completion_registry reg;

@@ -122,6 +122,13 @@ ratio of every path to raw and the ratio's 95 % interval.
   --iface NAME       domain to use (default lo for network providers); also LOOM_IFACE for
                      the plugin
   --ep-type rdm      endpoint type (only rdm is implemented)
+  --threading MODEL  threading model asked of the provider by the raw, loom, sender and asio
+                     paths: safe, domain or completion (default: the provider's choice, which
+                     is safe here). Under domain and completion the benchmark's one thread per
+                     rank is all the serialization they require: loom's completion registry
+                     then takes no lock, and the asio path's io_context is created with
+                     ASIO_CONCURRENCY_HINT_UNSAFE. Refused with the plugin paths (their hosts
+                     choose).
   --sizes LIST       e.g. 8,4K,1M or a power-of-two range 8:64M (default 8:64M)
   --reps N           interleaved repetitions per point and round (default 5)
   --rounds N         open every path N times, one after the other, and measure every point
@@ -175,6 +182,7 @@ struct options {
     std::vector<operation> ops{operation::pingpong, operation::stream};
     std::string provider{"shm"};
     std::string iface;
+    std::string threading;  ///< empty: unspecified
     std::vector<std::size_t> sizes = default_sizes();
     int reps{5};
     int rounds{1};
@@ -252,6 +260,12 @@ auto parse_args(int argc, char** argv, options& o) -> int {
             const char* v = value();
             if (v == nullptr) return bad("--iface needs a name");
             o.iface = v;
+        } else if (a == "--threading") {
+            const char* v = value();
+            const std::string_view t = v == nullptr ? std::string_view{} : std::string_view{v};
+            if (t != "safe" && t != "domain" && t != "completion")
+                return bad("--threading needs safe, domain or completion");
+            o.threading = t;
         } else if (a == "--ep-type") {
             const char* v = value();
             if (v == nullptr || std::string_view(v) != "rdm") return bad("--ep-type: only rdm is implemented");
@@ -320,6 +334,10 @@ auto parse_args(int argc, char** argv, options& o) -> int {
     if (o.provider == "sockets" || o.provider.find("sockets") != std::string::npos)
         return bad("the sockets provider is for functional tests only, never benchmarks");
     if (o.paths.empty()) return bad("no paths");
+    if (!o.threading.empty())
+        for (const auto& p : o.paths)
+            if (p != "raw" && p != "raw2" && p != "loom" && p != "sender" && p != "asio")
+                return bad("--threading applies to the raw, raw2, loom, sender and asio paths, not " + p);
     // raw first: ratios are to raw and interleaving starts with the floor.
     // (std::sort on (rank, name): stable_sort trips clang's deprecation of libstdc++ 12's
     // get_temporary_buffer.)
@@ -448,6 +466,7 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
     path_config cfg;
     cfg.provider = o.provider;
     cfg.domain = o.iface;
+    cfg.threading = o.threading;
     cfg.nccl_plugin = o.nccl_plugin;
     cfg.nixl_capi = o.nixl_capi;
     cfg.nixl_plugin = o.nixl_plugin;
@@ -458,6 +477,7 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
 
     run_info info;
     info.provider = o.provider;
+    info.threading = o.threading;
     info.ranks = ranks;
     info.pairs = std::max(1, ranks / 2);
     info.launcher = launcher;

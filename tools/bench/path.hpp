@@ -80,6 +80,9 @@ struct buffers {
 struct path_config {
     std::string provider{"shm"};
     std::string domain;  ///< preferred domain (e.g. "lo"); empty: shm's own or the first
+    /// Threading model asked for by the raw and loom paths: "safe", "domain", "completion";
+    /// empty: the provider's choice.
+    std::string threading;
     std::string nccl_plugin;
     std::string nccl_path_name{"nccl"};  ///< "nccl2": the second plugin of an A/B run
     std::string nixl_capi;               ///< NIXL's libnixl_capi.so

@@ -81,8 +81,14 @@ public:
             auto caps = loom::capability::msg | loom::capability::tagged;
             if (rma) caps = caps | loom::capability::rma;
             if (atomic) caps = caps | loom::capability::atomic;
-            return loom::query_all(
-                {.capabilities = caps, .ep_type = loom::endpoint_types::rdm, .provider = cfg.provider});
+            const auto threading = cfg.threading == "safe"         ? loom::threading_mode::safe
+                                   : cfg.threading == "domain"     ? loom::threading_mode::domain
+                                   : cfg.threading == "completion" ? loom::threading_mode::completion
+                                                                   : loom::threading_mode::unspecified;
+            return loom::query_all({.capabilities = caps,
+                                    .ep_type = loom::endpoint_types::rdm,
+                                    .provider = cfg.provider,
+                                    .threading = threading});
         };
         auto all = query();
         while (!all && all.error() == make_error_code(loom::errc::no_data) && (rma || atomic)) {
@@ -185,8 +191,13 @@ public:
         if (rma) rma_note_.clear();
         if (atomic) atomic_note_.clear();
         if constexpr (Asio) {
-            aep_.emplace(ioc_, std::move(ep_), cq_, cq_);
-            auto& service = loom::asio::fabric_service::use(ioc_);
+            // A domain whose threading model has the program serialize its calls (--threading
+            // domain or completion) is used from this one thread: the io_context is told so too.
+            const auto model = info_.get_domain_attr()->threading;
+            const bool one_thread = model == loom::threading_mode::domain || model == loom::threading_mode::completion;
+            ioc_.emplace(one_thread ? ASIO_CONCURRENCY_HINT_UNSAFE : ASIO_CONCURRENCY_HINT_DEFAULT);
+            aep_.emplace(*ioc_, std::move(ep_), cq_, cq_);
+            auto& service = loom::asio::fabric_service::use(*ioc_);
             if (auto r = service.register_cq(cq_); !r) return err("register_cq", r.error());
             service.start();
         }
@@ -332,9 +343,9 @@ private:
     }
     auto progress() -> bool {
         if constexpr (Asio) {
-            if (ioc_.stopped()) [[unlikely]]
-                ioc_.restart();  // it ran out of work between two operations
-            ioc_.run_one();
+            if (ioc_->stopped()) [[unlikely]]
+                ioc_->restart();  // it ran out of work between two operations
+            ioc_->run_one();
             return !sender_failed_;
         }
         if constexpr (Senders) {
@@ -397,7 +408,7 @@ private:
                                         nullptr, {}, {}, nullptr))>
         fadd_ops_;
     // Destroyed first: the Asio endpoint (which holds the native endpoint), then its io_context.
-    ::asio::io_context ioc_;
+    std::optional<::asio::io_context> ioc_;  // made by open(): its concurrency hint follows the domain
     std::optional<loom::asio::endpoint> aep_;
 };
 

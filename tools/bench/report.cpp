@@ -433,10 +433,11 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
         const std::string pairs_note =
             info.pairs > 1 ? ", " + std::to_string(info.pairs) + " pairs at once (figures of pair 0; all pairs below)"
                            : std::string{};
-        std::snprintf(line, sizeof line, "#\n# loom-bench %s: provider %s%s%s, %d ranks (%s)%s, %s%s\n",
+        std::snprintf(line, sizeof line, "#\n# loom-bench %s: provider %s%s%s%s%s, %d ranks (%s)%s, %s%s\n",
                       std::string(name_of(op)).c_str(), info.provider.c_str(), info.domain.empty() ? "" : " domain ",
-                      info.domain.c_str(), info.ranks, info.launcher.c_str(), pairs_note.c_str(),
-                      repetitions_note(info).c_str(), window_note.c_str());
+                      info.domain.c_str(), info.threading.empty() ? "" : ", threading ", info.threading.c_str(),
+                      info.ranks, info.launcher.c_str(), pairs_note.c_str(), repetitions_note(info).c_str(),
+                      window_note.c_str());
         out += line;
         switch (m) {
             case metric::latency:
@@ -534,6 +535,7 @@ auto render_json(const run_info& info, std::span<const point> points) -> std::st
     std::string o = "{\n  \"tool\": \"loom-bench\",\n";
     o += "  \"provider\": \"" + json_escape(info.provider) + "\",\n";
     o += "  \"domain\": \"" + json_escape(info.domain) + "\",\n";
+    o += "  \"threading\": \"" + json_escape(info.threading) + "\",\n";
     o += "  \"launcher\": \"" + json_escape(info.launcher) + "\",\n";
     o += "  \"ranks\": " + std::to_string(info.ranks) + ",\n";
     o += "  \"pairs\": " + std::to_string(info.pairs) + ",\n";

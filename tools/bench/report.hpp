@@ -163,6 +163,7 @@ struct point {
 struct run_info {
     std::string provider;
     std::string domain;
+    std::string threading;  ///< --threading; empty: the provider's choice
     std::string launcher{"local"};
     int ranks{2};
     /// Pairs of ranks measuring at the same time (ranks / 2); the figures are pair 0's.

@@ -124,7 +124,10 @@ private:
 class completion_queue {
 public:
     completion_queue() = default;
-    /// Opens a completion queue in `dom` (fi_cq_open); `mr` holds its completion registry.
+    /// Opens a completion queue in `dom` (fi_cq_open); `mr` holds its completion registry. In a
+    /// domain opened with threading_mode::domain or completion the registry takes no lock: the
+    /// application already makes every call on the queue, its endpoints and the front ends'
+    /// operations on them (stop requests included) from one thread at a time.
     [[nodiscard]] static auto create(domain& dom, const cq_attr& attr = {}, std::pmr::memory_resource* mr = nullptr)
         -> result<completion_queue>;
 

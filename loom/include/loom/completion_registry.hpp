@@ -70,8 +70,11 @@ private:
 /// removal take amortized logarithmic time and allocate nothing.
 class completion_registry {
 public:
-    /// `mr`: where the held-event ring lives (null: the default resource).
-    explicit completion_registry(std::pmr::memory_resource* mr = nullptr);
+    /// `mr`: where the held-event ring lives (null: the default resource). `serialized`: the
+    /// application makes every call on the queue, its endpoints and their operations (stop
+    /// requests included) from one thread at a time, as the domain's threading model
+    /// (threading_mode::domain or completion) obliges it to: the registry then takes no lock.
+    explicit completion_registry(std::pmr::memory_resource* mr = nullptr, bool serialized = false);
     completion_registry(const completion_registry&) = delete;
     auto operator=(const completion_registry&) -> completion_registry& = delete;
     ~completion_registry() = default;
@@ -143,6 +146,8 @@ public:
     [[nodiscard]] auto owns(const void* context) const noexcept -> bool;
     /// Operations registered (deferred ones not counted).
     [[nodiscard]] auto size() const noexcept -> std::size_t;
+    /// True when the registry takes no lock (constructed serialized).
+    [[nodiscard]] auto serialized() const noexcept -> bool { return m_.serialized(); }
 
 private:
     /// Top-down splay of the tree rooted at root_ around `key`; the new root is the closest node.
@@ -154,7 +159,7 @@ private:
     void flatten() noexcept;
     [[nodiscard]] auto take_deferred_owned(const void* owner) noexcept -> registered_completion*;
     [[nodiscard]] auto grow_hold(std::size_t need) noexcept -> bool;
-    mutable detail::spin_lock m_;
+    mutable detail::spin_lock_unless_serialized m_;
     registered_completion* root_{nullptr};
     std::size_t size_{0};
     registered_completion* deferred_head_{nullptr};

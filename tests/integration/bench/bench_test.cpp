@@ -173,6 +173,26 @@ TEST_F(BenchRun, RoundsReopenThePathsAndRaw2IsAControlInstance) {
     EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --rounds 0 2>/dev/null"), 2);
 }
 
+// --threading reaches the provider through both the raw path and loom's front ends (a domain
+// opened FI_THREAD_DOMAIN: loom's completion registry runs without its lock) and is refused
+// where the host library chooses.
+TEST_F(BenchRun, ThreadingDomainRunsRawAndTheFrontEndsAndIsRefusedForPlugins) {
+    const std::string json = dir_ + "/threading.json";
+    const std::string cmd = std::string(LOOM_BENCH_PATH) +
+                            " --local 2 --provider shm --threading domain --paths raw,loom,sender,asio"
+                            " --ops pingpong,stream --sizes 8,4K --reps 1 --iters 20 --quiet --json " +
+                            json + " > " + dir_ + "/table.txt";
+    ASSERT_EQ(run(cmd), 0) << slurp(dir_ + "/table.txt");
+    const std::string j = slurp(json);
+    EXPECT_NE(j.find("\"threading\": \"domain\""), std::string::npos) << j;
+    EXPECT_NE(j.find("\"all_verified\": true"), std::string::npos) << j;
+    EXPECT_EQ(count(j, "\"sender\": {\"verified\": true"), 4U) << j;
+    EXPECT_EQ(count(j, "\"asio\": {\"verified\": true"), 4U) << j;
+    EXPECT_NE(slurp(dir_ + "/table.txt").find("threading domain"), std::string::npos);
+    EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --threading domain --paths raw,nccl 2>/dev/null"), 2);
+    EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --threading fid 2>/dev/null"), 2);
+}
+
 TEST_F(BenchRun, RejectsTheSocketsProviderAndUnknownOptions) {
     EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --provider sockets 2>/dev/null"), 2);
     EXPECT_EQ(run(std::string(LOOM_BENCH_PATH) + " --no-such-option 2>/dev/null"), 2);

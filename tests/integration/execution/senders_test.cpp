@@ -274,6 +274,50 @@ TEST_P(senders, a_context_only_queue_is_refused_for_receives) {
     EXPECT_EQ(none.how, completion_kind::error);
 }
 
+// A domain whose threading model makes the application serialize every call (domain,
+// completion) has a registry without a lock; operations complete through it as through any.
+TEST_P(senders, a_serialized_domain_registers_without_a_lock_and_completes_the_same) {
+    EXPECT_FALSE(local_->cq.registry()->serialized()) << "the fixture's domain is thread-safe";
+    auto st = open_stack(GetParam(), caps, 0, {.size = 64}, loom::threading_mode::domain);
+    if (!st) GTEST_SKIP() << GetParam() << " offers no FI_THREAD_DOMAIN domain: " << st.error().message();
+    // A provider may answer with a model that asks less of the application (tcp;ofi_rxm stays
+    // thread-safe): the registry follows the model the domain was opened with.
+    const auto model = st->info.get_domain_attr()->threading;
+    EXPECT_EQ(st->cq.registry()->serialized(),
+              model == loom::threading_mode::domain || model == loom::threading_mode::completion)
+        << loom::to_string(model);
+    if (GetParam() == "shm") {
+        EXPECT_TRUE(st->cq.registry()->serialized()) << "shm honours FI_THREAD_DOMAIN";
+    }
+    local_buffers b(st->domain);
+    auto self = st->av.insert(st->ep.name().value());
+    ASSERT_TRUE(self) << self.error().message();
+    constexpr std::size_t size = 700;
+    auto messages = loom::async(st->ep);
+    for (std::uint64_t round = 1; round <= 3; ++round) {  // a registration is reused after delivery
+        fill_pattern(b.send(size), round);
+        recorded<std::size_t> got;
+        recorded<> sent;
+        auto r = ex::connect(messages.tagged_recv_from(b.recv(size), b.recv_mr.descriptor(),
+                                                       loom::fabric_addrs::unspecified, round, 0, &st->cq),
+                             recording_receiver<std::size_t>{&got});
+        auto w = ex::connect(messages.tagged_send_to(b.send(size), b.send_mr.descriptor(), *self, round, &st->cq),
+                             recording_receiver<>{&sent});
+        ex::start(r);
+        ex::start(w);
+        // Registered, or deferred where the provider was busy (shm's first send to a peer).
+        EXPECT_EQ(st->cq.registry()->size() + st->cq.registry()->deferred_count(), 2u);
+        const auto deadline = std::chrono::steady_clock::now() + 30s;
+        while (!(got.done() && sent.done()) && std::chrono::steady_clock::now() < deadline)
+            ASSERT_FALSE(ex::poll_completions(st->cq).unhandled);
+        ASSERT_EQ(got.how, completion_kind::value) << got.error.message();
+        ASSERT_EQ(sent.how, completion_kind::value) << sent.error.message();
+        EXPECT_EQ(*got.value, size);
+        EXPECT_FALSE(check_pattern(b.recv(size), round));
+        EXPECT_EQ(st->cq.registry()->size(), 0u);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(providers, senders, ::testing::Values("tcp", "shm", "tcp;ofi_rxm"), safe_name);
 
 }  // namespace

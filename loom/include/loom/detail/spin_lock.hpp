@@ -35,4 +35,25 @@ private:
     std::atomic<bool> locked_{false};
 };
 
+/// A spin_lock that is not taken at all when its owner is used by one thread at a time by
+/// contract (libfabric's FI_THREAD_DOMAIN and FI_THREAD_COMPLETION: the application serializes
+/// every call on the objects that share a completion queue). Fixed at construction. Meets
+/// Lockable.
+class spin_lock_unless_serialized {
+public:
+    explicit spin_lock_unless_serialized(bool serialized) noexcept : serialized_(serialized) {}
+    void lock() noexcept {
+        if (!serialized_) l_.lock();
+    }
+    [[nodiscard]] auto try_lock() noexcept -> bool { return serialized_ || l_.try_lock(); }
+    void unlock() noexcept {
+        if (!serialized_) l_.unlock();
+    }
+    [[nodiscard]] auto serialized() const noexcept -> bool { return serialized_; }
+
+private:
+    spin_lock l_;
+    bool serialized_;
+};
+
 }  // namespace loom::detail
