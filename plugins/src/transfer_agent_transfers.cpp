@@ -101,12 +101,14 @@ auto transfer_agent::release(transfer* t) -> void_result {
         impl_->abandoned.insert(t);
         return {};
     }
+    // A transfer that ended inside post() (or since the last sweep) is still listed as active.
+    std::erase(impl_->active, t);
     delete t;
     return {};
 }
 
 void transfer_agent::impl::pump_active() {
-    for (std::size_t i = 0; i < active.size(); ++i) pump(*active[i]);
+    for (transfer* t : active) pump(*t);  // pump adds and removes no active transfer
     std::erase_if(active, [this](transfer* t) {
         if (t->in_flight) return false;
         if (t->abandoned) {
@@ -124,7 +126,7 @@ void transfer_agent::impl::pump(transfer& t) {
     if (p == nullptr && !t.error) t.error = make_error_code(errc::not_connected);
     if (p != nullptr && p->failure && !t.error) t.error = p->failure;
     if (t.error || t.abandoned) t.next = t.pieces.size();  // what is posted still ends; nothing more goes
-    while (t.next < t.pieces.size() && p->connected) {
+    while (p != nullptr && t.next < t.pieces.size() && p->connected) {
         piece& pc = t.pieces[t.next];
         const auto r = t.op == transfer_op::write ? mgr->write(p->tx, pc.local, pc.mh, pc.key, pc.offset, std::nullopt,
                                                                &pc, write_completion::delivered)
@@ -139,7 +141,7 @@ void transfer_agent::impl::pump(transfer& t) {
         ++t.outstanding;
     }
     if (t.next < t.pieces.size() || t.outstanding > 0) return;
-    if (t.notify && !t.error) {
+    if (t.notify && !t.error && p != nullptr) {
         auto r = mgr->send_record(p->tx, notification_record, as_bytes_of(t.notification));
         if (!r && r.error() == make_error_code(errc::again)) return;  // the next pump tries again
         if (!r)
