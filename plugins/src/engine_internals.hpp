@@ -89,6 +89,19 @@ inline auto channel_lost_by(const op& o, const std::error_code& e) noexcept -> c
     return lost ? channel_of(o) : nullptr;
 }
 
+/// Operations whose success means the peer's side answered: a message or clear-to-send from it,
+/// a read of its memory, and foreign operations that say so (foreign_op::answered_by_peer). A
+/// send's completion may be only local.
+inline auto answered_by_peer(const op& o) noexcept -> bool {
+    switch (o.kind) {
+        case op_kind::recv_slot:
+        case op_kind::cts_recv:
+        case op_kind::flush_read: return true;
+        case op_kind::foreign: return static_cast<const foreign_op&>(o).answered_by_peer;
+        default: return false;
+    }
+}
+
 /// Operations that only receive: the ones fi_cancel can take back (sends cannot be recalled).
 inline auto cancellable(const op& o) noexcept -> bool {
     return o.kind == op_kind::recv_slot || o.kind == op_kind::cts_recv || o.kind == op_kind::listen_recv ||

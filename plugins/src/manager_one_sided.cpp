@@ -44,6 +44,7 @@ auto endpoint_manager::impl::take_op(send_ep& s, op_what what, const memory_key&
     o->on_end = &impl::end_one_sided;
     o->immediate.reset();
     o->delivered = false;
+    o->answered_by_peer = what != op_what::write;  // reads and atomics; a write only once delivered
     o->previous = nullptr;
     o->context = nullptr;
     o->local = {};
@@ -76,6 +77,7 @@ auto endpoint_manager::impl::post_rma(send_ep& s, op_what what, std::span<std::b
         o->local_mr = k == 0 ? &mh.reg.region() : &mh.extra[static_cast<std::size_t>(k - 1)].region();
         o->immediate = how.immediate;
         o->delivered = how.delivered;
+        o->answered_by_peer = what != op_what::write || how.delivered;
         o->context = how.context;
         o->lead = pieces[0] != nullptr ? pieces[0] : o;
         pieces[static_cast<std::size_t>(k)] = o;

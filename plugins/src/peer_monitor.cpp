@@ -49,6 +49,7 @@ auto engine::peer_alive(const channel_base& c) const noexcept -> bool {
 
 void engine::start_liveness(channel_base& c) noexcept {
     c.live->last_heard = clock::now();
+    c.live->answered = false;
     c.live->last_ping = {};
     c.live->ping_sequence = 0;
     c.live->receive = {};
@@ -130,6 +131,10 @@ void engine::fail_channel(channel_base& c, errc why) noexcept {
 }
 
 void engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept {
+    if (c.live->answered) {  // the peer answered since the last check, whatever became of its pongs
+        c.live->answered = false;
+        c.live->last_heard = now;
+    }
     if (waiting && same_host_peer_gone(c)) return declare_dead(c, "is gone");
     switch (liveness_step(waiting, now, c.live->last_heard, c.live->last_ping, cfg_.peer_timeout)) {
         case liveness_action::declare_dead: return declare_dead(c, "stopped answering");

@@ -97,6 +97,9 @@ void engine::dispatch(const completion_event& ev) noexcept {
     o->in_flight = false;
     if (ev.has_error() && ev.error != make_error_code(errc::truncated) && ev.error != make_error_code(errc::canceled))
         ++stats_.cq_errors;
+    if (!ev.has_error() && answered_by_peer(*o)) {
+        if (channel_base* c = channel_of(*o); c != nullptr && c->live != nullptr) c->live->answered = true;
+    }
     // The provider lost the peer: its channels fail once this operation has ended.
     channel_base* lost = ev.has_error() ? channel_lost_by(*o, ev.error) : nullptr;
     dispatch_to_owner(o, ev);

@@ -198,6 +198,7 @@ void engine::on_remote_write(std::uint64_t imm) noexcept {
     auto& r = rc.pool.at(at.request);
     auto& s = r.slots[at.slot];
     if (r.magic.load(std::memory_order_relaxed) != magic_rreq || !s.rendezvous || s.done) return;
+    rc.live->answered = true;  // its writes are landing
     s.landed += immediate::length_of(imm);
     if (s.landed >= s.expected) {
         s.received = s.expected;

@@ -126,6 +126,9 @@ struct foreign_op : op {
     end_fn on_end{nullptr};          ///< called once at its end
     channel_base* chan{nullptr};     ///< the channel whose peer it targets
     int rail{0};                     ///< the rail it goes on (below the channel's rails; the peer's key must have it)
+    /// Its success means the peer's side answered (a read, an atomic, a write that completes
+    /// once delivered): the peer monitor counts it as hearing from the peer.
+    bool answered_by_peer{false};
 };
 
 /// A channel's connection state.
@@ -138,9 +141,13 @@ enum class chan_state : std::uint8_t {
 };
 
 /// Liveness of a connection (peer_monitor.cpp): while a request waits on the peer, pings go out
-/// and the peer's pongs keep last_heard fresh.
+/// and the peer's pongs keep last_heard fresh. So does what the peer answers meanwhile: a pong
+/// can wait behind much data on the same connection.
 struct liveness_state {
-    clock::time_point last_heard{};                 ///< when the peer was last heard from
+    clock::time_point last_heard{};  ///< when the peer was last heard from
+    /// Something from the peer completed since the last check (a message, a read, a delivered
+    /// write): the check takes it as hearing from the peer. A flag, not a clock read, per completion.
+    bool answered{false};
     clock::time_point last_ping{};                  ///< when the last ping went out
     std::uint32_t ping_sequence{0};                 ///< sequence number of the last ping sent
     op receive{};                                   ///< the posted receive for the peer's pings and pongs
