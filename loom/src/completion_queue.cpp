@@ -94,11 +94,10 @@ auto completion_queue::create(domain& dom, const cq_attr& attr, std::pmr::memory
     out.domain_ = dom.native();
     out.fabric_ = dom.fabric_native();
     if (attr.wait_obj) out.wait_kind_ = query_wait_object(cq);  // once: fi_trywait needs it on every arm
-    // Under FI_THREAD_DOMAIN or FI_THREAD_COMPLETION the application serializes every call on
-    // the queue and its endpoints, so the registry needs no lock of its own.
+    // Where the application serializes every call on the queue and its endpoints, the
+    // registry needs no lock of its own.
     const auto da = dom.info().get_domain_attr();
-    const bool serialized =
-        da && (da->threading == threading_mode::domain || da->threading == threading_mode::completion);
+    const bool serialized = da && serializes_queue_access(da->threading);
     try {
         out.registry_ = detail::make_in<completion_registry>(mr, mr, serialized);
     } catch (...) {

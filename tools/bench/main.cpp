@@ -182,7 +182,7 @@ struct options {
     std::vector<operation> ops{operation::pingpong, operation::stream};
     std::string provider{"shm"};
     std::string iface;
-    std::string threading;  ///< empty: unspecified
+    loom::threading_mode threading{loom::threading_mode::unspecified};  ///< unspecified: the provider's choice
     std::vector<std::size_t> sizes = default_sizes();
     int reps{5};
     int rounds{1};
@@ -263,9 +263,14 @@ auto parse_args(int argc, char** argv, options& o) -> int {
         } else if (a == "--threading") {
             const char* v = value();
             const std::string_view t = v == nullptr ? std::string_view{} : std::string_view{v};
-            if (t != "safe" && t != "domain" && t != "completion")
+            if (t == "safe")
+                o.threading = loom::threading_mode::safe;
+            else if (t == "domain")
+                o.threading = loom::threading_mode::domain;
+            else if (t == "completion")
+                o.threading = loom::threading_mode::completion;
+            else
                 return bad("--threading needs safe, domain or completion");
-            o.threading = t;
         } else if (a == "--ep-type") {
             const char* v = value();
             if (v == nullptr || std::string_view(v) != "rdm") return bad("--ep-type: only rdm is implemented");
@@ -334,7 +339,7 @@ auto parse_args(int argc, char** argv, options& o) -> int {
     if (o.provider == "sockets" || o.provider.find("sockets") != std::string::npos)
         return bad("the sockets provider is for functional tests only, never benchmarks");
     if (o.paths.empty()) return bad("no paths");
-    if (!o.threading.empty())
+    if (o.threading != loom::threading_mode::unspecified)
         for (const auto& p : o.paths)
             if (p != "raw" && p != "raw2" && p != "loom" && p != "sender" && p != "asio")
                 return bad("--threading applies to the raw, raw2, loom, sender and asio paths, not " + p);
@@ -477,7 +482,7 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
 
     run_info info;
     info.provider = o.provider;
-    info.threading = o.threading;
+    if (o.threading != loom::threading_mode::unspecified) info.threading = loom::to_string(o.threading);
     info.ranks = ranks;
     info.pairs = std::max(1, ranks / 2);
     info.launcher = launcher;

@@ -4,6 +4,8 @@
 // each path is direct calls into that path's API and nothing else.
 #pragma once
 
+#include <loom/flags.hpp>
+
 #include <array>
 #include <chrono>
 #include <cstddef>
@@ -80,9 +82,8 @@ struct buffers {
 struct path_config {
     std::string provider{"shm"};
     std::string domain;  ///< preferred domain (e.g. "lo"); empty: shm's own or the first
-    /// Threading model asked for by the raw and loom paths: "safe", "domain", "completion";
-    /// empty: the provider's choice.
-    std::string threading;
+    /// Threading model asked for by the raw and loom paths (unspecified: the provider's choice).
+    loom::threading_mode threading{loom::threading_mode::unspecified};
     std::string nccl_plugin;
     std::string nccl_path_name{"nccl"};  ///< "nccl2": the second plugin of an A/B run
     std::string nixl_capi;               ///< NIXL's libnixl_capi.so

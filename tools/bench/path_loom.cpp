@@ -81,14 +81,10 @@ public:
             auto caps = loom::capability::msg | loom::capability::tagged;
             if (rma) caps = caps | loom::capability::rma;
             if (atomic) caps = caps | loom::capability::atomic;
-            const auto threading = cfg.threading == "safe"         ? loom::threading_mode::safe
-                                   : cfg.threading == "domain"     ? loom::threading_mode::domain
-                                   : cfg.threading == "completion" ? loom::threading_mode::completion
-                                                                   : loom::threading_mode::unspecified;
             return loom::query_all({.capabilities = caps,
                                     .ep_type = loom::endpoint_types::rdm,
                                     .provider = cfg.provider,
-                                    .threading = threading});
+                                    .threading = cfg.threading});
         };
         auto all = query();
         while (!all && all.error() == make_error_code(loom::errc::no_data) && (rma || atomic)) {
@@ -193,8 +189,7 @@ public:
         if constexpr (Asio) {
             // A domain whose threading model has the program serialize its calls (--threading
             // domain or completion) is used from this one thread: the io_context is told so too.
-            const auto model = info_.get_domain_attr()->threading;
-            const bool one_thread = model == loom::threading_mode::domain || model == loom::threading_mode::completion;
+            const bool one_thread = loom::serializes_queue_access(info_.get_domain_attr()->threading);
             ioc_.emplace(one_thread ? ASIO_CONCURRENCY_HINT_UNSAFE : ASIO_CONCURRENCY_HINT_DEFAULT);
             aep_.emplace(*ioc_, std::move(ep_), cq_, cq_);
             auto& service = loom::asio::fabric_service::use(*ioc_);

@@ -49,10 +49,10 @@ public:
             hints->ep_attr->type = FI_EP_RDM;
             hints->fabric_attr->prov_name = ::strdup(cfg.provider.c_str());
             hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-            hints->domain_attr->threading = cfg.threading == "safe"         ? FI_THREAD_SAFE
-                                            : cfg.threading == "domain"     ? FI_THREAD_DOMAIN
-                                            : cfg.threading == "completion" ? FI_THREAD_COMPLETION
-                                                                            : FI_THREAD_UNSPEC;
+            static_assert(static_cast<int>(loom::threading_mode::domain) == FI_THREAD_DOMAIN &&
+                          static_cast<int>(loom::threading_mode::completion) == FI_THREAD_COMPLETION &&
+                          static_cast<int>(loom::threading_mode::safe) == FI_THREAD_SAFE);
+            hints->domain_attr->threading = static_cast<::fi_threading>(cfg.threading);
             grc = ::fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints, &list_);
             ::fi_freeinfo(hints);
             // Exactly the provider asked for (as loom's query_all): fi_getinfo("tcp") with

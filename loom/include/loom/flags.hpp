@@ -343,6 +343,11 @@ enum class threading_mode : int {
     completion = 4,   ///< FI_THREAD_COMPLETION: the application serializes access to objects sharing a CQ or counter
     endpoint = 5      ///< FI_THREAD_ENDPOINT (deprecated): like fid, also serializing all access to one endpoint
 };
+/// Whether the model obliges the application to serialize every call on a completion queue and
+/// the endpoints bound to it (domain, completion): a lock around them would guard nothing.
+[[nodiscard]] constexpr auto serializes_queue_access(threading_mode m) noexcept -> bool {
+    return m == threading_mode::domain || m == threading_mode::completion;
+}
 /// Address vector types (fi_av_type).
 enum class av_type : int {
     unspecified = 0,  ///< FI_AV_UNSPEC: the provider chooses its preferred type
