@@ -69,6 +69,7 @@ void engine::retire(C& c, std::initializer_list<op*> own) noexcept {
     };
     drain(c, pending);
     std::erase(channels_, &c);
+    channel_ids_.erase(c.id);
     c.magic.store(magic_dead);
     c.state = chan_state::closed;
     if (!pending()) slab_of<C>().put(&c);  // otherwise retired for good: a late completion may name it

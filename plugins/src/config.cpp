@@ -132,6 +132,9 @@ auto parse_config(const char* (*get)(const char*, void*), void* state) -> result
     };
     if (!tri("LOOM_HMEM", c.hmem))
         return fail("LOOM_HMEM: expected auto, 0 or 1, got '" + std::string(text("LOOM_HMEM").value_or("")) + "'");
+    if (!tri("LOOM_LIVENESS_ENDPOINT", c.liveness_endpoint))
+        return fail("LOOM_LIVENESS_ENDPOINT: expected auto, 0 or 1, got '" +
+                    std::string(text("LOOM_LIVENESS_ENDPOINT").value_or("")) + "'");
     if (!tri("LOOM_FLUSH", c.flush))
         return fail("LOOM_FLUSH: expected auto, 0 or 1, got '" + std::string(text("LOOM_FLUSH").value_or("")) + "'");
     if (auto v = text("LOOM_MR_CACHE_ENTRIES")) {

@@ -56,7 +56,8 @@ void engine::on_listen(listener& l, const completion_event& ev) noexcept {
                              .pid = m->pid,
                              .host = m->host,
                              .peer_address = std::move(m->sender_address),
-                             .rail_addresses = std::move(m->rails)});
+                             .rail_addresses = std::move(m->rails),
+                             .liveness_address = std::move(m->liveness)});
     } else {
         LOOM_WARN("dropped a malformed connect message ({} bytes)", ev.bytes_transferred);
     }
@@ -125,7 +126,8 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
                                       .pid = static_cast<std::uint32_t>(::getpid()),
                                       .host = host_id_,
                                       .sender_address = self_,
-                                      .rails = rail_addresses()},
+                                      .rails = rail_addresses(),
+                                      .liveness = liveness_address()},
                       s->connect_msg);
     if (!len) {
         s->magic.store(magic_dead);
@@ -144,6 +146,7 @@ auto engine::connect(std::span<const std::byte> handle, const void* key) -> resu
     s->magic.store(magic_send);
     s->is_sender = true;
     channels_.push_back(s);
+    channel_ids_[s->id] = s;
     post(s->accept_op);
     post(s->connect_op);
     handle_bytes copy{};
@@ -176,6 +179,7 @@ void engine::on_accept_msg(sender& s, const completion_event& ev) noexcept {
     s.peer_pid = m->pid;
     s.peer_host = m->host;
     connect_rails(s, m->rails);
+    connect_liveness(s, m->liveness);
     s.state = chan_state::ready;
     start_liveness(s);
 }
@@ -213,7 +217,8 @@ auto engine::accept(listener& l) -> result<receiver*> {
                                      .sender_channel = r->remote_id,
                                      .pid = static_cast<std::uint32_t>(::getpid()),
                                      .host = host_id_,
-                                     .rails = rail_addresses()},
+                                     .rails = rail_addresses(),
+                                     .liveness = liveness_address()},
                       r->accept_msg);
     if (!len) {
         r->magic.store(magic_dead);
@@ -222,6 +227,7 @@ auto engine::accept(listener& l) -> result<receiver*> {
     }
     r->accept_len = *len;
     connect_rails(*r, pc.rail_addresses);
+    connect_liveness(*r, pc.liveness_address);
     r->accept_op = {};
     r->accept_op.owner = r;
     r->accept_op.kind = op_kind::accept_send;
@@ -231,6 +237,7 @@ auto engine::accept(listener& l) -> result<receiver*> {
     unposted_.reserve(receivers_.size() * static_cast<std::size_t>(recv_pool_size * max_slots));
     r->is_sender = false;
     channels_.push_back(r);
+    channel_ids_[r->id] = r;
     post(r->accept_op);
     start_liveness(*r);
     return r;

@@ -41,17 +41,17 @@ auto address_fits(const address& a) -> bool {
     return native_format(a) != address_format::unspecified && n != 0 && n <= handle_address_capacity;
 }
 
-auto rails_size(const std::vector<address>& rails) -> std::size_t {
+auto rails_size(const std::vector<address>& rails, const std::optional<address>& liveness) -> std::size_t {
     std::size_t n = 1;
     for (const auto& a : rails) n += r_addr + to_raw(a).size();
-    return n;
+    return n + r_addr + (liveness ? to_raw(*liveness).size() : 0);
 }
 
-auto rails_fit(const std::vector<address>& rails) -> bool {
+auto rails_fit(const std::vector<address>& rails, const std::optional<address>& liveness) -> bool {
     if (rails.size() >= static_cast<std::size_t>(max_rails)) return false;
     for (const auto& a : rails)
         if (!address_fits(a)) return false;
-    return true;
+    return !liveness || address_fits(*liveness);
 }
 
 /// An address as its sender wrote it: native format and raw bytes (generic formats, or bytes
@@ -63,49 +63,74 @@ auto decode_address(std::uint32_t format, std::span<const std::byte> bytes) -> r
     return a;
 }
 
-void encode_rails(const std::vector<address>& rails, std::span<std::byte> out) {
+/// One address entry at `off`; the offset after it.
+auto encode_entry(const address& a, std::span<std::byte> out, std::size_t off) -> std::size_t {
+    const auto raw = to_raw(a);
+    put_le<std::uint16_t>(out, off + r_len, static_cast<std::uint16_t>(raw.size()));
+    put_le<std::uint32_t>(out, off + r_format, static_cast<std::uint32_t>(native_format(a)));
+    std::memcpy(out.data() + off + r_addr, raw.data(), raw.size());
+    return off + r_addr + raw.size();
+}
+
+void encode_rails(const std::vector<address>& rails, const std::optional<address>& liveness, std::span<std::byte> out) {
     out[0] = static_cast<std::byte>(rails.size());
     std::size_t off = 1;
-    for (const auto& a : rails) {
-        const auto raw = to_raw(a);
-        put_le<std::uint16_t>(out, off + r_len, static_cast<std::uint16_t>(raw.size()));
-        put_le<std::uint32_t>(out, off + r_format, static_cast<std::uint32_t>(native_format(a)));
-        std::memcpy(out.data() + off + r_addr, raw.data(), raw.size());
-        off += r_addr + raw.size();
+    for (const auto& a : rails) off = encode_entry(a, out, off);
+    if (liveness) {
+        (void)encode_entry(*liveness, out, off);
+    } else {  // an empty entry: none
+        put_le<std::uint16_t>(out, off + r_len, 0);
+        put_le<std::uint32_t>(out, off + r_format, 0);
     }
 }
 
-/// The rail list at the start of `in`; trailing bytes beyond it are refused too.
-auto decode_rails(std::span<const std::byte> in) -> result<std::vector<address>> {
+/// The address entry at `off` (advanced past it).
+auto decode_entry(std::span<const std::byte> in, std::size_t& off) -> result<address> {
+    if (off + r_addr > in.size()) return bad();
+    const auto len = get_le<std::uint16_t>(in, off + r_len);
+    const auto fmt = get_le<std::uint32_t>(in, off + r_format);
+    if (len == 0 || len > handle_address_capacity || off + r_addr + len > in.size()) return bad();
+    auto a = decode_address(fmt, in.subspan(off + r_addr, len));
+    if (!a) return bad();
+    off += r_addr + len;
+    return a;
+}
+
+/// The rail list at the start of `in` and the liveness entry after it (empty: none); trailing
+/// bytes are refused.
+auto decode_rails(std::span<const std::byte> in, std::vector<address>& rails, std::optional<address>& liveness)
+    -> void_result {
     if (in.empty()) return bad();
     const auto n = std::to_integer<std::size_t>(in[0]);
     if (n >= static_cast<std::size_t>(max_rails)) return bad();
-    std::vector<address> out;
     std::size_t off = 1;
     for (std::size_t i = 0; i < n; ++i) {
-        if (off + r_addr > in.size()) return bad();
-        const auto len = get_le<std::uint16_t>(in, off + r_len);
-        const auto fmt = get_le<std::uint32_t>(in, off + r_format);
-        if (len == 0 || len > handle_address_capacity || off + r_addr + len > in.size()) return bad();
-        auto a = decode_address(fmt, in.subspan(off + r_addr, len));
-        if (!a) return bad();
-        out.push_back(std::move(*a));
-        off += r_addr + len;
+        auto a = decode_entry(in, off);
+        if (!a) return std::unexpected(a.error());
+        rails.push_back(std::move(*a));
     }
-    if (off != in.size()) return bad();
-    return out;
+    if (off + r_addr == in.size() && get_le<std::uint16_t>(in, off + r_len) == 0 &&
+        get_le<std::uint32_t>(in, off + r_format) == 0)
+        return {};
+    auto a = decode_entry(in, off);
+    if (!a || off != in.size()) return bad();
+    liveness = std::move(*a);
+    return {};
 }
 
 }  // namespace
 
 auto encoded_size(const connect_message& m) noexcept -> std::size_t {
-    return connect_header_size + to_raw(m.sender_address).size() + rails_size(m.rails);
+    return connect_header_size + to_raw(m.sender_address).size() + rails_size(m.rails, m.liveness);
 }
 
-auto encoded_size(const accept_message& m) noexcept -> std::size_t { return accept_header_size + rails_size(m.rails); }
+auto encoded_size(const accept_message& m) noexcept -> std::size_t {
+    return accept_header_size + rails_size(m.rails, m.liveness);
+}
 
 auto encode(const connect_message& m, std::span<std::byte> out) -> result<std::size_t> {
-    if (!address_fits(m.sender_address) || !rails_fit(m.rails)) return make_unexpected(errc::invalid_argument);
+    if (!address_fits(m.sender_address) || !rails_fit(m.rails, m.liveness))
+        return make_unexpected(errc::invalid_argument);
     const std::size_t n = encoded_size(m);
     if (n > out.size()) return make_unexpected(errc::no_space);
     const auto raw = to_raw(m.sender_address);
@@ -118,7 +143,7 @@ auto encode(const connect_message& m, std::span<std::byte> out) -> result<std::s
     put_le<std::uint32_t>(out, c_format, static_cast<std::uint32_t>(native_format(m.sender_address)));
     put_le<std::uint64_t>(out, c_host, m.host);
     std::memcpy(out.data() + c_addr, raw.data(), raw.size());
-    encode_rails(m.rails, out.subspan(c_addr + raw.size()));
+    encode_rails(m.rails, m.liveness, out.subspan(c_addr + raw.size()));
     return n;
 }
 
@@ -134,17 +159,15 @@ auto decode_connect(std::span<const std::byte> in) -> result<connect_message> {
     if (len == 0 || len > handle_address_capacity || c_addr + len > in.size()) return bad();
     auto a = decode_address(get_le<std::uint32_t>(in, c_format), in.subspan(c_addr, len));
     if (!a) return bad();
-    auto rails = decode_rails(in.subspan(c_addr + len));
-    if (!rails) return std::unexpected(rails.error());
+    if (auto r = decode_rails(in.subspan(c_addr + len), m.rails, m.liveness); !r) return std::unexpected(r.error());
     m.pid = get_le<std::uint32_t>(in, c_pid);
     m.host = get_le<std::uint64_t>(in, c_host);
     m.sender_address = std::move(*a);
-    m.rails = std::move(*rails);
     return m;
 }
 
 auto encode(const accept_message& m, std::span<std::byte> out) -> result<std::size_t> {
-    if (!rails_fit(m.rails)) return make_unexpected(errc::invalid_argument);
+    if (!rails_fit(m.rails, m.liveness)) return make_unexpected(errc::invalid_argument);
     const std::size_t n = encoded_size(m);
     if (n > out.size()) return make_unexpected(errc::no_space);
     put_le<std::uint32_t>(out, a_magic, accept_magic);
@@ -155,7 +178,7 @@ auto encode(const accept_message& m, std::span<std::byte> out) -> result<std::si
     put_le<std::uint32_t>(out, a_pid, m.pid);
     put_le<std::uint32_t>(out, a_pad1, 0);
     put_le<std::uint64_t>(out, a_host, m.host);
-    encode_rails(m.rails, out.subspan(accept_header_size));
+    encode_rails(m.rails, m.liveness, out.subspan(accept_header_size));
     return n;
 }
 
@@ -168,11 +191,10 @@ auto decode_accept(std::span<const std::byte> in) -> result<accept_message> {
     m.receiver_channel = get_le<std::uint32_t>(in, a_receiver);
     m.sender_channel = get_le<std::uint32_t>(in, a_sender);
     if (!valid_channel(m.receiver_channel) || !valid_channel(m.sender_channel)) return bad();
-    auto rails = decode_rails(in.subspan(accept_header_size));
-    if (!rails) return std::unexpected(rails.error());
+    if (auto r = decode_rails(in.subspan(accept_header_size), m.rails, m.liveness); !r)
+        return std::unexpected(r.error());
     m.pid = get_le<std::uint32_t>(in, a_pid);
     m.host = get_le<std::uint64_t>(in, a_host);
-    m.rails = std::move(*rails);
     return m;
 }
 

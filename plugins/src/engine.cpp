@@ -129,6 +129,7 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
         if (!r) return std::unexpected(r.error());
         e->extra_.push_back(std::move(*r));
     }
+    e->open_liveness_endpoint();
     e->host_id_ = this_host_id();
     e->submissions_.reserve(1024);
     e->submissions_.set_timeout(cfg.eagain_timeout);
@@ -143,10 +144,11 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
     const std::size_t kept = e->cache_->limits().max_entries;
     LOOM_INFO(
         "engine on {} ({}, {} rail{}): eager <= {} B, rendezvous {}, inject {} B, {} idle registrations "
-        "kept, completion queue of {}",
+        "kept, completion queue of {}, liveness {}",
         n.name, n.provider, nics.size(), nics.size() == 1 ? "" : "s", e->eager_max_,
         n.rma ? "RMA write + immediate data" : "off (no RMA)", e->inject_size_,
-        kept == mr_cache_limits::unbounded ? std::string("all") : std::to_string(kept), cfg.cq_size);
+        kept == mr_cache_limits::unbounded ? std::string("all") : std::to_string(kept), cfg.cq_size,
+        e->main_->live_ep.valid() ? "on its own endpoint" : "with the data");
     return e;
 }
 
@@ -173,6 +175,72 @@ engine::~engine() {
 #endif
 }
 
+namespace {
+/// `a` in `av`, inserted once (`peers` keeps the handles by raw address).
+auto insert_peer(address_vector& av, std::map<std::string, fabric_addr, std::less<>>& peers, const address& a)
+    -> result<fabric_addr> {
+    const auto bytes = to_raw(a);
+    std::string raw(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    if (auto it = peers.find(raw); it != peers.end()) return it->second;
+    auto fa = av.insert(a);
+    if (!fa) return std::unexpected(fa.error());
+    peers.emplace(std::move(raw), *fa);
+    return *fa;
+}
+}  // namespace
+
+void engine::open_liveness_endpoint() noexcept {
+    const auto wanted = cfg_.liveness_endpoint;
+    if (wanted == tristate::off ||
+        (wanted == tristate::automatic && !provider_facts_for(nic_.provider).own_liveness_endpoint))
+        return;
+    auto& r = *main_;
+    auto opened = [&]() -> void_result {
+        auto av = address_vector::create(r.dom);
+        if (!av) return std::unexpected(av.error());
+        auto ep = endpoint::create(r.dom, nic_.info);
+        if (!ep) return std::unexpected(ep.error());
+        if (auto x = ep->bind_cq(r.cq, cq_bind::transmit | cq_bind::recv); !x) return x;
+        if (auto x = ep->bind_av(*av); !x) return x;
+        if (auto x = ep->enable(); !x) return x;
+        auto self = ep->name();
+        if (!self) return std::unexpected(self.error());
+        r.live_av = std::move(*av);
+        r.live_ep = std::move(*ep);
+        r.live_self = std::move(*self);
+        return {};
+    }();
+    if (!opened) {
+        // Liveness still works without it, only behind the data.
+        LOOM_WARN("no liveness endpoint on {} ({}): pings and pongs go with the data", nic_.name,
+                  opened.error().message());
+        return;
+    }
+    for (std::size_t i = 0; i < live_recvs_.size(); ++i) {
+        live_recvs_[i] = {};
+        live_recvs_[i].owner = this;
+        live_recvs_[i].kind = op_kind::liveness_any;
+        live_recvs_[i].slot = static_cast<std::uint8_t>(i);
+        post(live_recvs_[i]);
+    }
+}
+
+auto engine::liveness_address() const -> std::optional<address> {
+    if (!main_->live_ep.valid()) return std::nullopt;
+    return main_->live_self;
+}
+
+void engine::connect_liveness(channel_base& c, const std::optional<address>& remote) noexcept {
+    c.live->via = fabric_addrs::unspecified;
+    if (!remote || !main_->live_ep.valid()) return;
+    auto fa = insert_peer(main_->live_av, main_->live_peers, *remote);
+    if (!fa) {
+        LOOM_WARN("liveness endpoint of {} unusable ({}); pings go with the data", c.peer_name, fa.error().message());
+        return;
+    }
+    c.live->via = *fa;
+}
+
 auto engine::new_channel_id() -> result<std::uint32_t> {
     if (next_id_ > match_bits::max_channel_id) return make_unexpected(errc::no_space);
     return next_id_++;
@@ -192,13 +260,7 @@ auto engine::rail_one_sided(int i) const noexcept -> std::uint64_t {
 
 auto engine::insert_rail_peer(int k, const address& a) -> result<fabric_addr> {
     auto& r = rail_at(k);
-    const auto bytes = to_raw(a);
-    std::string raw(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    if (auto it = r.peers.find(raw); it != r.peers.end()) return it->second;
-    auto fa = r.av.insert(a);
-    if (!fa) return std::unexpected(fa.error());
-    r.peers.emplace(std::move(raw), *fa);
-    return *fa;
+    return insert_peer(r.av, r.peers, a);
 }
 
 auto engine::rail_addresses() const -> std::vector<address> {

@@ -3,6 +3,8 @@
 // Once a request of a channel has waited for a quarter of LOOM_PEER_TIMEOUT_MS, the channel
 // pings its peer every quarter; the peer's engine answers from its progress, which the
 // watchdog thread drives when the host makes no call (a peer busy computing still answers).
+// Pings and pongs go between the engines' liveness endpoints where both have one: a connection
+// of their own, so they never wait behind the data queued on a slow link.
 // A channel that has heard nothing for three quarters of the timeout is dead: every request on
 // it fails. So a peer dies at t and its requests fail by t + timeout (+ one 100 ms check).
 // Peers on this host are also checked by pid, which says "gone" sooner, and a provider error
@@ -58,7 +60,8 @@ void engine::start_liveness(channel_base& c) noexcept {
     post(c.live->receive);
 }
 
-auto engine::send_liveness(channel_base& c, liveness_kind kind, std::uint32_t sequence) noexcept -> bool {
+auto engine::send_liveness(channel_base& c, liveness_kind kind, std::uint32_t sequence, bool on_live_ep) noexcept
+    -> bool {
     std::array<std::byte, liveness_size> b{};
     (void)encode(liveness_message{.kind = kind, .sequence = sequence}, b);
     // An inject: nothing to complete or cancel. When the provider refuses for now (a peer being
@@ -66,7 +69,7 @@ auto engine::send_liveness(channel_base& c, liveness_kind kind, std::uint32_t se
     // close notice leaves the peer to its monitor, as before there was one.
     const auto tag =
         match_bits::make_tag(message_kind::control, c.remote_id, liveness_sequence, static_cast<std::uint32_t>(kind));
-    auto r = ep_.tagged_inject(b, tag, c.peer);
+    auto r = on_live_ep ? main_->live_ep.tagged_inject(b, tag, c.live->via) : ep_.tagged_inject(b, tag, c.peer);
     if (!r && r.error() != make_error_code(errc::again))
         LOOM_DEBUG("liveness message {} to {}: {}", static_cast<int>(kind), c.peer_name, r.error().message());
     return r || r.error() != make_error_code(errc::again);
@@ -77,7 +80,8 @@ void engine::announce_close(channel_base& c) noexcept {
     // Worth a short wait for room in a full transmit queue: without the notice the peer waits
     // out its timeout.
     const auto deadline = clock::now() + std::chrono::milliseconds(100);
-    while (!send_liveness(c, liveness_kind::closed, 0) && clock::now() < deadline) progress();
+    // With the data, not on the liveness endpoint: the notice must not overtake what this side sent.
+    while (!send_liveness(c, liveness_kind::closed, 0, false) && clock::now() < deadline) progress();
     progress();  // the engine may close right after: give the notice its way out
 }
 
@@ -85,15 +89,35 @@ void engine::on_liveness(channel_base& c, const completion_event& ev) noexcept {
     if (ev.has_error()) {
         if (ev.error == make_error_code(errc::canceled)) return;  // the channel is closing
         LOOM_DEBUG("liveness receive from {}: {}", c.peer_name, ev.error.message());
-    } else if (auto m =
-                   decode_liveness({c.live->buffer.data(), std::min(ev.bytes_transferred, c.live->buffer.size())})) {
-        c.live->last_heard = clock::now();  // a ping says as much as a pong
-        if (m->kind == liveness_kind::closed) return end_by_peer(c);
-        if (m->kind == liveness_kind::ping) send_liveness(c, liveness_kind::pong, m->sequence);
     } else {
-        LOOM_WARN("dropped a malformed liveness message from {}", c.peer_name);
+        handle_liveness(c, {c.live->buffer.data(), std::min(ev.bytes_transferred, c.live->buffer.size())}, false);
     }
-    if (c.state == chan_state::ready) post(c.live->receive);
+    if (c.state == chan_state::ready && !c.closed_by_peer) post(c.live->receive);
+}
+
+void engine::on_liveness_any(op& o, const completion_event& ev) noexcept {
+    if (ev.has_error()) {
+        if (ev.error == make_error_code(errc::canceled)) return;  // the engine is closing
+        LOOM_DEBUG("liveness endpoint receive: {}", ev.error.message());
+    } else if (auto it = channel_ids_.find(match_bits::channel_of(ev.tag)); it != channel_ids_.end()) {
+        auto& buf = live_bufs_[o.slot];
+        if (it->second->state == chan_state::ready)
+            handle_liveness(*it->second, {buf.data(), std::min(ev.bytes_transferred, buf.size())}, true);
+    }  // else: for a channel closed since, or never ours
+    post(o);
+}
+
+void engine::handle_liveness(channel_base& c, std::span<const std::byte> bytes, bool on_live_ep) noexcept {
+    auto m = decode_liveness(bytes);
+    if (!m) {
+        LOOM_WARN("dropped a malformed liveness message from {}", c.peer_name);
+        return;
+    }
+    c.live->last_heard = clock::now();  // a ping says as much as a pong
+    if (m->kind == liveness_kind::closed) return end_by_peer(c);
+    // A pong goes back the way its ping came.
+    if (m->kind == liveness_kind::ping)
+        send_liveness(c, liveness_kind::pong, m->sequence, on_live_ep && c.live->via != fabric_addrs::unspecified);
 }
 
 void engine::declare_dead(channel_base& c, const char* why) noexcept {
@@ -140,7 +164,7 @@ void engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) no
         case liveness_action::declare_dead: return declare_dead(c, "stopped answering");
         case liveness_action::ping:
             c.live->last_ping = now;
-            send_liveness(c, liveness_kind::ping, ++c.live->ping_sequence);
+            send_liveness(c, liveness_kind::ping, ++c.live->ping_sequence, c.live->via != fabric_addrs::unspecified);
             return;
         case liveness_action::none:
             if (!waiting) c.live->last_heard = now;  // nothing waits on the peer: nothing to prove

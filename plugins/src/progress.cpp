@@ -142,6 +142,7 @@ void engine::dispatch_to_owner(op* o, const completion_event& ev) noexcept {
             if (m == magic_send || m == magic_recv) on_liveness(c, ev);
             return;
         }
+        case op_kind::liveness_any: on_liveness_any(*o, ev); return;
         case op_kind::foreign:
             end_foreign(static_cast<foreign_op&>(*o), ev.has_error() ? ev.error : std::error_code{});
             return;

@@ -72,11 +72,15 @@ int main(int argc, char** argv) {
     seed("nccl_handle", "ipv4", -1, as_bytes(encode_handle({.channel_id = 7, .endpoint_address = v4}).value()));
     seed("nccl_handle", "str", -1, as_bytes(encode_handle({.channel_id = 8, .endpoint_address = str}).value()));
 
-    seed_encoded(
-        "wire_messages", "connect", 0,
-        connect_message{
-            .sender_channel = 1, .listen_channel = 2, .pid = 3, .host = 4, .sender_address = v4, .rails = {v6}},
-        4096);
+    seed_encoded("wire_messages", "connect", 0,
+                 connect_message{.sender_channel = 1,
+                                 .listen_channel = 2,
+                                 .pid = 3,
+                                 .host = 4,
+                                 .sender_address = v4,
+                                 .rails = {v6},
+                                 .liveness = v4},
+                 4096);
     seed_encoded("wire_messages", "accept", 1,
                  accept_message{.receiver_channel = 5, .sender_channel = 1, .pid = 6, .host = 4, .rails = {v4}}, 4096);
     clear_to_send cts{.target = {.channel = 1, .request = 2, .slot = 0}, .capacity = 4096, .rails = 2};

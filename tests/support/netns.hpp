@@ -65,6 +65,17 @@ public:
         return run("ip -n " + names_[0] + " link set " + interface + (up ? " up" : " down"));
     }
 
+    /// Makes the link slow, `rate` (tc's notation, e.g. "100mbit") each way, with a short queue
+    /// (a token bucket holding 20 ms): what waits beyond it waits in the senders' sockets and
+    /// providers, as behind a real slow link. Needs `tc` (iproute2).
+    [[nodiscard]] auto limit_rate(const std::string& rate) const -> bool {
+        for (const auto& n : names_)
+            if (!run("tc -n " + n + " qdisc add dev " + interface + " root tbf rate " + rate +
+                     " burst 32kbit latency 20ms"))
+                return false;
+        return true;
+    }
+
     /// Runs `command` through the shell with its output discarded; true when it exits 0.
     static auto run(const std::string& command) -> bool {
         return std::system((command + " >/dev/null 2>&1").c_str()) == 0;

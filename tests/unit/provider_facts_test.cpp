@@ -46,6 +46,13 @@ TEST(ProviderFacts, EagerLimitsAndSpeeds) {
     EXPECT_GT(loom::provider_facts_for("shm").assumed_speed_mbps, loom::provider_facts_for("tcp").assumed_speed_mbps);
 }
 
+TEST(ProviderFacts, OnlyTcpGetsALivenessEndpointOfItsOwnByDefault) {
+    EXPECT_TRUE(loom::provider_facts_for("tcp").own_liveness_endpoint);
+    // rxm: an endpoint costs ~140 MiB; shm: peers on this host, checked by pid as well.
+    for (auto p : {"tcp;ofi_rxm", "verbs;ofi_rxm", "shm", "efa", "cxi", "sockets", "udp;ofi_rxd"})
+        EXPECT_FALSE(loom::provider_facts_for(p).own_liveness_endpoint) << p;
+}
+
 TEST(ProviderFacts, DefectsAndRegistrationPaths) {
     EXPECT_TRUE(loom::provider_facts_for("tcp;ofi_rxm").broken_self_insert);
     EXPECT_TRUE(loom::provider_facts_for("verbs;ofi_rxm").broken_self_insert);

@@ -28,6 +28,10 @@ struct provider_facts {
     /// Registrations reach a NIC's hardware (verbs, efa, cxi): a DMA-BUF is handed to the device
     /// rather than mapped by libfabric's utility MR map.
     bool hardware_registrations{false};
+    /// The plugin runtime gives liveness pings an endpoint of their own unless told otherwise:
+    /// where connections are byte streams that queue them behind bulk data and an endpoint is
+    /// cheap (tcp: about 0.2 MiB and one descriptor; an ofi_rxm endpoint costs about 140 MiB).
+    bool own_liveness_endpoint{false};
 
     // ---- defects of the libfabric linked (libfabric 2.1 unless noted)
     bool getopt_needs_enable{false};   ///< shm: fi_getopt before fi_enable crashes

@@ -2,7 +2,9 @@
 // by a veth pair. Transfers cross the link byte-exact; the link is taken down in the middle of
 // large transfers both ways, and every outstanding request of both processes fails within
 // LOOM_PEER_TIMEOUT_MS (neither process died, so only the liveness exchange can tell); the
-// link is brought back and new connections carry data again.
+// link is brought back and new connections carry data again. A slow link kept full both ways
+// for longer than the timeout gives up neither live peer, and a peer killed behind it fails
+// the survivor's requests without harm to the survivor.
 #include "harness_support.hpp"
 #include "netns.hpp"
 
@@ -210,6 +212,117 @@ TEST_P(nccl_across_hosts, link_loss_fails_every_outstanding_request_and_new_conn
         }
         EXPECT_TRUE(exited_ok(st)) << "process " << pid << " status " << st;
     }
+}
+
+// ---------------------------------------------------------------- a slow link full of data
+constexpr long busy_timeout_ms = 1000;                    // LOOM_PEER_TIMEOUT_MS in both processes
+constexpr std::size_t busy_size = std::size_t{32} << 20;  // each way: about 2.7 s at 100 Mbit/s
+constexpr long death_after_ms = 1000;                     // into the transfers, when side 1 dies
+
+/// How side 1 ends a busy exchange.
+enum class busy_end {
+    finish,  ///< both sides complete
+    killed   ///< side 1 is killed (SIGKILL) with its transfers under way
+};
+
+/// Sends and receives busy_size at once and waits for both: the link stays full for seconds,
+/// longer than the peer timeout.
+void busy_side(api& a, int side, int to_peer, int from_peer, busy_end end) {
+    auto w = connect_both_ways(a, to_peer, from_peer, side == 0);
+    std::vector<std::byte> out(busy_size), in(busy_size);
+    fill(out.data(), out.size(), seed_of(side, busy_size, 3));
+    void* d = in.data();
+    std::size_t sz = in.size();
+    int tag = 3;
+    const auto t0 = clk::now();
+    void* r = post_recv(a, w.from, 1, &d, &sz, &tag, nullptr);
+    void* s = post_send(a, w.to, out.data(), out.size(), tag, nullptr);
+    if (end == busy_end::killed && side == 1) {
+        for (int done = 0; clk::now() - t0 < std::chrono::milliseconds(death_after_ms);)
+            (void)a.test(r, &done, nullptr);
+        ::kill(::getpid(), SIGKILL);
+    }
+    const int sent = wait(a, s, nullptr);
+    int got = 0;
+    const int received = wait(a, r, &got);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0).count();
+    std::fprintf(stderr, "side %d: %zu MiB each way, ended after %lld ms (send %d, receive %d), peer timeout %ld ms\n",
+                 side, busy_size >> 20, static_cast<long long>(ms), sent, received, busy_timeout_ms);
+    if (end == busy_end::killed) {
+        // The peer's provider connection breaks under both directions' transfers: they fail,
+        // with the process alive, within the timeout of the death (and scheduling's slack).
+        CHECK(sent == system_error && received == system_error, "send %d, receive %d", sent, received);
+        CHECK(ms <= death_after_ms + busy_timeout_ms + 1000, "the requests failed %lld ms after they started",
+              static_cast<long long>(ms));
+    } else {
+        CHECK(sent == 0 && received == 0, "a live peer was given up (send %d, receive %d)", sent, received);
+        CHECK(got == static_cast<int>(busy_size), "received %d bytes", got);
+        CHECK(first_bad(in.data(), in.size(), seed_of(1 - side, busy_size, 3)) == -1, "the bytes differ");
+        // Otherwise the link was not slow enough to keep the liveness exchange waiting.
+        CHECK(ms > 2 * busy_timeout_ms, "the link drained in %lld ms", static_cast<long long>(ms));
+    }
+    CHECK(a.close_send(w.to) == 0 && a.close_recv(w.from) == 0 && a.close_listen(w.listen) == 0, "close");
+}
+
+/// Two processes across a 100 Mbit/s link exchange busy_size each way and end as `end` says;
+/// returns their wait statuses.
+auto run_busy_pair(const param& p, busy_end end) -> std::array<int, 2> {
+    std::array<int, 2> status{-1, -1};
+    auto ns = netns_pair::create();
+    if (!ns) return status;
+    if (!ns->limit_rate("100mbit")) {
+        ADD_FAILURE() << "tc qdisc tbf";
+        return status;
+    }
+    int peer[2][2];  // peer[i]: to side i
+    for (auto& fds : peer) CHECK(::pipe(fds) == 0, "pipe");
+    pid_t pids[2];
+    for (int side = 0; side < 2; ++side) {
+        pids[side] = ::fork();
+        CHECK(pids[side] >= 0, "fork");
+        if (pids[side] != 0) continue;
+        ::close(peer[side][1]);
+        ::close(peer[1 - side][0]);
+        CHECK(ns->enter(side), "entering namespace %s", ns->name(side).c_str());
+        ::setenv("LOOM_PROVIDER", p.provider.c_str(), 1);
+        ::setenv("LOOM_IFACE", netns_pair::interface, 1);
+        ::setenv("LOOM_PEER_TIMEOUT_MS", std::to_string(busy_timeout_ms).c_str(), 1);
+        // tcp has its liveness endpoint by default; tcp;ofi_rxm only when asked (it costs an
+        // rxm endpoint's pools), which the exchange that must finish does (unless the caller's
+        // environment says otherwise).
+        if (end == busy_end::finish && p.provider != "tcp") ::setenv("LOOM_LIVENESS_ENDPOINT", "1", 0);
+        api a = load(p.version);
+        busy_side(a, side, peer[1 - side][1], peer[side][0], end);
+        std::fflush(nullptr);
+        ::_exit(0);
+    }
+    for (auto& fds : peer) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+    }
+    for (int side = 0; side < 2; ++side) ::waitpid(pids[side], &status[static_cast<std::size_t>(side)], 0);
+    return status;  // each side's own waits end within 30 s
+}
+
+// Pings and pongs go through endpoints of their own, so they do not wait behind seconds of data
+// on the same connection (run with LOOM_LIVENESS_ENDPOINT=0, this test fails: each side declares
+// the other dead).
+TEST_P(nccl_across_hosts, a_live_peer_behind_a_slow_full_link_is_not_declared_dead) {
+    if (!netns_pair::create()) GTEST_SKIP() << "cannot make network namespaces here (needs root and iproute2)";
+    const auto st = run_busy_pair(GetParam(), busy_end::finish);
+    EXPECT_TRUE(exited_ok(st[0])) << "side 0 status " << st[0];
+    EXPECT_TRUE(exited_ok(st[1])) << "side 1 status " << st[1];
+}
+
+// A peer killed while a slow link is full both ways: its connection breaks in the middle of
+// large RMA writes towards the survivor, which fails its requests and closes (on tcp;ofi_rxm
+// such a write's error comes without a context: libfabric 2.1's rxm read through it and
+// crashed, which scripts/patches/ mends).
+TEST_P(nccl_across_hosts, a_peer_killed_behind_a_slow_full_link_fails_the_survivors_requests) {
+    if (!netns_pair::create()) GTEST_SKIP() << "cannot make network namespaces here (needs root and iproute2)";
+    const auto st = run_busy_pair(GetParam(), busy_end::killed);
+    EXPECT_TRUE(exited_ok(st[0])) << "survivor status " << st[0];
+    EXPECT_TRUE(WIFSIGNALED(st[1]) && WTERMSIG(st[1]) == SIGKILL) << "killed side status " << st[1];
 }
 
 INSTANTIATE_TEST_SUITE_P(network_namespaces, nccl_across_hosts,

@@ -30,6 +30,7 @@ TEST(PluginConfig, DefaultsWhenNothingIsSet) {
     EXPECT_EQ(c->peer_timeout.count(), 5000);
     EXPECT_EQ(c->connect_timeout.count(), 60000);
     EXPECT_FALSE(c->progress_thread);
+    EXPECT_EQ(c->liveness_endpoint, loom::plugins::tristate::automatic);
     EXPECT_FALSE(c->mr_cache_entries.has_value());
     EXPECT_EQ(c->cq_size, 4096U);
     EXPECT_EQ(c->hmem, loom::plugins::tristate::automatic);
@@ -44,6 +45,7 @@ TEST(PluginConfig, ReadsEveryVariable) {
                     {"LOOM_PEER_TIMEOUT_MS", "1500"},
                     {"LOOM_CONNECT_TIMEOUT_MS", "9000"},
                     {"LOOM_PROGRESS_THREAD", "1"},
+                    {"LOOM_LIVENESS_ENDPOINT", "0"},
                     {"LOOM_LOG_LEVEL", "debug"},
                     {"LOOM_MR_CACHE_ENTRIES", "4096"},
                     {"LOOM_CQ_SIZE", "8"},
@@ -61,6 +63,8 @@ TEST(PluginConfig, ReadsEveryVariable) {
     EXPECT_EQ(c->peer_timeout.count(), 1500);
     EXPECT_EQ(c->connect_timeout.count(), 9000);
     EXPECT_TRUE(c->progress_thread);
+    EXPECT_EQ(c->liveness_endpoint, loom::plugins::tristate::off);
+    EXPECT_EQ(parse({{"LOOM_LIVENESS_ENDPOINT", "1"}})->liveness_endpoint, loom::plugins::tristate::on);
     EXPECT_EQ(c->log_level, "debug");
     EXPECT_EQ(c->mr_cache_entries, 4096U);
     EXPECT_EQ(c->cq_size, 8U);
@@ -88,6 +92,7 @@ TEST(PluginConfig, MalformedValuesAreErrorsNamingTheVariable) {
                                                  {"LOOM_PEER_TIMEOUT_MS", "5s"},
                                                  {"LOOM_CONNECT_TIMEOUT_MS", "999999999999"},
                                                  {"LOOM_PROGRESS_THREAD", "maybe"},
+                                                 {"LOOM_LIVENESS_ENDPOINT", "2"},
                                                  {"LOOM_LOG_LEVEL", "chatty"},
                                                  {"LOOM_MR_CACHE_ENTRIES", "many"},
                                                  {"LOOM_CQ_SIZE", "0"},

@@ -22,7 +22,8 @@ auto sample_connect() -> lp::connect_message {
             .pid = 4242,
             .host = 0x0102030405060708ULL,
             .sender_address = loom::ipv4_address::parse("10.1.2.3", 5000).value(),
-            .rails = {loom::ipv4_address::parse("10.1.2.4", 5001).value(), str_address("fi_shm://9:0:0")}};
+            .rails = {loom::ipv4_address::parse("10.1.2.4", 5001).value(), str_address("fi_shm://9:0:0")},
+            .liveness = loom::ipv4_address::parse("10.1.2.3", 5002).value()};
 }
 
 auto sample_accept() -> lp::accept_message {
@@ -30,7 +31,8 @@ auto sample_accept() -> lp::accept_message {
             .sender_channel = 7,
             .pid = 99,
             .host = 0xfeedfacecafebeefULL,
-            .rails = {loom::ipv6_address::parse("fe80::2", 9).value()}};
+            .rails = {loom::ipv6_address::parse("fe80::2", 9).value()},
+            .liveness = loom::ipv6_address::parse("fe80::1", 10).value()};
 }
 
 auto sample_cts() -> lp::clear_to_send {
@@ -55,6 +57,7 @@ void expect_same(const lp::connect_message& a, const lp::connect_message& b) {
     EXPECT_EQ(a.host, b.host);
     EXPECT_EQ(a.sender_address, b.sender_address);
     EXPECT_EQ(a.rails, b.rails);
+    EXPECT_EQ(a.liveness, b.liveness);
 }
 
 TEST(ControlMessages, ConnectRoundTrips) {
@@ -66,9 +69,23 @@ TEST(ControlMessages, ConnectRoundTrips) {
     expect_same(*d, m);
 }
 
-TEST(ControlMessages, AcceptRoundTripsWithAndWithoutRails) {
-    auto m = sample_accept();
-    for (int pass = 0; pass < 2; ++pass, m.rails.clear()) {
+TEST(ControlMessages, ConnectWithoutALivenessEndpointRoundTrips) {
+    auto m = sample_connect();
+    m.liveness.reset();  // a peer without one (LOOM_LIVENESS_ENDPOINT=0, or it failed to open)
+    const auto b = bytes_of(m);
+    EXPECT_EQ(b.size(), lp::encoded_size(sample_connect()) - 16);  // an empty entry: no sockaddr_in
+    EXPECT_EQ(b[b.size() - 6], std::byte{0});                      // length 0, format 0
+    EXPECT_EQ(b[b.size() - 2], std::byte{0});
+    auto d = lp::decode_connect(b);
+    ASSERT_TRUE(d) << d.error().message();
+    expect_same(*d, m);
+}
+
+TEST(ControlMessages, AcceptRoundTripsWithAndWithoutRailsAndLivenessEndpoint) {
+    for (int pass = 0; pass < 4; ++pass) {
+        auto m = sample_accept();
+        if ((pass & 1) != 0) m.rails.clear();
+        if ((pass & 2) != 0) m.liveness.reset();
         const auto b = bytes_of(m);
         auto d = lp::decode_accept(b);
         ASSERT_TRUE(d) << d.error().message();
@@ -77,6 +94,7 @@ TEST(ControlMessages, AcceptRoundTripsWithAndWithoutRails) {
         EXPECT_EQ(d->pid, m.pid);
         EXPECT_EQ(d->host, m.host);
         EXPECT_EQ(d->rails, m.rails);
+        EXPECT_EQ(d->liveness, m.liveness);
     }
 }
 
@@ -104,6 +122,13 @@ TEST(ControlMessages, LayoutIsLittleEndianAtFixedOffsets) {
     EXPECT_EQ(c[14], std::byte{0x03});
     EXPECT_EQ(c[24], std::byte{0x08});                         // host, low byte first
     EXPECT_EQ(c[lp::connect_header_size + 16], std::byte{2});  // after the 16-byte sockaddr_in: two rails
+    // The liveness entry closes the message: u16 length, u32 format, the sockaddr_in (port 5002).
+    const std::size_t live = c.size() - 6 - 16;
+    EXPECT_EQ(c[live], std::byte{16});
+    EXPECT_EQ(c[live + 1], std::byte{0});
+    EXPECT_EQ(c[live + 2], std::byte{static_cast<unsigned char>(loom::address_format::sockaddr_in)});
+    EXPECT_EQ(c[live + 6 + 2], std::byte{0x13});  // port 5002 = 0x138a, network order
+    EXPECT_EQ(c[live + 6 + 3], std::byte{0x8a});
     const auto a = bytes_of(sample_accept());
     EXPECT_EQ(std::string(reinterpret_cast<const char*>(a.data()), 4), "ACPT");
     EXPECT_EQ(a[8], std::byte{11});
@@ -127,6 +152,12 @@ TEST(ControlMessages, EncodeRefusesWhatCannotTravel) {
     m = sample_connect();
     m.rails.assign(lp::max_rails, m.sender_address);  // rails 1.. are at most max_rails - 1
     EXPECT_EQ(lp::encode(m, out).error(), loom::errc::invalid_argument);
+    m = sample_connect();
+    m.liveness = loom::opaque_address{};
+    EXPECT_EQ(lp::encode(m, out).error(), loom::errc::invalid_argument);
+    auto a = sample_accept();
+    a.liveness = loom::opaque_address{};
+    EXPECT_EQ(lp::encode(a, out).error(), loom::errc::invalid_argument);
     m = sample_connect();
     std::vector<std::byte> small(lp::encoded_size(m) - 1);
     EXPECT_EQ(lp::encode(m, small).error(), loom::errc::no_space);

@@ -61,8 +61,9 @@ TEST(ManagerMessages, BatchLayoutIsFixed) {
     lp::batch_writer w(buf);
     ASSERT_TRUE(w.append(3, as_bytes("xyz")));
     const auto b = w.finish();
-    const unsigned char want[] = {'B', 'A', 'T', '1', 1, 0, 1, 0, 32,  0,   0,   0, 0, 0, 0, 0,  // header
-                                  3,   0,   0,   0,   3, 0, 0, 0, 'x', 'y', 'z', 0, 0, 0, 0, 0};
+    unsigned char want[] = {'B', 'A', 'T', '1', 0, 0, 1, 0, 32,  0,   0,   0, 0, 0, 0, 0,  // header
+                            3,   0,   0,   0,   3, 0, 0, 0, 'x', 'y', 'z', 0, 0, 0, 0, 0};
+    want[4] = lp::wire_version;  // u16, low byte first
     ASSERT_EQ(b.size(), sizeof(want));
     EXPECT_EQ(std::memcmp(b.data(), want, sizeof(want)), 0);
 }

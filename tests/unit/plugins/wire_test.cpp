@@ -47,7 +47,8 @@ TEST(WireHandle, LayoutIsLittleEndianWithMagicFirst) {
     EXPECT_EQ(b[1], std::byte{'O'});
     EXPECT_EQ(b[2], std::byte{'O'});
     EXPECT_EQ(b[3], std::byte{'M'});
-    EXPECT_EQ(b[4], std::byte{1});  // version 1, low byte first
+    EXPECT_EQ(b[4], std::byte{lp::wire_version});  // the version, low byte first
+    EXPECT_EQ(b[5], std::byte{0});
     EXPECT_EQ(b[8], std::byte{1});  // channel id 1
     EXPECT_EQ(b[16], std::byte{static_cast<unsigned char>(loom::address_format::str)});
 }
@@ -80,10 +81,10 @@ TEST(WireHandle, DecodeRejectsShortForeignAndCorruptedHandles) {
 
 TEST(WireHandle, DecodeValidatesFieldsEvenWithAValidChecksum) {
     auto base = lp::encode_handle({.endpoint_address = loom::ipv4_address::parse("10.0.0.1", 1).value()}).value();
-    auto version2 = base;
-    version2[4] = std::byte{2};
-    reseal(version2);
-    EXPECT_EQ(error_of(lp::decode_handle(version2)), loom::errc::not_supported);
+    auto next_version = base;
+    next_version[4] = std::byte{lp::wire_version + 1};
+    reseal(next_version);
+    EXPECT_EQ(error_of(lp::decode_handle(next_version)), loom::errc::not_supported);
     auto no_len = base;
     no_len[20] = no_len[21] = std::byte{0};
     reseal(no_len);

@@ -28,7 +28,11 @@ struct config {
     std::chrono::milliseconds peer_timeout{5000};      ///< LOOM_PEER_TIMEOUT_MS
     std::chrono::milliseconds connect_timeout{60000};  ///< LOOM_CONNECT_TIMEOUT_MS
     bool progress_thread{false};                       ///< LOOM_PROGRESS_THREAD
-    std::string log_level{};                           ///< LOOM_LOG_LEVEL (trace|debug|info|warn|error|off)
+    /// LOOM_LIVENESS_ENDPOINT: pings and pongs go through an endpoint of their own, so that
+    /// they do not queue behind the data on the provider's connection to the peer — auto:
+    /// where the provider's facts say it pays (provider_facts::own_liveness_endpoint).
+    tristate liveness_endpoint{tristate::automatic};
+    std::string log_level{};  ///< LOOM_LOG_LEVEL (trace|debug|info|warn|error|off)
     /// LOOM_MR_CACHE_ENTRIES: idle host registrations kept per device for reuse. Unset: all of
     /// them where the provider does not pin pages at registration, none where it does (the
     /// cache watches no allocator, so a freed and reused buffer must not meet an old pin).

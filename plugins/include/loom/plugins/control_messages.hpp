@@ -12,10 +12,13 @@
 //  16 u32 pid  20 u32 0  24 u64 host id  32 the rail list (the zero fields must be zero)
 // Rail list (addresses of rails 1.. of a virtual device): u8 count, then per rail
 //   u16 length, u32 address format, address bytes
+// Then the sender's liveness endpoint (where its pings and pongs go, apart from the data): one
+// entry of the same shape; length 0 and format 0 when it has none.
 // CTS (receiver -> sender, clear-to-send tag of the sender channel):
 //   0 u32 magic "CTS1"  4 u32 rails  8 u64 immediate base | capacity  16 per rail u64 address, u64 key
-// PING / PONG (either side -> the peer's channel, control tag with sequence liveness_sequence):
-//   0 u32 magic "LIVE"  4 u16 version  6 u16 1 ping, 2 pong  8 u32 sequence  12 u32 0
+// PING / PONG / CLOSED (either side -> the peer's channel, control tag with sequence
+// liveness_sequence; pings and pongs between the liveness endpoints where both sides have one):
+//   0 u32 magic "LIVE"  4 u16 version  6 u16 1 ping, 2 pong, 3 closed  8 u32 sequence  12 u32 0
 #pragma once
 
 #include <loom/address.hpp>
@@ -27,6 +30,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -34,12 +38,13 @@ namespace loom::plugins {
 
 /// A connector's request to join a listen channel.
 struct connect_message {
-    std::uint32_t sender_channel{0};  ///< the connector's new channel id
-    std::uint32_t listen_channel{0};  ///< the listen channel it joins
-    std::uint32_t pid{0};             ///< the connector's process id
-    std::uint64_t host{0};            ///< the connector's host identity
-    address sender_address{};         ///< the connector's address (rail 0)
-    std::vector<address> rails{};     ///< the connector's rails 1..
+    std::uint32_t sender_channel{0};    ///< the connector's new channel id
+    std::uint32_t listen_channel{0};    ///< the listen channel it joins
+    std::uint32_t pid{0};               ///< the connector's process id
+    std::uint64_t host{0};              ///< the connector's host identity
+    address sender_address{};           ///< the connector's address (rail 0)
+    std::vector<address> rails{};       ///< the connector's rails 1..
+    std::optional<address> liveness{};  ///< the connector's liveness endpoint, if it has one
 };
 
 /// The listener's answer: the channel that will receive.
@@ -49,6 +54,7 @@ struct accept_message {
     std::uint32_t pid{0};               ///< the acceptor's process id
     std::uint64_t host{0};              ///< the acceptor's host identity
     std::vector<address> rails{};       ///< the acceptor's rails 1..
+    std::optional<address> liveness{};  ///< the acceptor's liveness endpoint, if it has one
 };
 
 /// Where one rail of a rendezvous write goes.
@@ -100,8 +106,9 @@ inline constexpr std::size_t cts_max_size = 16 + 16 * max_rails;
 }
 /// @}
 
-/// Writes the message into `out`; the bytes used. invalid_argument for an address without a
-/// format, longer than handle_address_capacity, or more rails than max_rails - 1; no_space when `out` is too small.
+/// Writes the message into `out`; the bytes used. invalid_argument for an address (of a rail or
+/// the liveness endpoint) without a format or longer than handle_address_capacity, or more
+/// rails than max_rails - 1; no_space when `out` is too small.
 /// @{
 [[nodiscard]] auto encode(const connect_message& m, std::span<std::byte> out) -> result<std::size_t>;
 [[nodiscard]] auto encode(const accept_message& m, std::span<std::byte> out) -> result<std::size_t>;

@@ -45,6 +45,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -141,16 +143,20 @@ enum class chan_state : std::uint8_t {
 };
 
 /// Liveness of a connection (peer_monitor.cpp): while a request waits on the peer, pings go out
-/// and the peer's pongs keep last_heard fresh. So does what the peer answers meanwhile: a pong
-/// can wait behind much data on the same connection.
+/// and the peer's pongs keep last_heard fresh. They go through the liveness endpoints of both
+/// sides where both have one, so they do not wait behind the data; what the peer answers
+/// meanwhile counts too.
 struct liveness_state {
+    /// The peer's liveness endpoint; unspecified when either side has none (pings then go
+    /// with the data).
+    fabric_addr via{fabric_addrs::unspecified};
     clock::time_point last_heard{};  ///< when the peer was last heard from
     /// Something from the peer completed since the last check (a message, a read, a delivered
     /// write): the check takes it as hearing from the peer. A flag, not a clock read, per completion.
     bool answered{false};
     clock::time_point last_ping{};                  ///< when the last ping went out
     std::uint32_t ping_sequence{0};                 ///< sequence number of the last ping sent
-    op receive{};                                   ///< the posted receive for the peer's pings and pongs
+    op receive{};                                   ///< the posted receive for the peer's liveness messages
     std::array<std::byte, liveness_size> buffer{};  ///< where the peer's pings and pongs land
 };
 
@@ -307,11 +313,12 @@ struct receiver : channel_base {
 
 /// A CONNECT that arrived at a listener and waits for accept().
 struct pending_connect {
-    std::uint32_t sender_id{0};             ///< the connector's channel id
-    std::uint32_t pid{0};                   ///< the connector's process id
-    std::uint64_t host{0};                  ///< the connector's host identity
-    address peer_address{};                 ///< the connector's address (rail 0)
-    std::vector<address> rail_addresses{};  ///< the connector's rails 1..
+    std::uint32_t sender_id{0};                 ///< the connector's channel id
+    std::uint32_t pid{0};                       ///< the connector's process id
+    std::uint64_t host{0};                      ///< the connector's host identity
+    address peer_address{};                     ///< the connector's address (rail 0)
+    std::vector<address> rail_addresses{};      ///< the connector's rails 1..
+    std::optional<address> liveness_address{};  ///< the connector's liveness endpoint, if any
 };
 
 /// Takes connection requests; accept() turns each into a receiver.
@@ -358,8 +365,16 @@ struct rail {
     std::unique_ptr<mr_cache> dev_cache{};  ///< device memory and DMA-BUFs: nothing kept once released
     endpoint ep{};                          ///< its endpoint
     address self{};                         ///< its address
-    bool virt_addr{true};                   ///< remote addresses are virtual addresses (else offsets)
-    std::size_t max_write{0};               ///< largest single RMA write
+    /// Rail 0 only (LOOM_LIVENESS_ENDPOINT): the AV of the liveness endpoint. Its own: ofi_rxm
+    /// crashes inserting into an AV two of its endpoints share.
+    address_vector live_av{};
+    /// Rail 0 only: the endpoint for pings and pongs, on the same queue, so that they have a
+    /// provider connection of their own; closed when absent.
+    endpoint live_ep{};
+    address live_self{};                                           ///< its address
+    std::map<std::string, fabric_addr, std::less<>> live_peers{};  ///< raw address bytes → live_av handle
+    bool virt_addr{true};                                     ///< remote addresses are virtual addresses (else offsets)
+    std::size_t max_write{0};                                 ///< largest single RMA write
     std::map<std::string, fabric_addr, std::less<>> peers{};  ///< raw address bytes → AV handle
     std::uint64_t writes{0};                                  ///< RMA writes issued on it
     std::uint64_t one_sided{0};                               ///< foreign operations submitted on this rail
@@ -565,8 +580,14 @@ private:
     void fail_channel(channel_base& c, errc why) noexcept;
     void start_liveness(channel_base& c) noexcept;
     void on_liveness(channel_base& c, const completion_event& ev) noexcept;
-    auto send_liveness(channel_base& c, liveness_kind kind, std::uint32_t sequence) noexcept -> bool;  // false: again
-    void watchdog() noexcept;  // the background thread's loop
+    /// false: refused for now. `on_live_ep`: through the liveness endpoints (the channel has them).
+    auto send_liveness(channel_base& c, liveness_kind kind, std::uint32_t sequence, bool on_live_ep) noexcept -> bool;
+    void watchdog() noexcept;                                 // the background thread's loop
+    void open_liveness_endpoint() noexcept;                   // LOOM_LIVENESS_ENDPOINT: off when it fails
+    auto liveness_address() const -> std::optional<address>;  // what CONNECT and ACCEPT carry
+    void connect_liveness(channel_base& c, const std::optional<address>& remote) noexcept;
+    void on_liveness_any(op& o, const completion_event& ev) noexcept;  // a ping or pong on the liveness endpoint
+    void handle_liveness(channel_base& c, std::span<const std::byte> bytes, bool on_live_ep) noexcept;
     auto new_channel_id() -> result<std::uint32_t>;
     void drain(channel_base& c, const std::function<bool()>& pending) noexcept;
     void recycle(request_base& r) noexcept;
@@ -596,7 +617,14 @@ private:
     /// Receives accepted by irecv and handed to the provider at the engine's next call (isend,
     /// progress): a send posted right after a receive leaves first. Marked `deferred`.
     std::vector<op*> unposted_{};
-    std::vector<channel_base*> channels_{};  ///< open senders and receivers (peer checks)
+    std::vector<channel_base*> channels_{};                           ///< open senders and receivers (peer checks)
+    std::unordered_map<std::uint32_t, channel_base*> channel_ids_{};  ///< the same by id (liveness messages)
+    /// Receives posted on the liveness endpoint for any channel's pings and pongs, and their buffers.
+    /// @{
+    static constexpr std::size_t liveness_receives = 16;
+    std::array<op, liveness_receives> live_recvs_{};
+    std::array<std::array<std::byte, liveness_size>, liveness_receives> live_bufs_{};
+    /// @}
     clock::time_point next_peer_check_{};
     /// progress() calls so far; written under the engine lock only, read by the watchdog.
     std::atomic<std::uint64_t> progress_calls_{0};

@@ -25,7 +25,9 @@ enum class op_kind : std::uint8_t {
     accept_recv,    ///< A sender's receive of the receiver's accept message
     accept_send,    ///< A receiver's accept message to its sender
     flush_read,     ///< an RMA read of the endpoint from itself that makes received data visible to a device
-    liveness_recv,  ///< A channel's receive of its peer's liveness pings and pongs
+    liveness_recv,  ///< A channel's receive of its peer's liveness messages (close notices; pings without a liveness
+                    ///< endpoint)
+    liveness_any,   ///< A receive on the liveness endpoint of any channel's pings and pongs
     foreign,        ///< an operation of a layer above the engine (foreign_op)
 };
 

@@ -23,8 +23,8 @@ namespace loom::plugins {
 /// Bytes of a listen handle.
 inline constexpr std::size_t handle_size = 128;
 inline constexpr std::uint32_t handle_magic = 0x4d4f4f4cU;  ///< "LOOM" read as a little-endian u32: the handle's magic
-/// The version of the runtime's wire formats.
-inline constexpr std::uint16_t wire_version = 1;
+/// The version of the runtime's wire formats (2: CONNECT and ACCEPT carry the liveness endpoint).
+inline constexpr std::uint16_t wire_version = 2;
 /// Largest address a handle carries.
 inline constexpr std::size_t handle_address_capacity = 98;
 
