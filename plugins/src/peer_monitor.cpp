@@ -60,8 +60,9 @@ void engine::start_liveness(channel_base& c) noexcept {
     post(c.live->receive);
 }
 
-auto engine::send_liveness(channel_base& c, liveness_kind kind, std::uint32_t sequence, bool on_live_ep) noexcept
+auto engine::send_liveness(channel_base& c, liveness_kind kind, std::uint32_t sequence, bool prefer_live_ep) noexcept
     -> bool {
+    const bool on_live_ep = prefer_live_ep && c.live->via != fabric_addrs::unspecified;
     std::array<std::byte, liveness_size> b{};
     (void)encode(liveness_message{.kind = kind, .sequence = sequence}, b);
     // An inject: nothing to complete or cancel. When the provider refuses for now (a peer being
@@ -116,8 +117,7 @@ void engine::handle_liveness(channel_base& c, std::span<const std::byte> bytes, 
     c.live->last_heard = clock::now();  // a ping says as much as a pong
     if (m->kind == liveness_kind::closed) return end_by_peer(c);
     // A pong goes back the way its ping came.
-    if (m->kind == liveness_kind::ping)
-        send_liveness(c, liveness_kind::pong, m->sequence, on_live_ep && c.live->via != fabric_addrs::unspecified);
+    if (m->kind == liveness_kind::ping) send_liveness(c, liveness_kind::pong, m->sequence, on_live_ep);
 }
 
 void engine::declare_dead(channel_base& c, const char* why) noexcept {
@@ -164,7 +164,7 @@ void engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) no
         case liveness_action::declare_dead: return declare_dead(c, "stopped answering");
         case liveness_action::ping:
             c.live->last_ping = now;
-            send_liveness(c, liveness_kind::ping, ++c.live->ping_sequence, c.live->via != fabric_addrs::unspecified);
+            send_liveness(c, liveness_kind::ping, ++c.live->ping_sequence, true);
             return;
         case liveness_action::none:
             if (!waiting) c.live->last_heard = now;  // nothing waits on the peer: nothing to prove

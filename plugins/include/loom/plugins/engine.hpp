@@ -13,6 +13,7 @@
 // request, slot, chunk length}; the receiver completes when every byte it expects has landed.
 #pragma once
 
+#include <loom/plugins/channels.hpp>
 #include <loom/plugins/config.hpp>
 #include <loom/plugins/control_messages.hpp>
 #include <loom/plugins/device_registry.hpp>
@@ -20,7 +21,9 @@
 #include <loom/plugins/match_bits.hpp>
 #include <loom/plugins/memory_key.hpp>
 #include <loom/plugins/operation.hpp>
+#include <loom/plugins/rail.hpp>
 #include <loom/plugins/request_pool.hpp>
+#include <loom/plugins/requests.hpp>
 #include <loom/plugins/submission_queue.hpp>
 #include <loom/plugins/topology.hpp>
 #include <loom/plugins/wire.hpp>
@@ -55,278 +58,6 @@
 namespace loom::plugins {
 
 class engine;
-struct request_base;
-
-/// Per-(channel, user tag) sequence counters (open addressing, no allocation).
-class tag_sequences {
-public:
-    /// The next sequence number for `tag`; nullopt when the table is full. Inline: the first
-    /// probe hits for every tag but colliding ones.
-    [[nodiscard]] auto next(std::uint32_t tag) noexcept -> std::optional<std::uint32_t> {
-        std::uint32_t h = (tag * 2654435761U) % tag_table_size;
-        for (int i = 0; i < tag_table_size; ++i, h = (h + 1) % tag_table_size) {
-            auto& e = e_[h];
-            if (!e.used) {
-                e = {tag, 1, true};
-                return 0;
-            }
-            if (e.tag == tag) return (e.seq++) & match_bits::sequence_mask;
-        }
-        return std::nullopt;
-    }
-    /// Forgets every tag: sequences start again at 0 (a channel reused).
-    void reset() noexcept;
-
-private:
-    struct entry {
-        std::uint32_t tag{0};
-        std::uint32_t seq{0};
-        bool used{false};
-    };
-    std::array<entry, tag_table_size> e_{};
-};
-
-/// `magic` of a live listener (each kind has its own, cleared on close).
-inline constexpr std::uint32_t magic_listen = 0x4c4f4c31;  // per object kind, cleared on close
-/// `magic` of a live sender.
-inline constexpr std::uint32_t magic_send = 0x4c4f5331;
-/// `magic` of a live receiver.
-inline constexpr std::uint32_t magic_recv = 0x4c4f5231;
-/// `magic` of a live memory_handle.
-inline constexpr std::uint32_t magic_mr = 0x4c4f4d31;
-/// `magic` of a send_request in use.
-inline constexpr std::uint32_t magic_sreq = 0x4c4f7331;
-/// `magic` of a recv_request in use.
-inline constexpr std::uint32_t magic_rreq = 0x4c4f7231;
-/// `magic` of any of them once closed or released.
-inline constexpr std::uint32_t magic_dead = 0;
-
-/// A user registration (a host's memory handle). Lives in a never-freed slab, so a
-/// stale pointer still reads as dead instead of touching freed memory.
-struct memory_handle {
-    std::atomic<std::uint32_t> magic{magic_dead};  ///< magic_mr while live
-    engine* eng{nullptr};                          ///< the engine that registered it
-    bool device{false};                            ///< device memory (HMEM interface other than system)
-    mr_handle reg{};                               ///< rail 0 (the engine's own NIC)
-    std::array<mr_handle, max_rails - 1> extra{};  ///< rails 1.. of a virtual device
-    std::byte* base{nullptr};                      ///< first registered byte
-    std::size_t length{0};                         ///< bytes registered
-};
-
-struct channel_base;
-
-/// An operation a layer above the engine issues to a channel's peer (the endpoint manager's
-/// one-sided RMA and atomics). The engine submits it through `submit_with` on `rail`, defers it
-/// on FI_EAGAIN like its own operations and hands its end — success, the completion's error or
-/// the submission's — to `on_end`, under the engine lock. The caller keeps it alive until then.
-struct foreign_op : op {
-    /// 0 (in flight), 1 (complete already) or -FI_E*.
-    using submit_fn = int (*)(foreign_op&, endpoint&, fabric_addr peer) noexcept;
-    /// Receives the operation's end: success, or the completion's or submission's error.
-    using end_fn = void (*)(foreign_op&, std::error_code) noexcept;
-    submit_fn submit_with{nullptr};  ///< submits the operation on an endpoint to the peer
-    end_fn on_end{nullptr};          ///< called once at its end
-    channel_base* chan{nullptr};     ///< the channel whose peer it targets
-    int rail{0};                     ///< the rail it goes on (below the channel's rails; the peer's key must have it)
-    /// Its success means the peer's side answered (a read, an atomic, a write that completes
-    /// once delivered): the peer monitor counts it as hearing from the peer.
-    bool answered_by_peer{false};
-};
-
-/// A channel's connection state.
-enum class chan_state : std::uint8_t {
-    idle,        ///< not connected yet (the initial state)
-    connecting,  ///< connection request sent; waiting to be accepted
-    ready,       ///< connected: requests may be posted
-    failed,      ///< the connection failed or the peer was declared dead
-    closed       ///< closed on this side
-};
-
-/// Liveness of a connection (peer_monitor.cpp): while a request waits on the peer, pings go out
-/// and the peer's pongs keep last_heard fresh. They go through the liveness endpoints of both
-/// sides where both have one, so they do not wait behind the data; what the peer answers
-/// meanwhile counts too.
-struct liveness_state {
-    /// The peer's liveness endpoint; unspecified when either side has none (pings then go
-    /// with the data).
-    fabric_addr via{fabric_addrs::unspecified};
-    clock::time_point last_heard{};  ///< when the peer was last heard from
-    /// Something from the peer completed since the last check (a message, a read, a delivered
-    /// write): the check takes it as hearing from the peer. A flag, not a clock read, per completion.
-    bool answered{false};
-    clock::time_point last_ping{};                  ///< when the last ping went out
-    std::uint32_t ping_sequence{0};                 ///< sequence number of the last ping sent
-    op receive{};                                   ///< the posted receive for the peer's liveness messages
-    std::array<std::byte, liveness_size> buffer{};  ///< where the peer's pings and pongs land
-};
-
-/// What senders, receivers and listeners share: identity, peer and connection state.
-struct channel_base {
-    std::atomic<std::uint32_t> magic{magic_dead};    ///< magic_send, magic_recv or magic_listen while open
-    engine* eng{nullptr};                            ///< the engine it belongs to
-    std::uint32_t id{0};                             ///< this side's channel id (what the peer puts in its tags)
-    std::uint32_t remote_id{0};                      ///< the peer's channel id
-    fabric_addr peer{fabric_addrs::unspecified};     ///< on rail 0
-    int rails{1};                                    ///< rails both sides have
-    std::array<fabric_addr, max_rails> rail_peer{};  ///< the peer on each rail ([0] == peer)
-    std::uint32_t peer_pid{0};                       ///< the peer's process id (0: unknown)
-    std::uint64_t peer_host{0};          ///< the peer's host identity (same-host peers are checked directly)
-    chan_state state{chan_state::idle};  ///< connection state
-    bool is_sender{false};               ///< true for a sender, false for a receiver
-    std::string peer_name{};             ///< the peer's address as text, for logs
-    liveness_state* live{nullptr};       ///< the derived channel's own (last, after its pools)
-    bool closed_by_peer{false};          ///< the peer said it closed its side (not watched any more)
-    std::uint32_t foreign_in_flight{0};  ///< foreign operations to the peer not yet ended
-    clock::time_point foreign_since{};   ///< when the oldest of them may have started
-};
-
-/// A host profiler's event for one operation: the handle its callback gave back and the
-/// description the adaptor passed it, kept stable in the request until the event is stopped.
-struct host_event {
-    void* handle{nullptr};                        ///< what the host profiler's start callback returned
-    alignas(8) std::array<std::byte, 48> info{};  ///< the event description passed to the profiler
-};
-
-/// What send and receive requests share: identity, owner channel, state.
-struct request_base {
-    std::atomic<std::uint32_t> magic{magic_dead};  ///< magic_sreq or magic_rreq while in use
-    std::uint32_t gen{0};                 ///< generation: tells a completion for an earlier use of the request apart
-    channel_base* chan{nullptr};          ///< the channel it belongs to
-    bool is_send{false};                  ///< a send_request, not a recv_request
-    bool active{false};                   ///< taken from the pool and submitted
-    bool done{false};                     ///< complete (or failed): the next test() reports it
-    bool released{false};                 ///< handed back by the host; recycled once no op is in flight
-    bool profiled{false};                 ///< host events are open: the release hook runs when the host's view ends
-    bool recycle_queued{false};           ///< on the engine's list of requests to put back in their pool
-    request_base* recycle_next{nullptr};  ///< that list's link
-    errc error{errc::success};            ///< why the request failed (success while it has not)
-    clock::time_point started{};          ///< when it was submitted (peer checks)
-};
-
-/// A send: eager (one tagged message, or an inject) or by rendezvous (RTS, CTS, RMA writes).
-struct send_request : request_base {
-    const std::byte* data{nullptr};                      ///< the data
-    std::size_t size{0};                                 ///< bytes to send
-    void* desc{nullptr};                                 ///< the host registration's descriptor, or null
-    std::uint32_t user_tag{0};                           ///< the user's tag
-    std::uint32_t seq{0};                                ///< sequence number within (channel, tag)
-    bool rendezvous{false};                              ///< goes by rendezvous
-    bool cts_seen{false};                                ///< the receiver's clear-to-send arrived
-    host_event prof{};                                   ///< host profiler event
-    std::size_t to_write{0};                             ///< bytes the receiver takes (at most its capacity)
-    std::size_t written{0};                              ///< bytes written so far
-    std::uint64_t imm_base{0};                           ///< immediate data that routes the writes to the receive slot
-    int stripes{1};                                      ///< rails the writes are striped over
-    std::array<std::uint64_t, max_rails> remote_addr{};  ///< the receive buffer's address on each rail
-    std::array<std::uint64_t, max_rails> remote_key{};   ///< the receive buffer's key on each rail
-    /// Per rail: where its stripe starts, its length, bytes of it written, the write in flight.
-    /// @{
-    std::array<std::size_t, max_rails> stripe_off{}, stripe_len{}, stripe_done{}, chunk{};
-    /// @}
-    std::array<mr_handle, max_rails> src{};                ///< registrations of the RMA source when the host gave none
-    std::array<const memory_region*, max_rails> src_mr{};  ///< each rail's registration of the data
-    std::array<std::byte, cts_max_size> cts{};             ///< the clear-to-send lands here
-    op main{};                                             ///< the eager send or the rendezvous request
-    op cts_op{};                                           ///< the receive of the clear-to-send
-    std::array<op, max_rails> write_ops{};                 ///< the RMA write in flight on each rail
-};
-
-/// One buffer of a (grouped) receive.
-struct recv_slot {
-    std::byte* data{nullptr};                      ///< the buffer
-    std::size_t capacity{0};                       ///< its size
-    void* desc{nullptr};                           ///< the host registration's descriptor, or null
-    std::array<std::uint64_t, max_rails> rkey{};   ///< the buffer's key on each rail (rendezvous)
-    std::array<std::uint64_t, max_rails> raddr{};  ///< the buffer's address on each rail (rendezvous)
-    std::uint32_t user_tag{0};                     ///< the user's tag
-    std::uint32_t seq{0};                          ///< sequence number within (channel, tag)
-    bool done{false};                              ///< complete
-    bool rendezvous{false};                        ///< the sender chose the rendezvous
-    bool has_key{false};                           ///< rkey and raddr are filled in
-    std::array<mr_handle, max_rails> tmp{};        ///< registrations looked up when the host gave none
-    memory_handle* host_reg{nullptr};              ///< the host's registration, or null
-    host_event prof{};                             ///< host profiler event
-    std::size_t received{0};                       ///< bytes received
-    std::size_t expected{0};                       ///< bytes the rendezvous will write
-    std::size_t landed{0};                         ///< bytes the rendezvous wrote so far
-    /// Eager data for buffers smaller than scratch_size lands here first.
-    std::array<std::byte, scratch_size> scratch{};
-    std::array<std::byte, cts_max_size> cts{};  ///< the clear-to-send sent back
-    std::size_t cts_len{0};                     ///< its length
-    op recv_op{};                               ///< the tagged receive
-    op cts_op{};                                ///< the clear-to-send's send
-};
-
-/// A receive of up to max_slots buffers, complete when every one has its message.
-struct recv_request : request_base {
-    int n{0};                                  ///< buffers
-    int remaining{0};                          ///< buffers still waiting
-    std::array<recv_slot, max_slots> slots{};  ///< the buffers
-};
-
-/// What an adaptor may read of a request (for its host's profiler, its logs).
-struct request_view {
-    bool is_send{false};     ///< a send
-    bool rendezvous{false};  ///< a send that goes by RTS/CTS and RMA writes
-    int parts{1};            ///< sub-receives of a grouped receive; 1 for a send
-};
-/// The view of `r`.
-[[nodiscard]] inline auto view_of(const request_base& r) noexcept -> request_view {
-    if (r.is_send) return {.is_send = true, .rendezvous = static_cast<const send_request&>(r).rendezvous, .parts = 1};
-    return {.is_send = false, .rendezvous = false, .parts = static_cast<const recv_request&>(r).n};
-}
-/// Marks a request whose host events the adaptor opened: the engine calls its release hook
-/// once when the host's view of the request ends.
-inline void mark_profiled(request_base& r) noexcept { r.profiled = true; }
-/// The host-event slot of part `i` of a request (the send itself, or sub-receive i).
-[[nodiscard]] inline auto host_event_of(request_base& r, int i) noexcept -> host_event& {
-    if (r.is_send) return static_cast<send_request&>(r).prof;
-    return static_cast<recv_request&>(r).slots[static_cast<std::size_t>(i)].prof;
-}
-
-struct listener;
-/// The sending side of a one-directional channel.
-struct sender : channel_base {
-    std::uint32_t listen_id{0};                             ///< the listener's channel id at the peer
-    std::size_t connect_len{0};                             ///< length of the connect message
-    std::array<std::byte, control_capacity> connect_msg{};  ///< the connect message
-    std::array<std::byte, control_capacity> accept_msg{};   ///< the peer's accept message lands here
-    op connect_op{};                                        ///< its send
-    op accept_op{};                                         ///< its receive
-    clock::time_point deadline{};                           ///< the connect fails after this
-    tag_sequences seqs{};                                   ///< sequence numbers per tag
-    request_pool<send_request, send_pool_size> pool{};      ///< its send requests
-    liveness_state liveness{};                              ///< the peer's liveness
-    sender() noexcept { live = &liveness; }
-};
-
-/// The receiving side of a one-directional channel.
-struct receiver : channel_base {
-    std::size_t accept_len{0};                             ///< length of the accept message
-    std::array<std::byte, control_capacity> accept_msg{};  ///< the accept message
-    op accept_op{};                                        ///< its send
-    tag_sequences seqs{};                                  ///< sequence numbers per tag
-    request_pool<recv_request, recv_pool_size> pool{};     ///< its receive requests
-    liveness_state liveness{};                             ///< the peer's liveness
-    receiver() noexcept { live = &liveness; }
-};
-
-/// A CONNECT that arrived at a listener and waits for accept().
-struct pending_connect {
-    std::uint32_t sender_id{0};                 ///< the connector's channel id
-    std::uint32_t pid{0};                       ///< the connector's process id
-    std::uint64_t host{0};                      ///< the connector's host identity
-    address peer_address{};                     ///< the connector's address (rail 0)
-    std::vector<address> rail_addresses{};      ///< the connector's rails 1..
-    std::optional<address> liveness_address{};  ///< the connector's liveness endpoint, if any
-};
-
-/// Takes connection requests; accept() turns each into a receiver.
-struct listener : channel_base {
-    std::array<std::byte, control_capacity> buffer{};  ///< where the next connect message lands
-    op recv_op{};                                      ///< its receive
-    std::deque<pending_connect> arrived{};             ///< requests that arrived and wait for accept()
-};
 
 /// Device memory or a DMA-BUF to register. `iface` system with a
 /// descriptor is a host DMA-BUF.
@@ -352,32 +83,6 @@ struct engine_stats {
     /// @{
     std::uint64_t eagain_retries{0}, cq_errors{0}, peers_declared_dead{0}, flush_reads{0};
     /// @}
-};
-
-/// An additional NIC of a virtual device: its own endpoint, queue, AV and cache.
-struct rail {
-    nic n;                                  ///< the NIC
-    fabric fab{};                           ///< its fabric
-    domain dom{};                           ///< its domain
-    completion_queue cq{};                  ///< its completion queue
-    address_vector av{};                    ///< its address vector
-    std::unique_ptr<mr_cache> cache{};      ///< host registrations
-    std::unique_ptr<mr_cache> dev_cache{};  ///< device memory and DMA-BUFs: nothing kept once released
-    endpoint ep{};                          ///< its endpoint
-    address self{};                         ///< its address
-    /// Rail 0 only (LOOM_LIVENESS_ENDPOINT): the AV of the liveness endpoint. Its own: ofi_rxm
-    /// crashes inserting into an AV two of its endpoints share.
-    address_vector live_av{};
-    /// Rail 0 only: the endpoint for pings and pongs, on the same queue, so that they have a
-    /// provider connection of their own; closed when absent.
-    endpoint live_ep{};
-    address live_self{};                                           ///< its address
-    std::map<std::string, fabric_addr, std::less<>> live_peers{};  ///< raw address bytes → live_av handle
-    bool virt_addr{true};                                     ///< remote addresses are virtual addresses (else offsets)
-    std::size_t max_write{0};                                 ///< largest single RMA write
-    std::map<std::string, fabric_addr, std::less<>> peers{};  ///< raw address bytes → AV handle
-    std::uint64_t writes{0};                                  ///< RMA writes issued on it
-    std::uint64_t one_sided{0};                               ///< foreign operations submitted on this rail
 };
 
 /// One NIC's endpoint, completion queue, address vector and registration cache — or, for a
@@ -580,8 +285,9 @@ private:
     void fail_channel(channel_base& c, errc why) noexcept;
     void start_liveness(channel_base& c) noexcept;
     void on_liveness(channel_base& c, const completion_event& ev) noexcept;
-    /// false: refused for now. `on_live_ep`: through the liveness endpoints (the channel has them).
-    auto send_liveness(channel_base& c, liveness_kind kind, std::uint32_t sequence, bool on_live_ep) noexcept -> bool;
+    /// false: refused for now. `prefer_live_ep`: through the liveness endpoints where the channel has them.
+    auto send_liveness(channel_base& c, liveness_kind kind, std::uint32_t sequence, bool prefer_live_ep) noexcept
+        -> bool;
     void watchdog() noexcept;                                 // the background thread's loop
     void open_liveness_endpoint() noexcept;                   // LOOM_LIVENESS_ENDPOINT: off when it fails
     auto liveness_address() const -> std::optional<address>;  // what CONNECT and ACCEPT carry
