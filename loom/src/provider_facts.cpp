@@ -34,7 +34,8 @@ auto provider_facts_for(std::string_view p) noexcept -> provider_facts {
         f.eager_max = 16384;
     f.assumed_speed_mbps = f.host_local ? 100000 : 10000;
     f.hardware_registrations = p == "efa" || p == "cxi" || p.starts_with("verbs");
-    f.own_liveness_endpoint = p == "tcp";
+    f.own_liveness_endpoint = p == "tcp" || p == "tcp;ofi_rxm";
+    if (p == "tcp;ofi_rxm") f.liveness_provider = "tcp";
     f.getopt_needs_enable = p == "shm";
     // shm (2.1) segfaults in smr_generic_inject when the peer endpoint was closed by the same
     // process (two engines of one process, torn down in either order).

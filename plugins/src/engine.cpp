@@ -104,6 +104,18 @@ auto engine::keep_rails_for_local_peers() noexcept -> bool {
     return false;
 }
 
+namespace {
+auto liveness_text(const engine& e) -> std::string {
+    switch (e.route_of_liveness()) {
+        case liveness_route::with_the_data: return "with the data";
+        case liveness_route::own_endpoint: return "on its own endpoint";
+        case liveness_route::another_provider:
+            return "on its own endpoint of " + std::string(provider_facts_for(e.nic_info().provider).liveness_provider);
+    }
+    return {};
+}
+}  // namespace
+
 auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std::unique_ptr<engine>> {
     if (nics.empty() || nics.size() > static_cast<std::size_t>(max_rails))
         return make_unexpected(errc::invalid_argument);
@@ -147,8 +159,7 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
         "kept, completion queue of {}, liveness {}",
         n.name, n.provider, nics.size(), nics.size() == 1 ? "" : "s", e->eager_max_,
         n.rma ? "RMA write + immediate data" : "off (no RMA)", e->inject_size_,
-        kept == mr_cache_limits::unbounded ? std::string("all") : std::to_string(kept), cfg.cq_size,
-        e->main_->live_ep.valid() ? "on its own endpoint" : "with the data");
+        kept == mr_cache_limits::unbounded ? std::string("all") : std::to_string(kept), cfg.cq_size, liveness_text(*e));
     return e;
 }
 
@@ -191,31 +202,18 @@ auto insert_peer(address_vector& av, std::map<std::string, fabric_addr, std::les
 
 void engine::open_liveness_endpoint() noexcept {
     const auto wanted = cfg_.liveness_endpoint;
-    if (wanted == tristate::off ||
-        (wanted == tristate::automatic && !provider_facts_for(nic_.provider).own_liveness_endpoint))
-        return;
+    const auto facts = provider_facts_for(nic_.provider);
+    if (wanted == tristate::off || (wanted == tristate::automatic && !facts.own_liveness_endpoint)) return;
     auto& r = *main_;
-    auto opened = [&]() -> void_result {
-        auto av = address_vector::create(r.dom);
-        if (!av) return std::unexpected(av.error());
-        auto ep = endpoint::create(r.dom, nic_.info);
-        if (!ep) return std::unexpected(ep.error());
-        if (auto x = ep->bind_cq(r.cq, cq_bind::transmit | cq_bind::recv); !x) return x;
-        if (auto x = ep->bind_av(*av); !x) return x;
-        if (auto x = ep->enable(); !x) return x;
-        auto self = ep->name();
-        if (!self) return std::unexpected(self.error());
-        r.live_av = std::move(*av);
-        r.live_ep = std::move(*ep);
-        r.live_self = std::move(*self);
-        return {};
-    }();
-    if (!opened) {
+    auto link = facts.liveness_provider.empty() ? open_liveness_link(r.dom, r.cq, nic_)
+                                                : open_liveness_link(facts.liveness_provider, nic_);
+    if (!link) {
         // Liveness still works without it, only behind the data.
         LOOM_WARN("no liveness endpoint on {} ({}): pings and pongs go with the data", nic_.name,
-                  opened.error().message());
+                  link.error().message());
         return;
     }
+    r.live = std::move(*link);
     for (std::size_t i = 0; i < live_recvs_.size(); ++i) {
         live_recvs_[i] = {};
         live_recvs_[i].owner = this;
@@ -226,14 +224,19 @@ void engine::open_liveness_endpoint() noexcept {
 }
 
 auto engine::liveness_address() const -> std::optional<address> {
-    if (!main_->live_ep.valid()) return std::nullopt;
-    return main_->live_self;
+    if (!main_->live.is_open()) return std::nullopt;
+    return main_->live.self;
+}
+
+auto engine::route_of_liveness() const noexcept -> liveness_route {
+    if (!main_->live.is_open()) return liveness_route::with_the_data;
+    return main_->live.has_own_queue() ? liveness_route::another_provider : liveness_route::own_endpoint;
 }
 
 void engine::connect_liveness(channel_base& c, const std::optional<address>& remote) noexcept {
     c.live->via = fabric_addrs::unspecified;
-    if (!remote || !main_->live_ep.valid()) return;
-    auto fa = insert_peer(main_->live_av, main_->live_peers, *remote);
+    if (!remote || !main_->live.is_open()) return;
+    auto fa = insert_peer(main_->live.av, main_->live.peers, *remote);
     if (!fa) {
         LOOM_WARN("liveness endpoint of {} unusable ({}); pings go with the data", c.peer_name, fa.error().message());
         return;

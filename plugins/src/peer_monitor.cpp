@@ -70,7 +70,7 @@ auto engine::send_liveness(channel_base& c, liveness_kind kind, std::uint32_t se
     // close notice leaves the peer to its monitor, as before there was one.
     const auto tag =
         match_bits::make_tag(message_kind::control, c.remote_id, liveness_sequence, static_cast<std::uint32_t>(kind));
-    auto r = on_live_ep ? main_->live_ep.tagged_inject(b, tag, c.live->via) : ep_.tagged_inject(b, tag, c.peer);
+    auto r = on_live_ep ? main_->live.ep.tagged_inject(b, tag, c.live->via) : ep_.tagged_inject(b, tag, c.peer);
     if (!r && r.error() != make_error_code(errc::again))
         LOOM_DEBUG("liveness message {} to {}: {}", static_cast<int>(kind), c.peer_name, r.error().message());
     return r || r.error() != make_error_code(errc::again);
@@ -102,6 +102,7 @@ void engine::on_liveness_any(op& o, const completion_event& ev) noexcept {
         LOOM_DEBUG("liveness endpoint receive: {}", ev.error.message());
     } else if (auto it = channel_ids_.find(match_bits::channel_of(ev.tag)); it != channel_ids_.end()) {
         auto& buf = live_bufs_[o.slot];
+        ++stats_.liveness_link_messages;
         if (it->second->state == chan_state::ready)
             handle_liveness(*it->second, {buf.data(), std::min(ev.bytes_transferred, buf.size())}, true);
     }  // else: for a channel closed since, or never ours
@@ -174,6 +175,13 @@ void engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) no
 
 void engine::tick(clock::time_point now) noexcept {
     coarse_now_ = now;
+    // A liveness link on a provider of its own has a queue that progress() does not read (it
+    // would cost every call a trip into that provider): a pong waits at most this long, or a
+    // watchdog period when the host leaves the engine alone.
+    if (main_->live.has_own_queue() && now >= next_live_poll_) {
+        next_live_poll_ = now + std::chrono::milliseconds(1);
+        poll_queue(main_->live.cq);
+    }
     if (now < next_peer_check_) return;
     next_peer_check_ = now + std::chrono::milliseconds(100);
     check_peers();

@@ -16,16 +16,16 @@ using namespace engine_detail;
 using match_bits::make_tag;
 
 // ---------------------------------------------------------------- progress
-void engine::poll_rail(rail& r) noexcept {
+void engine::poll_queue(completion_queue& cq) noexcept {
     // The provider's entries in place (read_tagged); everything but an eager message into a
     // live receive goes through dispatch as a typed event (built in a member, once per entry).
     // An error entry stops read_tagged: read() then returns it with its details.
     auto& ents = entries_;
     for (int round = 0; round < 64; ++round) {
-        auto n = r.cq.read_tagged(ents);
+        auto n = cq.read_tagged(ents);
         if (!n) [[unlikely]] {
             if (n.error() != make_error_code(errc::error_available)) return;
-            auto e = r.cq.read(std::span{events_.data(), 1});
+            auto e = cq.read(std::span{events_.data(), 1});
             if (e && *e == 1) dispatch(events_[0]);
             continue;
         }
@@ -70,8 +70,8 @@ void engine::post_unposted() noexcept {
 
 void engine::progress() noexcept {
     if (!unposted_.empty()) post_unposted();
-    poll_rail(*main_);
-    for (auto& r : extra_) poll_rail(*r);
+    poll_queue(cq_);
+    for (auto& r : extra_) poll_queue(r->cq);
     if (recycle_head_ != nullptr) drain_recycles();
     if (!submissions_.empty()) [[unlikely]]
         submissions_.retry([this](op& o) { settle(o, submit(o)); });

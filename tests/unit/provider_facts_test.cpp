@@ -46,11 +46,17 @@ TEST(ProviderFacts, EagerLimitsAndSpeeds) {
     EXPECT_GT(loom::provider_facts_for("shm").assumed_speed_mbps, loom::provider_facts_for("tcp").assumed_speed_mbps);
 }
 
-TEST(ProviderFacts, OnlyTcpGetsALivenessEndpointOfItsOwnByDefault) {
+TEST(ProviderFacts, TcpAndRxmOverTcpGetALivenessEndpointOfTheirOwnByDefault) {
     EXPECT_TRUE(loom::provider_facts_for("tcp").own_liveness_endpoint);
-    // rxm: an endpoint costs ~140 MiB; shm: peers on this host, checked by pid as well.
-    for (auto p : {"tcp;ofi_rxm", "verbs;ofi_rxm", "shm", "efa", "cxi", "sockets", "udp;ofi_rxd"})
+    EXPECT_TRUE(loom::provider_facts_for("tcp").liveness_provider.empty()) << "on the data's domain";
+    // rxm over tcp: on native tcp beneath it, since an rxm endpoint costs ~140 MiB of pools.
+    EXPECT_TRUE(loom::provider_facts_for("tcp;ofi_rxm").own_liveness_endpoint);
+    EXPECT_EQ(loom::provider_facts_for("tcp;ofi_rxm").liveness_provider, "tcp");
+    // verbs;ofi_rxm, efa, cxi: untested on hardware; shm: peers on this host, checked by pid as well.
+    for (auto p : {"verbs;ofi_rxm", "shm", "efa", "cxi", "sockets", "udp;ofi_rxd"}) {
         EXPECT_FALSE(loom::provider_facts_for(p).own_liveness_endpoint) << p;
+        EXPECT_TRUE(loom::provider_facts_for(p).liveness_provider.empty()) << p;
+    }
 }
 
 TEST(ProviderFacts, DefectsAndRegistrationPaths) {

@@ -30,8 +30,13 @@ struct provider_facts {
     bool hardware_registrations{false};
     /// The plugin runtime gives liveness pings an endpoint of their own unless told otherwise:
     /// where connections are byte streams that queue them behind bulk data and an endpoint is
-    /// cheap (tcp: about 0.2 MiB and one descriptor; an ofi_rxm endpoint costs about 140 MiB).
+    /// cheap (tcp: about 0.2 MiB and one descriptor; an ofi_rxm endpoint costs about 140 MiB,
+    /// hence `liveness_provider`).
     bool own_liveness_endpoint{false};
+    /// The provider of that endpoint when not the data's own (empty: the data's): under
+    /// ofi_rxm over tcp, a native tcp endpoint in a domain of its own costs about 17 MiB where
+    /// an rxm endpoint costs about 140 MiB of pools.
+    std::string_view liveness_provider{};
 
     // ---- defects of the libfabric linked (libfabric 2.1 unless noted)
     bool getopt_needs_enable{false};   ///< shm: fi_getopt before fi_enable crashes

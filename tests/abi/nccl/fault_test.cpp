@@ -287,10 +287,6 @@ auto run_busy_pair(const param& p, busy_end end) -> std::array<int, 2> {
         ::setenv("LOOM_PROVIDER", p.provider.c_str(), 1);
         ::setenv("LOOM_IFACE", netns_pair::interface, 1);
         ::setenv("LOOM_PEER_TIMEOUT_MS", std::to_string(busy_timeout_ms).c_str(), 1);
-        // tcp has its liveness endpoint by default; tcp;ofi_rxm only when asked (it costs an
-        // rxm endpoint's pools), which the exchange that must finish does (unless the caller's
-        // environment says otherwise).
-        if (end == busy_end::finish && p.provider != "tcp") ::setenv("LOOM_LIVENESS_ENDPOINT", "1", 0);
         api a = load(p.version);
         busy_side(a, side, peer[1 - side][1], peer[side][0], end);
         std::fflush(nullptr);
@@ -304,9 +300,10 @@ auto run_busy_pair(const param& p, busy_end end) -> std::array<int, 2> {
     return status;  // each side's own waits end within 30 s
 }
 
-// Pings and pongs go through endpoints of their own, so they do not wait behind seconds of data
-// on the same connection (run with LOOM_LIVENESS_ENDPOINT=0, this test fails: each side declares
-// the other dead).
+// Pings and pongs go through endpoints of their own by default (tcp: a second tcp endpoint;
+// tcp;ofi_rxm: a native tcp endpoint beside the rxm one), so they do not wait behind seconds of
+// data on the same connection (run with LOOM_LIVENESS_ENDPOINT=0, this test fails: each side
+// declares the other dead).
 TEST_P(nccl_across_hosts, a_live_peer_behind_a_slow_full_link_is_not_declared_dead) {
     if (!netns_pair::create()) GTEST_SKIP() << "cannot make network namespaces here (needs root and iproute2)";
     const auto st = run_busy_pair(GetParam(), busy_end::finish);

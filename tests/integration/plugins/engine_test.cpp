@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -129,6 +130,81 @@ TEST(PluginEngine, SteadyStateDataPathAllocatesNothing) {
         EXPECT_EQ(loom::test::allocations_so_far() - before, 0) << provider << ": allocations on the data path";
         p.eng->deregister(**smh);
         p.eng->deregister(**rmh);
+    }
+}
+
+// Pings and pongs get an endpoint of their own where one is cheap (tcp: on the data's domain;
+// tcp;ofi_rxm: native tcp's beside it, not an rxm endpoint's pools), and go with the data
+// elsewhere by default or when told to.
+TEST(PluginEngine, LivenessRouteFollowsTheProviderAndTheSetting) {
+    using lp::liveness_route;
+    using lp::tristate;
+    struct want {
+        const char* provider;
+        tristate setting;
+        liveness_route route;
+    };
+    for (const auto& w : {want{"tcp", tristate::automatic, liveness_route::own_endpoint},
+                          want{"tcp;ofi_rxm", tristate::automatic, liveness_route::another_provider},
+                          want{"tcp;ofi_rxm", tristate::on, liveness_route::another_provider},
+                          want{"tcp;ofi_rxm", tristate::off, liveness_route::with_the_data},
+                          want{"shm", tristate::automatic, liveness_route::with_the_data},
+                          want{"shm", tristate::on, liveness_route::own_endpoint}}) {
+        const bool shm = std::string_view(w.provider) == "shm";
+        auto nics = nics_for(w.provider, shm ? "" : "lo");
+        ASSERT_EQ(nics.size(), 1U) << w.provider;
+        lp::config cfg;
+        cfg.liveness_endpoint = w.setting;
+        auto e = lp::engine::open(nics[0], cfg);
+        ASSERT_TRUE(e) << w.provider << ": " << e.error().message();
+        EXPECT_EQ((*e)->route_of_liveness(), w.route) << w.provider << " setting " << static_cast<int>(w.setting);
+    }
+}
+
+// A receive that waits on a live peer for three peer timeouts: the pings and pongs travel on the
+// liveness endpoint (under tcp;ofi_rxm a native tcp one, whose queue the peer checks read), and
+// the peer is never declared dead.
+TEST(PluginEngine, PingsAndPongsOnTheLivenessEndpointKeepAWaitingPeerAlive) {
+    for (const char* provider : {"tcp", "tcp;ofi_rxm"}) {
+        auto nics = nics_for(provider, "lo");
+        ASSERT_EQ(nics.size(), 1U) << provider;
+        lp::config cfg;
+        cfg.peer_timeout = std::chrono::milliseconds(400);
+        pair_on_one_engine p({nics[0]}, cfg);
+        ASSERT_TRUE(p.eng && p.s && p.r) << provider;
+        std::vector<std::byte> buf(64);
+        std::lock_guard lock(p.eng->mutex());
+        void* d = buf.data();
+        std::size_t cap = buf.size();
+        int tag = 5;
+        auto rq = p.eng->irecv(*p.r, 1, &d, &cap, &tag, nullptr);
+        ASSERT_TRUE(rq && *rq) << provider;
+        bool done = false;
+        const auto until = std::chrono::steady_clock::now() + 3 * cfg.peer_timeout;
+        while (std::chrono::steady_clock::now() < until) {
+            ASSERT_EQ(p.eng->test(**rq, done, nullptr, 0), loom::errc::success) << provider << ": declared dead";
+            ASSERT_FALSE(done) << provider;
+        }
+        EXPECT_GT(p.eng->stats().liveness_link_messages, 0U) << provider;
+        EXPECT_EQ(p.eng->stats().peers_declared_dead, 0U) << provider;
+        // The waiting receive still completes.
+        const std::array<std::byte, 8> msg{std::byte{1}, std::byte{2}};
+        auto sq = p.eng->isend(*p.s, msg.data(), msg.size(), 5, nullptr);
+        ASSERT_TRUE(sq && *sq) << provider;
+        bool sdone = false;
+        std::size_t got = 0;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!(done && sdone) && std::chrono::steady_clock::now() < deadline) {
+            if (!done) {
+                ASSERT_EQ(p.eng->test(**rq, done, &got, 1), loom::errc::success) << provider;
+            }
+            if (!sdone) {
+                ASSERT_EQ(p.eng->test(**sq, sdone, nullptr, 0), loom::errc::success) << provider;
+            }
+        }
+        ASSERT_TRUE(done && sdone) << provider;
+        EXPECT_EQ(got, msg.size());
+        EXPECT_EQ(buf[1], std::byte{2});
     }
 }
 

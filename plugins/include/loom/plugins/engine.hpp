@@ -83,6 +83,15 @@ struct engine_stats {
     /// @{
     std::uint64_t eagain_retries{0}, cq_errors{0}, peers_declared_dead{0}, flush_reads{0};
     /// @}
+    /// Pings and pongs received on the liveness endpoint (none where they go with the data).
+    std::uint64_t liveness_link_messages{0};
+};
+
+/// Where an engine's liveness pings and pongs go (LOOM_LIVENESS_ENDPOINT and the provider facts).
+enum class liveness_route : std::uint8_t {
+    with_the_data,     ///< on the data's endpoint, behind what it has queued
+    own_endpoint,      ///< on a second endpoint of the data's domain and completion queue
+    another_provider,  ///< on an endpoint of provider_facts::liveness_provider, with its own queue
 };
 
 /// One NIC's endpoint, completion queue, address vector and registration cache — or, for a
@@ -114,6 +123,8 @@ public:
     [[nodiscard]] auto settings() const noexcept -> const config& { return cfg_; }
     /// Its counters.
     [[nodiscard]] auto stats() const noexcept -> const engine_stats& { return stats_; }
+    /// Where its liveness pings and pongs go (to peers that have the same; else with the data).
+    [[nodiscard]] auto route_of_liveness() const noexcept -> liveness_route;
     /// The counters of the first NIC's host registration cache.
     [[nodiscard]] auto host_cache_stats() const -> mr_cache_stats { return main_->cache->stats(); }
     /// The engine lock (asymmetric: the data-path thread enters without an atomic
@@ -234,7 +245,7 @@ private:
     void settle(op& o, int rc) noexcept;  // in flight, done inline, queued on EAGAIN, or failed
     auto submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> int;
     auto complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> errc;  // test() of a done request
-    void poll_rail(rail& r) noexcept;
+    void poll_queue(completion_queue& cq) noexcept;  // a rail's, or the liveness link's own
     /// An eager message into a live receive, landed without dispatch's routing: true if handled.
     auto land_eager(const tagged_completion& c) noexcept -> bool;
     void land(recv_request& r, recv_slot& s, std::size_t len) noexcept;  // an eager message's bytes arrived
@@ -275,7 +286,8 @@ private:
     }
     // peer_monitor.cpp
     void check_peers() noexcept;
-    void tick(clock::time_point now) noexcept;  // the coarse clock, and the peer checks when due
+    void tick(clock::time_point
+                  now) noexcept;  // the coarse clock, the liveness link's own queue and the peer checks when due
     auto peer_alive(const channel_base& c) const noexcept -> bool;
     auto same_host_peer_gone(const channel_base& c) const noexcept -> bool;
     void watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept;
@@ -332,12 +344,13 @@ private:
     std::array<std::array<std::byte, liveness_size>, liveness_receives> live_bufs_{};
     /// @}
     clock::time_point next_peer_check_{};
+    clock::time_point next_live_poll_{};  // the liveness link's own queue is read from tick()
     /// progress() calls so far; written under the engine lock only, read by the watchdog.
     std::atomic<std::uint64_t> progress_calls_{0};
     /// The clock as of the last progress call that read it (every 64th): requests are stamped
     /// with it, so submissions read no clock. A stale stamp only makes a peer check come early.
     clock::time_point coarse_now_{clock::now()};
-    std::array<tagged_completion, 16> entries_{};  ///< poll_rail reads the provider's entries here
+    std::array<tagged_completion, 16> entries_{};  ///< poll_queue reads the provider's entries here
     std::array<completion_event, 1> events_{};     ///< and builds a typed event here for dispatch
     engine_stats stats_{};
     std::uint64_t host_id_{0};

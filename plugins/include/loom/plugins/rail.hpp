@@ -17,8 +17,36 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace loom::plugins {
+
+/// The endpoint for liveness pings and pongs (LOOM_LIVENESS_ENDPOINT), so that they have a
+/// provider connection of their own instead of waiting behind the data. It sits on the data's
+/// domain and completion queue, or, where the provider facts name another provider
+/// (`liveness_provider`), on a fabric, domain and queue of that provider. Members close in
+/// reverse order: the endpoint before its AV and queue.
+struct liveness_link {
+    fabric fab{};           ///< another provider's fabric (closed on the data's domain)
+    domain dom{};           ///< its domain (idem)
+    completion_queue cq{};  ///< its queue, read by the peer checks (idem)
+    /// Its own AV even on the data's domain: ofi_rxm crashes inserting into an AV two of its
+    /// endpoints share.
+    address_vector av{};
+    endpoint ep{};                                            ///< the endpoint; closed when there is none
+    address self{};                                           ///< its address
+    std::map<std::string, fabric_addr, std::less<>> peers{};  ///< raw address bytes → av handle
+
+    /// There is an endpoint.
+    [[nodiscard]] auto is_open() const noexcept -> bool { return ep.valid(); }
+    /// It has a completion queue of its own, which the data's polling does not read.
+    [[nodiscard]] auto has_own_queue() const noexcept -> bool { return cq.valid(); }
+};
+
+/// A link on `dom`, bound to `cq` (the data's own).
+[[nodiscard]] auto open_liveness_link(domain& dom, completion_queue& cq, const nic& n) -> result<liveness_link>;
+/// A link on `provider`'s domain of the same name as `n`'s (the interface), with its own queue.
+[[nodiscard]] auto open_liveness_link(std::string_view provider, const nic& n) -> result<liveness_link>;
 
 /// An additional NIC of a virtual device: its own endpoint, queue, AV and cache.
 struct rail {
@@ -31,16 +59,9 @@ struct rail {
     std::unique_ptr<mr_cache> dev_cache{};  ///< device memory and DMA-BUFs: nothing kept once released
     endpoint ep{};                          ///< its endpoint
     address self{};                         ///< its address
-    /// Rail 0 only (LOOM_LIVENESS_ENDPOINT): the AV of the liveness endpoint. Its own: ofi_rxm
-    /// crashes inserting into an AV two of its endpoints share.
-    address_vector live_av{};
-    /// Rail 0 only: the endpoint for pings and pongs, on the same queue, so that they have a
-    /// provider connection of their own; closed when absent.
-    endpoint live_ep{};
-    address live_self{};                                           ///< its address
-    std::map<std::string, fabric_addr, std::less<>> live_peers{};  ///< raw address bytes → live_av handle
-    bool virt_addr{true};                                     ///< remote addresses are virtual addresses (else offsets)
-    std::size_t max_write{0};                                 ///< largest single RMA write
+    liveness_link live{};                   ///< rail 0 only, where LOOM_LIVENESS_ENDPOINT opens one
+    bool virt_addr{true};                   ///< remote addresses are virtual addresses (else offsets)
+    std::size_t max_write{0};               ///< largest single RMA write
     std::map<std::string, fabric_addr, std::less<>> peers{};  ///< raw address bytes → AV handle
     std::uint64_t writes{0};                                  ///< RMA writes issued on it
     std::uint64_t one_sided{0};                               ///< foreign operations submitted on this rail

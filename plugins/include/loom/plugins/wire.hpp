@@ -23,8 +23,9 @@ namespace loom::plugins {
 /// Bytes of a listen handle.
 inline constexpr std::size_t handle_size = 128;
 inline constexpr std::uint32_t handle_magic = 0x4d4f4f4cU;  ///< "LOOM" read as a little-endian u32: the handle's magic
-/// The version of the runtime's wire formats (2: CONNECT and ACCEPT carry the liveness endpoint).
-inline constexpr std::uint16_t wire_version = 2;
+/// The version of the runtime's wire formats (2: CONNECT and ACCEPT carry the liveness endpoint;
+/// 3: under ofi_rxm that endpoint is the core provider's).
+inline constexpr std::uint16_t wire_version = 3;
 /// Largest address a handle carries.
 inline constexpr std::size_t handle_address_capacity = 98;
 
