@@ -33,24 +33,6 @@ namespace {
 const auto full_caps = capability::tagged | capability::msg | capability::rma | capability::read | capability::write |
                        capability::remote_read | capability::remote_write;
 
-/// The RDM entries of `prov` with `caps`. FI_THREAD_DOMAIN: every call into a rail's objects is
-/// made under its engine's lock, so the provider may drop its own locks;
-/// FI_PROGRESS_CONTROL_UNIFIED says the same of control calls (AV inserts, registrations,
-/// closes), which lets the completion queue drop the mutex around its endpoint list. A provider
-/// that cannot offer FI_THREAD_DOMAIN is asked again without.
-auto query(std::string_view prov, capability caps) -> result<provider_range> {
-    result<provider_range> r = make_unexpected(errc::no_data);
-    for (const auto dom : {threading_mode::domain, threading_mode::unspecified}) {
-        r = query_all({.capabilities = caps,
-                       .ep_type = endpoint_types::rdm,
-                       .provider = prov,
-                       .threading = dom,
-                       .control_progress = progress_mode::control_unified});
-        if (r && !r->empty()) break;
-    }
-    return r;
-}
-
 auto describe(const fabric_info& info, std::string name, bool rma, const config& cfg, std::size_t index) -> nic {
     nic n;
     n.info = info;
@@ -80,12 +62,12 @@ auto nics_of(std::string_view prov, bool rma, const config& cfg) -> std::vector<
     for (const bool hmem : {true, false}) {
         if (hmem && !(want_hmem && rma)) continue;
         const auto base = hmem ? caps | capability::hmem : caps;
-        if (rma) tries.push_back(base | capability::atomic);
-        tries.push_back(base);
+        if (rma) tries.emplace_back(base | capability::atomic);
+        tries.emplace_back(base);
     }
     result<provider_range> all = make_unexpected(errc::no_data);
     for (const auto c : tries)
-        if (all = query(prov, c); all && !all->empty()) break;
+        if (all = query_for_engine({.capabilities = c, .provider = prov}); all && !all->empty()) break;
     if (!all || all->empty()) return {};
     const auto ifaces = split_list(cfg.iface);
     std::vector<nic> out;
@@ -111,6 +93,21 @@ auto nics_of(std::string_view prov, bool rma, const config& cfg) -> std::vector<
 }
 
 }  // namespace
+
+auto query_for_engine(fabric_hints hints) -> result<provider_range> {
+    // FI_THREAD_DOMAIN: every call into an engine's objects is made under its lock, so the
+    // provider may drop its own locks; FI_PROGRESS_CONTROL_UNIFIED says the same of control
+    // calls (AV inserts, registrations, closes), which lets the completion queue drop the mutex
+    // around its endpoint list.
+    hints.ep_type = endpoint_types::rdm;
+    hints.control_progress = progress_mode::control_unified;
+    result<provider_range> r = make_unexpected(errc::no_data);
+    for (const auto threading : {threading_mode::domain, threading_mode::unspecified}) {
+        hints.threading = threading;
+        if (r = query_all(hints); r && !r->empty()) break;
+    }
+    return r;
+}
 
 auto discover_nics(const config& cfg) -> result<std::vector<nic>> {
     std::vector<std::string> candidates;

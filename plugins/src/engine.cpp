@@ -28,51 +28,6 @@ auto engine::open(const nic& n, const config& cfg) -> result<std::unique_ptr<eng
 }
 
 namespace {
-auto open_rail(const nic& n, const config& cfg) -> result<std::unique_ptr<rail>> {
-    auto r = std::make_unique<rail>();
-    r->n = n;
-    auto fab = fabric::create(n.info);
-    if (!fab) return std::unexpected(fab.error());
-    r->fab = std::move(*fab);
-    auto dom = domain::create(r->fab, n.info);
-    if (!dom) return std::unexpected(dom.error());
-    r->dom = std::move(*dom);
-    auto cq = completion_queue::create(r->dom, {.size = cfg.cq_size, .format = cq_format::tagged});
-    if (!cq) return std::unexpected(cq.error());
-    r->cq = std::move(*cq);
-    auto av = address_vector::create(r->dom);
-    if (!av) return std::unexpected(av.error());
-    r->av = std::move(*av);
-    auto ep = endpoint::create(r->dom, n.info);
-    if (!ep) return std::unexpected(ep.error());
-    r->ep = std::move(*ep);
-    if (auto x = r->ep.bind_cq(r->cq, cq_bind::transmit | cq_bind::recv); !x) return std::unexpected(x.error());
-    if (auto x = r->ep.bind_av(r->av); !x) return std::unexpected(x.error());
-    if (auto x = r->ep.enable(); !x) return std::unexpected(x.error());
-    auto self = r->ep.name();
-    if (!self) return std::unexpected(self.error());
-    r->self = std::move(*self);
-    // Idle registrations are kept only where a freed and reused buffer cannot meet an old pin.
-    mr_cache_limits limits{};
-    limits.max_entries = idle_registrations_kept(cfg, r->dom.get_memory_region_mode().has(mr_mode_flags::allocated));
-    const bool per_endpoint = r->dom.get_memory_region_mode().has(mr_mode_flags::endpoint);
-    r->cache =
-        std::make_unique<mr_cache>(per_endpoint ? make_mr_cache(r->dom, r->ep, limits) : make_mr_cache(r->dom, limits));
-    if (auto s = r->cache->status(); !s) return std::unexpected(s.error());
-    // Device memory is not retained: a freed and reallocated device buffer must not hit a stale
-    // registration, and hosts that register device memory keep their own caches above us.
-    const mr_cache_limits none{.max_entries = 0, .max_registered_bytes = 0};
-    r->dev_cache =
-        std::make_unique<mr_cache>(per_endpoint ? make_mr_cache(r->dom, r->ep, none) : make_mr_cache(r->dom, none));
-    if (auto s = r->dev_cache->status(); !s) return std::unexpected(s.error());
-    r->virt_addr = r->dom.get_memory_region_mode().has(mr_mode_flags::virt_addr);
-    const std::size_t max_msg = r->ep.max_msg_size() != 0 ? r->ep.max_msg_size() : (std::size_t{1} << 30);
-    r->max_write = std::min<std::size_t>(max_msg, std::size_t{1} << 30);
-    return r;
-}
-}  // namespace
-
-namespace {
 // Where sending to an endpoint closed in the same process crashes the provider (shm), a closing
 // engine leaves its rails open and unpolled while other engines of the process live: their
 // sends to it then meet a silent peer (the peer monitor's business), not a crash. The last

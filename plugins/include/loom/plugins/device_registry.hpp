@@ -32,6 +32,12 @@ struct nic {
     int speed_mbps{0};            ///< the interface's, or what provider_facts assumes
 };
 
+/// The RDM entries `hints` selects, asked for as an engine uses them: with FI_THREAD_DOMAIN and
+/// FI_PROGRESS_CONTROL_UNIFIED (every call comes under the engine lock), and again without
+/// FI_THREAD_DOMAIN from a provider that cannot offer it. Sets hints' endpoint type, threading
+/// and control progress.
+[[nodiscard]] auto query_for_engine(fabric_hints hints) -> result<provider_range>;
+
 /// The NICs of the best-ranked provider present (or of cfg.provider), filtered by cfg.iface.
 /// An empty list when nothing usable is found.
 [[nodiscard]] auto discover_nics(const config& cfg) -> result<std::vector<nic>>;

@@ -2,6 +2,7 @@
 // and registration caches.
 #pragma once
 
+#include <loom/plugins/config.hpp>
 #include <loom/plugins/device_registry.hpp>
 
 #include <loom/address.hpp>
@@ -10,6 +11,7 @@
 #include <loom/domain.hpp>
 #include <loom/endpoint.hpp>
 #include <loom/fabric.hpp>
+#include <loom/fabric_info.hpp>
 #include <loom/mr_cache.hpp>
 
 #include <cstddef>
@@ -43,6 +45,25 @@ struct liveness_link {
     [[nodiscard]] auto has_own_queue() const noexcept -> bool { return cq.valid(); }
 };
 
+/// A provider's fabric, its domain and a completion queue on it.
+struct queue_domain {
+    fabric fab{};           ///< the fabric
+    domain dom{};           ///< its domain
+    completion_queue cq{};  ///< the queue
+};
+/// An endpoint with an address vector of its own, bound to a queue and enabled.
+struct bound_endpoint {
+    address_vector av{};  ///< its AV
+    endpoint ep{};        ///< the endpoint
+    address self{};       ///< its address
+};
+/// The fabric and domain `info` describes, with a tagged completion queue of `cq_size` entries.
+[[nodiscard]] auto open_queue_domain(const fabric_info& info, std::size_t cq_size) -> result<queue_domain>;
+/// An endpoint on `dom` as `info` describes it, with a new AV, its sends and receives completing
+/// on `cq`.
+[[nodiscard]] auto open_bound_endpoint(domain& dom, completion_queue& cq, const fabric_info& info)
+    -> result<bound_endpoint>;
+
 /// A link on `dom`, bound to `cq` (the data's own).
 [[nodiscard]] auto open_liveness_link(domain& dom, completion_queue& cq, const nic& n) -> result<liveness_link>;
 /// A link on `provider`'s domain of the same name as `n`'s (the interface), with its own queue.
@@ -66,5 +87,8 @@ struct rail {
     std::uint64_t writes{0};                                  ///< RMA writes issued on it
     std::uint64_t one_sided{0};                               ///< foreign operations submitted on this rail
 };
+
+/// The rail of NIC `n`: its objects and registration caches (cfg: queue size, idle registrations kept).
+[[nodiscard]] auto open_rail(const nic& n, const config& cfg) -> result<std::unique_ptr<rail>>;
 
 }  // namespace loom::plugins
