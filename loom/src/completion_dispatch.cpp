@@ -11,8 +11,8 @@ namespace loom {
 namespace {
 
 /// Delivers `ev` or makes it the unhandled event; true when reading may go on.
-auto route(completion_queue& cq, completion_event& ev, dispatch_result& out) -> bool {
-    if (cq.dispatch(ev)) {
+[[gnu::always_inline]] inline auto route(completion_registry& reg, completion_event& ev, dispatch_result& out) -> bool {
+    if (reg.dispatch(ev)) [[likely]] {
         ++out.completed;
         return true;
     }
@@ -20,54 +20,118 @@ auto route(completion_queue& cq, completion_event& ev, dispatch_result& out) -> 
     return false;
 }
 
-auto failed_read(std::error_code ec) -> dispatch_result {
-    dispatch_result out;
+/// Makes a failed read of the queue the unhandled event.
+void failed_read(dispatch_result& out, std::error_code ec) {
     completion_event ev{};
     ev.error = ec;
     out.unhandled.emplace(std::move(ev));
-    return out;
+}
+
+/// Delivers the provider's entries in order until one no operation owns; returns how many were
+/// delivered.
+auto deliver_entries(completion_registry& reg, std::span<const tagged_completion> entries) -> std::size_t {
+    completion_event ev;  // one event, refilled per entry: reading allocates nothing
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        completion_queue::refill(ev, entries[i].native());
+        if (!reg.dispatch(ev)) [[unlikely]]
+            return i;
+    }
+    return entries.size();
+}
+
+/// After deliver_entries stopped at entries[0]: that entry becomes the unhandled event, the
+/// rest are held in order for the next reader.
+void keep_undelivered(completion_registry& reg, std::span<const tagged_completion> entries, dispatch_result& out) {
+    completion_queue::refill(out.unhandled.emplace(), entries[0].native());
+    completion_event ev;
+    for (const auto& e : entries.subspan(1)) {
+        completion_queue::refill(ev, e.native());
+        (void)reg.hold(ev);
+    }
 }
 
 }  // namespace
 
+// The common case inline here: nothing held, the tagged format. The result is built from a
+// count known only at run time: an initializer the compiler sees as constant makes it clear the
+// whole optional event first.
 auto completion_queue::dispatch_ready() -> dispatch_result {
     completion_registry* reg = registry_.get();
-    if (reg == nullptr) return failed_read(make_error_code(errc::bad_state));  // no operation can wait on it
-    dispatch_result out;
-    completion_event ev;                                  // one event, refilled per entry: reading allocates nothing
-    while (reg->held_count() != 0 && reg->take_held(ev))  // what an earlier reader read and could not deliver
-        if (!route(*this, ev, out)) return out;
-    if (fast_.refusing()) {  // other formats, source addresses, not open: typed events
-        std::array<completion_event, 16> batch;
-        const auto n = read(batch);
-        if (!n) return failed_read(n.error());
-        for (std::size_t i = 0; i < *n; ++i) {
-            if (route(*this, batch[i], out)) continue;
-            for (std::size_t k = i + 1; k < *n; ++k) (void)reg->hold(batch[k]);
+    if (reg == nullptr || reg->held_count() != 0 || fast_.refusing()) [[unlikely]]
+        return dispatch_held_then_read(reg);
+    std::array<tagged_completion, 16> batch;
+    const auto n = read_tagged(batch);
+    if (!n) [[unlikely]] {
+        dispatch_result out{0};
+        if (n.error() != make_error_code(errc::error_available)) {
+            failed_read(out, n.error());
             return out;
         }
-    } else {  // the common queue: the provider's entries as they are, one event refilled per entry
-        std::array<tagged_completion, 16> batch;
-        auto n = read_tagged(batch);
-        if (!n && n.error() == make_error_code(errc::error_available)) {
-            const auto e = read({&ev, 1});  // the error entry, with its details
-            if (!e) return failed_read(e.error());
-            if (*e == 1 && !route(*this, ev, out)) return out;
-            n = 0;
-        }
-        if (!n) return failed_read(n.error());
-        for (std::size_t i = 0; i < *n; ++i) {
-            refill(ev, batch[i].native());
-            if (route(*this, ev, out)) continue;
-            for (std::size_t k = i + 1; k < *n; ++k) {
-                refill(ev, batch[k].native());
-                (void)reg->hold(ev);
-            }
-            return out;
-        }
+        dispatch_error_entry(*reg, out);
+        if (!out.unhandled && reg->deferred_count() != 0) reg->retry_deferred();
+        return out;
+    }
+    const auto got = std::span{batch}.first(*n);
+    dispatch_result out{deliver_entries(*reg, got)};
+    if (out.completed < got.size()) [[unlikely]] {
+        keep_undelivered(*reg, got.subspan(out.completed), out);
+        return out;
     }
     if (reg->deferred_count() != 0) reg->retry_deferred();
     return out;
+}
+
+void completion_queue::dispatch_error_entry(completion_registry& reg, dispatch_result& out) {
+    completion_event ev;
+    const auto e = read({&ev, 1});  // the error entry, with its details
+    if (!e) {
+        failed_read(out, e.error());
+        return;
+    }
+    if (*e == 1) (void)route(reg, ev, out);
+}
+
+auto completion_queue::dispatch_held_then_read(completion_registry* reg) -> dispatch_result {
+    dispatch_result out;
+    if (reg == nullptr) {
+        failed_read(out, make_error_code(errc::bad_state));  // no operation can wait on it
+        return out;
+    }
+    read_held_then_queue(*reg, out);
+    if (!out.unhandled && reg->deferred_count() != 0) reg->retry_deferred();
+    return out;
+}
+
+void completion_queue::read_held_then_queue(completion_registry& reg, dispatch_result& out) {
+    completion_event ev;
+    while (reg.held_count() != 0 && reg.take_held(ev))  // what an earlier reader read and could not deliver
+        if (!route(reg, ev, out)) return;
+    if (fast_.refusing()) {  // other formats, source addresses, not open: typed events
+        std::array<completion_event, 16> batch;
+        const auto n = read(batch);
+        if (!n) {
+            failed_read(out, n.error());
+            return;
+        }
+        for (std::size_t i = 0; i < *n; ++i) {
+            if (route(reg, batch[i], out)) continue;
+            for (std::size_t k = i + 1; k < *n; ++k) (void)reg.hold(batch[k]);
+            return;
+        }
+        return;
+    }
+    std::array<tagged_completion, 16> batch;
+    const auto n = read_tagged(batch);
+    if (n) {
+        const auto got = std::span{batch}.first(*n);
+        const std::size_t delivered = deliver_entries(reg, got);
+        out.completed += delivered;
+        if (delivered < got.size()) keep_undelivered(reg, got.subspan(delivered), out);
+    } else if (n.error() == make_error_code(errc::error_available)) {
+        dispatch_error_entry(reg, out);
+    } else {
+        failed_read(out, n.error());
+    }
 }
 
 auto completion_queue::query_wait_object(::fid_cq* cq) noexcept -> result<wait_object> {

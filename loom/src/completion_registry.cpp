@@ -55,23 +55,18 @@ void completion_registry::splay(std::uintptr_t key) noexcept {
     root_ = t;
 }
 
-auto completion_registry::add(registered_completion& op) noexcept -> bool {
-    const std::lock_guard lock(m_);
-    if (op.linked_ || op.deferred_) return false;
+auto completion_registry::link_splaying(registered_completion& op) noexcept -> bool {
     const std::uintptr_t key = op.context_address();
-    op.left_ = op.right_ = nullptr;
-    if (root_ != nullptr) {
-        splay(key);
-        if (root_->context_address() == key) return false;
-        if (key < root_->context_address()) {
-            op.left_ = root_->left_;
-            op.right_ = root_;
-            root_->left_ = nullptr;
-        } else {
-            op.right_ = root_->right_;
-            op.left_ = root_;
-            root_->right_ = nullptr;
-        }
+    splay(key);
+    if (root_->context_address() == key) return false;
+    if (key < root_->context_address()) {
+        op.left_ = root_->left_;
+        op.right_ = root_;
+        root_->left_ = nullptr;
+    } else {
+        op.right_ = root_->right_;
+        op.left_ = root_;
+        root_->right_ = nullptr;
     }
     root_ = &op;
     op.linked_ = true;
@@ -79,7 +74,7 @@ auto completion_registry::add(registered_completion& op) noexcept -> bool {
     return true;
 }
 
-auto completion_registry::take(std::uintptr_t key) noexcept -> registered_completion* {
+auto completion_registry::take_splaying(std::uintptr_t key) noexcept -> registered_completion* {
     if (root_ == nullptr) return nullptr;
     splay(key);
     registered_completion* found = root_;
@@ -104,27 +99,18 @@ auto completion_registry::remove(registered_completion& op) noexcept -> bool {
     return take(op.context_address()) == &op;
 }
 
-auto completion_registry::dispatch_if(const completion_event& ev, bool passive_only) noexcept -> bool {
+auto completion_registry::dispatch_passive(const completion_event& ev) noexcept -> bool {
     registered_completion* op = nullptr;
     {
         const std::lock_guard lock(m_);
         const auto key = reinterpret_cast<std::uintptr_t>(ev.context);
-        if (passive_only) {
-            if (root_ == nullptr) return false;
-            splay(key);
-            if (root_->context_address() != key || !root_->passive_) return false;
-        }
+        if (root_ == nullptr) return false;
+        splay(key);
+        if (root_->context_address() != key || !root_->passive_) return false;
         op = take(key);
     }
-    if (op == nullptr) return false;
     op->deliver_(*op, ev);
     return true;
-}
-
-auto completion_registry::dispatch(const completion_event& ev) noexcept -> bool { return dispatch_if(ev, false); }
-
-auto completion_registry::dispatch_passive(const completion_event& ev) noexcept -> bool {
-    return dispatch_if(ev, true);
 }
 
 void completion_registry::flatten() noexcept {

@@ -248,6 +248,11 @@ public:
     }
 
 private:
+    /// dispatch_ready() when events are held, the queue is not read natively or has no registry.
+    auto dispatch_held_then_read(completion_registry* reg) -> dispatch_result;
+    void read_held_then_queue(completion_registry& reg, dispatch_result& out);
+    /// dispatch_ready() when the next entry is an error entry.
+    void dispatch_error_entry(completion_registry& reg, dispatch_result& out);
     [[nodiscard]] auto read_error(completion_event& ev) -> bool;
     [[nodiscard]] static auto query_wait_object(::fid_cq* cq) noexcept -> result<wait_object>;
     /// read_tagged() on a queue it does not serve (why), or into an empty span (0).

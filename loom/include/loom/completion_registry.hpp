@@ -53,7 +53,7 @@ protected:
 
 private:
     friend class completion_registry;
-    ::fi_context2 native_{};
+    ::fi_context2 native_;  // the provider's; never read here, so not cleared for each operation
     registered_completion* left_{nullptr};
     registered_completion* right_{nullptr};
     deliver_fn deliver_;
@@ -152,8 +152,12 @@ public:
 private:
     /// Top-down splay of the tree rooted at root_ around `key`; the new root is the closest node.
     void splay(std::uintptr_t key) noexcept;
+    /// Under the lock: unlinks and returns the operation registered with `key`, or null. A root
+    /// that matches is unlinked without a splay (it is where a splay would leave it).
     [[nodiscard]] auto take(std::uintptr_t key) noexcept -> registered_completion*;
-    [[nodiscard]] auto dispatch_if(const completion_event& ev, bool passive_only) noexcept -> bool;
+    /// take() and add() where the tree must be restructured first.
+    [[nodiscard]] auto take_splaying(std::uintptr_t key) noexcept -> registered_completion*;
+    [[nodiscard]] auto link_splaying(registered_completion& op) noexcept -> bool;
     /// Day-Stout-Warren: the tree as a chain of right children, in key order (still a valid
     /// splay tree), so that it can be walked without a stack.
     void flatten() noexcept;
@@ -172,3 +176,5 @@ private:
 };
 
 }  // namespace loom
+
+#include <loom/impl/completion_registry.hpp>

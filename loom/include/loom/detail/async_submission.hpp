@@ -2,6 +2,7 @@
 // Asio operation) submits: one place for both front ends.
 #pragma once
 
+#include <loom/detail/hot.hpp>
 #include <loom/endpoint.hpp>
 #include <loom/msg.hpp>
 #include <loom/rma.hpp>
@@ -75,6 +76,26 @@ struct message_submission {
     }
     const ::fi_msg native{m.iov.data(), desc, m.iov.size(), m.peer.get(), ctx, 0};
     return check_native(::fi_recvmsg(ep.native(), &native, flags));
+}
+
+/// One buffer, as the senders submit it: the plain call straight away where it completes as a
+/// front end needs (the common case), else the general form above.
+[[nodiscard]] LOOM_SUBMIT_INLINE auto submit_send_one(endpoint& ep, std::span<const std::byte> data, void* desc,
+                                                      fabric_addr peer, std::uint64_t tag, bool tagged,
+                                                      void* ctx) noexcept -> void_result {
+    if (plain_call_completes(ep.tx_op_flags(), ep.transmit_completion_is_selective())) [[likely]]
+        return tagged ? ep.tagged_send(data, tag, peer, desc, ctx) : ep.send(data, peer, desc, ctx);
+    const ::iovec iov{const_cast<std::byte*>(data.data()), data.size()};
+    return submit_send(ep, {{&iov, 1}, {&desc, 1}, peer, tag, 0, tagged}, ctx);
+}
+
+[[nodiscard]] LOOM_SUBMIT_INLINE auto submit_receive_one(endpoint& ep, std::span<std::byte> data, void* desc,
+                                                         fabric_addr source, std::uint64_t tag, std::uint64_t ignore,
+                                                         bool tagged, void* ctx) noexcept -> void_result {
+    if (plain_call_completes(ep.rx_op_flags(), ep.receive_completion_is_selective())) [[likely]]
+        return tagged ? ep.tagged_recv(data, tag, ignore, source, desc, ctx) : ep.recv(data, source, desc, ctx);
+    const ::iovec iov{data.data(), data.size()};
+    return submit_receive(ep, {{&iov, 1}, {&desc, 1}, source, tag, ignore, tagged}, ctx);
 }
 
 /// A read or write between local buffers and one remote range of exactly their total length.

@@ -18,8 +18,7 @@ struct send_description {
 
     [[nodiscard]] auto check(const endpoint&, const completion_queue&) const noexcept -> std::error_code { return {}; }
     [[nodiscard]] auto submit(endpoint& ep, void* ctx) noexcept -> void_result {
-        const ::iovec iov{const_cast<std::byte*>(buffer.data()), buffer.size()};
-        return loom::detail::submit_send(ep, {{&iov, 1}, {&desc, 1}, peer, tag, 0, tagged}, ctx);
+        return loom::detail::submit_send_one(ep, buffer, desc, peer, tag, tagged, ctx);
     }
     template <class R>
     void complete(R&& r, const completion_event&) const noexcept {
@@ -43,8 +42,7 @@ struct receive_description {
         return {};
     }
     [[nodiscard]] auto submit(endpoint& ep, void* ctx) noexcept -> void_result {
-        const ::iovec iov{buffer.data(), buffer.size()};
-        return loom::detail::submit_receive(ep, {{&iov, 1}, {&desc, 1}, source, tag, ignore, tagged}, ctx);
+        return loom::detail::submit_receive_one(ep, buffer, desc, source, tag, ignore, tagged, ctx);
     }
     template <class R>
     void complete(R&& r, const completion_event& ev) const noexcept {
