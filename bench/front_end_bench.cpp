@@ -118,6 +118,9 @@ void bm_asio(benchmark::State& state) {
     loop l;
     if (!l.open()) return state.SkipWithError("no shm");
     ::asio::io_context ioc;
+    // The loop below drives run_one between operations: without work of its own the io_context
+    // would stop (and be restarted) whenever no operation is outstanding.
+    auto work = ::asio::make_work_guard(ioc);
     loom::asio::endpoint ep(ioc, std::move(l.ep), l.cq, l.cq);
     auto& service = loom::asio::fabric_service::use(ioc);
     (void)service.register_cq(l.cq);
@@ -129,10 +132,7 @@ void bm_asio(benchmark::State& state) {
         auto count = [&done](std::error_code ec, std::size_t) { done += ec ? -1000 : 1; };
         ep.async_tagged_receive(in, 1, count);
         ep.async_tagged_send_to(out, *l.self, 1, count);
-        while (done >= 0 && done < 2) {
-            if (ioc.stopped()) ioc.restart();
-            ioc.run_one();
-        }
+        while (done >= 0 && done < 2) ioc.run_one();
         if (done < 0) return state.SkipWithError("operation failed");
     }
     service.stop();

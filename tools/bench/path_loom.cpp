@@ -191,6 +191,9 @@ public:
             // domain or completion) is used from this one thread: the io_context is told so too.
             const bool one_thread = loom::serializes_queue_access(info_.get_domain_attr()->threading);
             ioc_.emplace(one_thread ? ASIO_CONCURRENCY_HINT_UNSAFE : ASIO_CONCURRENCY_HINT_DEFAULT);
+            // progress() drives run_one between operations; with work of its own the io_context
+            // does not stop (and need a restart) each time no operation is outstanding.
+            work_.emplace(ioc_->get_executor());
             aep_.emplace(*ioc_, std::move(ep_), cq_, cq_);
             auto& service = loom::asio::fabric_service::use(*ioc_);
             if (auto r = service.register_cq(cq_); !r) return err("register_cq", r.error());
@@ -338,8 +341,6 @@ private:
     }
     auto progress() -> bool {
         if constexpr (Asio) {
-            if (ioc_->stopped()) [[unlikely]]
-                ioc_->restart();  // it ran out of work between two operations
             ioc_->run_one();
             return !sender_failed_;
         }
@@ -404,6 +405,7 @@ private:
         fadd_ops_;
     // Destroyed first: the Asio endpoint (which holds the native endpoint), then its io_context.
     std::optional<::asio::io_context> ioc_;  // made by open(): its concurrency hint follows the domain
+    std::optional<::asio::executor_work_guard<::asio::io_context::executor_type>> work_;
     std::optional<loom::asio::endpoint> aep_;
 };
 

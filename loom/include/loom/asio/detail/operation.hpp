@@ -74,9 +74,18 @@ struct op_target {
 [[nodiscard]] inline auto submit_operation(loom::endpoint& ep, op_kind kind, const op_params& p,
                                            std::span<const ::iovec> iov, std::span<void* const> desc,
                                            void* ctx) noexcept -> void_result {
+    void* const one_desc = desc.empty() ? nullptr : desc[0];
     switch (kind) {
-        case op_kind::send: return loom::detail::submit_send(ep, {iov, desc, p.peer, p.tag, 0, p.tagged}, ctx);
+        case op_kind::send:
+            if (iov.size() == 1) [[likely]]
+                return loom::detail::submit_send_one(ep,
+                                                     {static_cast<const std::byte*>(iov[0].iov_base), iov[0].iov_len},
+                                                     one_desc, p.peer, p.tag, p.tagged, ctx);
+            return loom::detail::submit_send(ep, {iov, desc, p.peer, p.tag, 0, p.tagged}, ctx);
         case op_kind::receive:
+            if (iov.size() == 1) [[likely]]
+                return loom::detail::submit_receive_one(ep, {static_cast<std::byte*>(iov[0].iov_base), iov[0].iov_len},
+                                                        one_desc, p.peer, p.tag, p.ignore, p.tagged, ctx);
             return loom::detail::submit_receive(ep, {iov, desc, p.peer, p.tag, p.ignore, p.tagged}, ctx);
         case op_kind::read:
         case op_kind::write:
