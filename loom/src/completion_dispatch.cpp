@@ -52,32 +52,31 @@ void keep_undelivered(completion_registry& reg, std::span<const tagged_completio
 
 }  // namespace
 
-// The common case inline here: nothing held, the tagged format. The result is built from a
-// count known only at run time: an initializer the compiler sees as constant makes it clear the
-// whole optional event first.
+// The result is built from a count known only at run time: for an initializer it sees as
+// constant, GCC clears the whole result (the optional event in it) first.
+auto completion_queue::read_native(completion_registry& reg) -> dispatch_result {
+    std::array<tagged_completion, 16> batch;
+    const auto n = read_tagged(batch);
+    const auto got = std::span{batch}.first(n ? *n : 0);
+    dispatch_result out{deliver_entries(reg, got)};
+    if (!n) [[unlikely]] {
+        if (n.error() == make_error_code(errc::error_available))
+            dispatch_error_entry(reg, out);
+        else
+            failed_read(out, n.error());
+    } else if (out.completed < got.size()) [[unlikely]] {
+        keep_undelivered(reg, got.subspan(out.completed), out);
+    }
+    return out;
+}
+
+// The common case: nothing held, the tagged format.
 auto completion_queue::dispatch_ready() -> dispatch_result {
     completion_registry* reg = registry_.get();
     if (reg == nullptr || reg->held_count() != 0 || fast_.refusing()) [[unlikely]]
         return dispatch_held_then_read(reg);
-    std::array<tagged_completion, 16> batch;
-    const auto n = read_tagged(batch);
-    if (!n) [[unlikely]] {
-        dispatch_result out{0};
-        if (n.error() != make_error_code(errc::error_available)) {
-            failed_read(out, n.error());
-            return out;
-        }
-        dispatch_error_entry(*reg, out);
-        if (!out.unhandled && reg->deferred_count() != 0) reg->retry_deferred();
-        return out;
-    }
-    const auto got = std::span{batch}.first(*n);
-    dispatch_result out{deliver_entries(*reg, got)};
-    if (out.completed < got.size()) [[unlikely]] {
-        keep_undelivered(*reg, got.subspan(out.completed), out);
-        return out;
-    }
-    if (reg->deferred_count() != 0) reg->retry_deferred();
+    dispatch_result out = read_native(*reg);
+    if (!out.unhandled && reg->deferred_count() != 0) reg->retry_deferred();
     return out;
 }
 
@@ -106,31 +105,23 @@ void completion_queue::read_held_then_queue(completion_registry& reg, dispatch_r
     completion_event ev;
     while (reg.held_count() != 0 && reg.take_held(ev))  // what an earlier reader read and could not deliver
         if (!route(reg, ev, out)) return;
-    if (fast_.refusing()) {  // other formats, source addresses, not open: typed events
-        std::array<completion_event, 16> batch;
-        const auto n = read(batch);
-        if (!n) {
-            failed_read(out, n.error());
-            return;
-        }
-        for (std::size_t i = 0; i < *n; ++i) {
-            if (route(reg, batch[i], out)) continue;
-            for (std::size_t k = i + 1; k < *n; ++k) (void)reg.hold(batch[k]);
-            return;
-        }
+    if (!fast_.refusing()) {
+        dispatch_result rest = read_native(reg);
+        out.completed += rest.completed;
+        if (rest.unhandled) out.unhandled = std::move(rest.unhandled);
         return;
     }
-    std::array<tagged_completion, 16> batch;
-    const auto n = read_tagged(batch);
-    if (n) {
-        const auto got = std::span{batch}.first(*n);
-        const std::size_t delivered = deliver_entries(reg, got);
-        out.completed += delivered;
-        if (delivered < got.size()) keep_undelivered(reg, got.subspan(delivered), out);
-    } else if (n.error() == make_error_code(errc::error_available)) {
-        dispatch_error_entry(reg, out);
-    } else {
+    // Other formats, source addresses, not open: typed events.
+    std::array<completion_event, 16> batch;
+    const auto n = read(batch);
+    if (!n) {
         failed_read(out, n.error());
+        return;
+    }
+    for (std::size_t i = 0; i < *n; ++i) {
+        if (route(reg, batch[i], out)) continue;
+        for (std::size_t k = i + 1; k < *n; ++k) (void)reg.hold(batch[k]);
+        return;
     }
 }
 

@@ -251,6 +251,8 @@ private:
     /// dispatch_ready() when events are held, the queue is not read natively or has no registry.
     auto dispatch_held_then_read(completion_registry* reg) -> dispatch_result;
     void read_held_then_queue(completion_registry& reg, dispatch_result& out);
+    /// One batch read as the provider writes it, delivered; the rest kept after an unowned event.
+    auto read_native(completion_registry& reg) -> dispatch_result;
     /// dispatch_ready() when the next entry is an error entry.
     void dispatch_error_entry(completion_registry& reg, dispatch_result& out);
     [[nodiscard]] auto read_error(completion_event& ev) -> bool;
