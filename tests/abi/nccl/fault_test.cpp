@@ -260,6 +260,13 @@ void busy_side(api& a, int side, int to_peer, int from_peer, busy_end end) {
         CHECK(first_bad(in.data(), in.size(), seed_of(1 - side, busy_size, 3)) == -1, "the bytes differ");
         // Otherwise the link was not slow enough to keep the liveness exchange waiting.
         CHECK(ms > 2 * busy_timeout_ms, "the link drained in %lld ms", static_cast<long long>(ms));
+        // Both stay until both have everything: a side whose send completed may still have its
+        // last bytes queued on the slow link, and its exit would make the other a side whose
+        // peer is gone, which is not what this case is about.
+        const char done = 1;
+        char theirs = 0;
+        write_all(to_peer, &done, 1);
+        read_all(from_peer, &theirs, 1);
     }
     CHECK(a.close_send(w.to) == 0 && a.close_recv(w.from) == 0 && a.close_listen(w.listen) == 0, "close");
 }
