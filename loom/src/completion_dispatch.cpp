@@ -11,7 +11,7 @@ namespace loom {
 namespace {
 
 /// Delivers `ev` or makes it the unhandled event; true when reading may go on.
-[[gnu::always_inline]] inline auto route(completion_registry& reg, completion_event& ev, dispatch_result& out) -> bool {
+auto route(completion_registry& reg, completion_event& ev, dispatch_result& out) -> bool {
     if (reg.dispatch(ev)) [[likely]] {
         ++out.completed;
         return true;

@@ -180,7 +180,7 @@ void engine::open_liveness_endpoint() noexcept {
 
 auto engine::liveness_address() const -> std::optional<address> {
     if (!main_->live.is_open()) return std::nullopt;
-    return main_->live.self;
+    return main_->live.end.self;
 }
 
 auto engine::route_of_liveness() const noexcept -> liveness_route {
@@ -191,7 +191,7 @@ auto engine::route_of_liveness() const noexcept -> liveness_route {
 void engine::connect_liveness(channel_base& c, const std::optional<address>& remote) noexcept {
     c.live->via = fabric_addrs::unspecified;
     if (!remote || !main_->live.is_open()) return;
-    auto fa = insert_peer(main_->live.av, main_->live.peers, *remote);
+    auto fa = insert_peer(main_->live.end.av, main_->live.peers, *remote);
     if (!fa) {
         LOOM_WARN("liveness endpoint of {} unusable ({}); pings go with the data", c.peer_name, fa.error().message());
         return;

@@ -5,22 +5,10 @@
 
 namespace loom::plugins {
 
-namespace {
-/// Opens `l`'s endpoint on `dom`, completing on `cq`.
-auto open_endpoint(liveness_link& l, domain& dom, completion_queue& cq, const fabric_info& info) -> void_result {
-    auto b = open_bound_endpoint(dom, cq, info);
-    if (!b) return std::unexpected(b.error());
-    l.av = std::move(b->av);
-    l.ep = std::move(b->ep);
-    l.self = std::move(b->self);
-    return {};
-}
-}  // namespace
-
 auto open_liveness_link(domain& dom, completion_queue& cq, const nic& n) -> result<liveness_link> {
-    liveness_link l;
-    if (auto x = open_endpoint(l, dom, cq, n.info); !x) return std::unexpected(x.error());
-    return l;
+    auto b = open_bound_endpoint(dom, cq, n.info);
+    if (!b) return std::unexpected(b.error());
+    return liveness_link{.end = std::move(*b)};
 }
 
 auto open_liveness_link(std::string_view provider, const nic& n) -> result<liveness_link> {
@@ -36,11 +24,10 @@ auto open_liveness_link(std::string_view provider, const nic& n) -> result<liven
     // A few pings and pongs per peer check: a small queue is plenty.
     auto q = open_queue_domain(info, 256);
     if (!q) return std::unexpected(q.error());
-    liveness_link l;
-    l.fab = std::move(q->fab);
-    l.dom = std::move(q->dom);
-    l.cq = std::move(q->cq);
-    if (auto x = open_endpoint(l, l.dom, l.cq, info); !x) return std::unexpected(x.error());
+    liveness_link l{.own = std::move(*q)};
+    auto b = open_bound_endpoint(l.own.dom, l.own.cq, info);
+    if (!b) return std::unexpected(b.error());
+    l.end = std::move(*b);
     return l;
 }
 

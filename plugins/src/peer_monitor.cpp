@@ -70,7 +70,7 @@ auto engine::send_liveness(channel_base& c, liveness_kind kind, std::uint32_t se
     // close notice leaves the peer to its monitor, as before there was one.
     const auto tag =
         match_bits::make_tag(message_kind::control, c.remote_id, liveness_sequence, static_cast<std::uint32_t>(kind));
-    auto r = on_live_ep ? main_->live.ep.tagged_inject(b, tag, c.live->via) : ep_.tagged_inject(b, tag, c.peer);
+    auto r = on_live_ep ? main_->live.end.ep.tagged_inject(b, tag, c.live->via) : ep_.tagged_inject(b, tag, c.peer);
     if (!r && r.error() != make_error_code(errc::again))
         LOOM_DEBUG("liveness message {} to {}: {}", static_cast<int>(kind), c.peer_name, r.error().message());
     return r || r.error() != make_error_code(errc::again);
@@ -180,7 +180,7 @@ void engine::tick(clock::time_point now) noexcept {
     // watchdog period when the host leaves the engine alone.
     if (main_->live.has_own_queue() && now >= next_live_poll_) {
         next_live_poll_ = now + std::chrono::milliseconds(1);
-        poll_queue(main_->live.cq);
+        poll_queue(main_->live.own.cq);
     }
     if (now < next_peer_check_) return;
     next_peer_check_ = now + std::chrono::milliseconds(100);

@@ -286,8 +286,8 @@ private:
     }
     // peer_monitor.cpp
     void check_peers() noexcept;
-    void tick(clock::time_point
-                  now) noexcept;  // the coarse clock, the liveness link's own queue and the peer checks when due
+    /// The coarse clock, the liveness link's own queue and the peer checks when due.
+    void tick(clock::time_point now) noexcept;
     auto peer_alive(const channel_base& c) const noexcept -> bool;
     auto same_host_peer_gone(const channel_base& c) const noexcept -> bool;
     void watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept;

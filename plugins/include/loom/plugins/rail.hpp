@@ -23,28 +23,6 @@
 
 namespace loom::plugins {
 
-/// The endpoint for liveness pings and pongs (LOOM_LIVENESS_ENDPOINT), so that they have a
-/// provider connection of their own instead of waiting behind the data. It sits on the data's
-/// domain and completion queue, or, where the provider facts name another provider
-/// (`liveness_provider`), on a fabric, domain and queue of that provider. Members close in
-/// reverse order: the endpoint before its AV and queue.
-struct liveness_link {
-    fabric fab{};           ///< another provider's fabric (closed on the data's domain)
-    domain dom{};           ///< its domain (idem)
-    completion_queue cq{};  ///< its queue, read by the peer checks (idem)
-    /// Its own AV even on the data's domain: ofi_rxm crashes inserting into an AV two of its
-    /// endpoints share.
-    address_vector av{};
-    endpoint ep{};                                            ///< the endpoint; closed when there is none
-    address self{};                                           ///< its address
-    std::map<std::string, fabric_addr, std::less<>> peers{};  ///< raw address bytes → av handle
-
-    /// There is an endpoint.
-    [[nodiscard]] auto is_open() const noexcept -> bool { return ep.valid(); }
-    /// It has a completion queue of its own, which the data's polling does not read.
-    [[nodiscard]] auto has_own_queue() const noexcept -> bool { return cq.valid(); }
-};
-
 /// A provider's fabric, its domain and a completion queue on it.
 struct queue_domain {
     fabric fab{};           ///< the fabric
@@ -57,6 +35,24 @@ struct bound_endpoint {
     endpoint ep{};        ///< the endpoint
     address self{};       ///< its address
 };
+/// The endpoint for liveness pings and pongs (LOOM_LIVENESS_ENDPOINT), so that they have a
+/// provider connection of their own instead of waiting behind the data. It sits on the data's
+/// domain and completion queue, or, where the provider facts name another provider
+/// (`liveness_provider`), on a fabric, domain and queue of that provider. Members close in
+/// reverse order: the endpoint before its AV, both before the queue.
+struct liveness_link {
+    queue_domain own{};  ///< another provider's fabric, domain and queue (none on the data's domain)
+    /// The endpoint, with an AV of its own even on the data's domain: ofi_rxm crashes inserting
+    /// into an AV two of its endpoints share. Closed when there is none.
+    bound_endpoint end{};
+    std::map<std::string, fabric_addr, std::less<>> peers{};  ///< raw address bytes → end.av handle
+
+    /// There is an endpoint.
+    [[nodiscard]] auto is_open() const noexcept -> bool { return end.ep.valid(); }
+    /// It has a completion queue of its own, which the data's polling does not read.
+    [[nodiscard]] auto has_own_queue() const noexcept -> bool { return own.cq.valid(); }
+};
+
 /// The fabric and domain `info` describes, with a tagged completion queue of `cq_size` entries.
 [[nodiscard]] auto open_queue_domain(const fabric_info& info, std::size_t cq_size) -> result<queue_domain>;
 /// An endpoint on `dom` as `info` describes it, with a new AV, its sends and receives completing
