@@ -95,9 +95,9 @@ auto engine::submit(op& o) noexcept -> int {
         case op_kind::liveness_any: {
             // Any channel's pings and pongs: the channel is in the tag, the user tag says the kind.
             constexpr auto any_channel = std::uint64_t{match_bits::max_channel_id} << match_bits::channel_shift;
-            return code(main_->live.end.ep.tagged_recv(live_bufs_[o.slot],
-                                                   make_tag(message_kind::control, 0, liveness_sequence, 0),
-                                                   any_channel | 0xffffffffU, fabric_addrs::unspecified, nullptr, &o));
+            return code(main_->live.end.ep.tagged_recv(
+                live_bufs_[o.slot], make_tag(message_kind::control, 0, liveness_sequence, 0), any_channel | 0xffffffffU,
+                fabric_addrs::unspecified, nullptr, &o));
         }
         case op_kind::foreign: {
             // A layer above the engine defines what its operation submits, to the channel's peer.
