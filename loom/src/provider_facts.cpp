@@ -36,6 +36,7 @@ auto provider_facts_for(std::string_view p) noexcept -> provider_facts {
     f.hardware_registrations = p == "efa" || p == "cxi" || p.starts_with("verbs");
     f.own_liveness_endpoint = p == "tcp" || p == "tcp;ofi_rxm";
     if (p == "tcp;ofi_rxm") f.liveness_provider = "tcp";
+    f.sent_data_outlives_sender = !f.host_local;
     f.getopt_needs_enable = p == "shm";
     // shm (2.1) segfaults in smr_generic_inject when the peer endpoint was closed by the same
     // process (two engines of one process, torn down in either order).

@@ -98,6 +98,7 @@ auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std
     }
     e->open_liveness_endpoint();
     e->host_id_ = this_host_id();
+    e->pid_ends_peer_ = !provider_facts_for(n.provider).sent_data_outlives_sender;
     e->submissions_.reserve(1024);
     e->submissions_.set_timeout(cfg.eagain_timeout);
     e->unposted_.reserve(1024);

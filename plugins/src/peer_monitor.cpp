@@ -7,10 +7,12 @@
 // of their own, so they never wait behind the data queued on a slow link.
 // A channel that has heard nothing for three quarters of the timeout is dead: every request on
 // it fails. So a peer dies at t and its requests fail by t + timeout (+ one 100 ms check).
-// Peers on this host are also checked by pid, which says "gone" sooner, and a provider error
-// that says the peer cannot be reached declares it at once (progress.cpp, submission.cpp). A
-// peer declared dead takes every channel to its endpoint with it: they share the provider's
-// path, and one that waited less would otherwise start its clock again for what comes after.
+// On shm a peer is also checked by pid, which says "gone" sooner. Not on socket providers: what
+// a peer sent before it exited may still be in its socket or on the link, its close notice
+// behind it. A provider error that says the peer cannot be reached declares it at once
+// (progress.cpp, submission.cpp). A peer declared dead takes every channel to its endpoint with
+// it: they share the provider's path, and one that waited less would otherwise start its clock
+// again for what comes after.
 // A side that closes while its peer may still wait on it says so (announce_close): the peer's
 // channel is then no longer watched, and a sender's fails at once, without being declared dead.
 #include "engine_internals.hpp"
@@ -160,7 +162,7 @@ void engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) no
         c.live->answered = false;
         c.live->last_heard = now;
     }
-    if (waiting && same_host_peer_gone(c)) return declare_dead(c, "is gone");
+    if (waiting && pid_ends_peer_ && same_host_peer_gone(c)) return declare_dead(c, "is gone");
     switch (liveness_step(waiting, now, c.live->last_heard, c.live->last_ping, cfg_.peer_timeout)) {
         case liveness_action::declare_dead: return declare_dead(c, "stopped answering");
         case liveness_action::ping:

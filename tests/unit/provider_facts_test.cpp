@@ -59,6 +59,12 @@ TEST(ProviderFacts, TcpAndRxmOverTcpGetALivenessEndpointOfTheirOwnByDefault) {
     }
 }
 
+TEST(ProviderFacts, OnlyHostLocalProvidersEndAPeersDataWithItsProcess) {
+    for (auto p : {"shm", "sm2"}) EXPECT_FALSE(loom::provider_facts_for(p).sent_data_outlives_sender) << p;
+    for (auto p : {"tcp", "tcp;ofi_rxm", "verbs;ofi_rxm", "efa", "cxi", "sockets", "udp;ofi_rxd", "no-such-provider"})
+        EXPECT_TRUE(loom::provider_facts_for(p).sent_data_outlives_sender) << p;
+}
+
 TEST(ProviderFacts, DefectsAndRegistrationPaths) {
     EXPECT_TRUE(loom::provider_facts_for("tcp;ofi_rxm").broken_self_insert);
     EXPECT_TRUE(loom::provider_facts_for("verbs;ofi_rxm").broken_self_insert);

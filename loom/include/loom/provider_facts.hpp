@@ -37,6 +37,10 @@ struct provider_facts {
     /// ofi_rxm over tcp, a native tcp endpoint in a domain of its own costs about 17 MiB where
     /// an rxm endpoint costs about 140 MiB of pools.
     std::string_view liveness_provider{};
+    /// What a peer sent may still be on its way after its process has ended (in kernel socket
+    /// buffers, on the network): a peer on this host whose process is gone is not dead before
+    /// its data is in. False where a message is in the receiver's queue once sent (shm).
+    bool sent_data_outlives_sender{true};
 
     // ---- defects of the libfabric linked (libfabric 2.1 unless noted)
     bool getopt_needs_enable{false};   ///< shm: fi_getopt before fi_enable crashes

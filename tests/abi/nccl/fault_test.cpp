@@ -8,6 +8,8 @@
 #include "harness_support.hpp"
 #include "netns.hpp"
 
+#include <optional>
+
 namespace nccl_harness {
 namespace {
 
@@ -222,7 +224,8 @@ constexpr long death_after_ms = 1000;                     // into the transfers,
 /// How side 1 ends a busy exchange.
 enum class busy_end {
     finish,  ///< both sides complete
-    killed   ///< side 1 is killed (SIGKILL) with its transfers under way
+    killed,  ///< side 1 is killed (SIGKILL) with its transfers under way
+    leaves   ///< side 1 only sends, and closes and exits once its send completes
 };
 
 /// Sends and receives busy_size at once and waits for both: the link stays full for seconds,
@@ -271,13 +274,61 @@ void busy_side(api& a, int side, int to_peer, int from_peer, busy_end end) {
     CHECK(a.close_send(w.to) == 0 && a.close_recv(w.from) == 0 && a.close_listen(w.listen) == 0, "close");
 }
 
-/// Two processes across a 100 Mbit/s link exchange busy_size each way and end as `end` says;
-/// returns their wait statuses.
+/// Waits up to `limit_ms` for one byte on `fd`; false on timeout or a closed pipe.
+auto byte_within(int fd, int limit_ms) -> bool {
+    pollfd pfd{fd, POLLIN, 0};
+    char c = 0;
+    return ::poll(&pfd, 1, limit_ms) == 1 && ::read(fd, &c, 1) == 1;
+}
+
+constexpr std::size_t leaving_size = std::size_t{8} << 20;  // about 3.4 s at 20 Mbit/s
+
+/// busy_end::leaves: side 1 sends leaving_size and leaves as soon as its send completes, its last
+/// bytes still in its socket and on the link; side 0 receives every byte. Side 1's process is
+/// gone before they arrive, and its close notice comes behind them.
+void leaving_side(api& a, int side, int to_peer, int from_peer) {
+    auto w = connect_both_ways(a, to_peer, from_peer, side == 0);
+    std::vector<std::byte> buf(leaving_size);
+    const std::uint64_t seed = seed_of(1, leaving_size, 4);
+    if (side == 1) {
+        fill(buf.data(), buf.size(), seed);
+        CHECK(wait(a, post_send(a, w.to, buf.data(), buf.size(), 4, nullptr), nullptr) == 0, "send");
+        CHECK(a.close_send(w.to) == 0 && a.close_recv(w.from) == 0 && a.close_listen(w.listen) == 0, "close");
+        signal_peer(to_peer);  // leaving: the process exits next
+        return;
+    }
+    void* d = buf.data();
+    std::size_t sz = buf.size();
+    int tag = 4;
+    void* r = post_recv(a, w.from, 1, &d, &sz, &tag, nullptr);
+    const auto deadline = clk::now() + std::chrono::seconds(30);
+    std::optional<clk::time_point> left;
+    int done = 0, got = 0, rc = 0;
+    while (rc == 0 && done == 0) {
+        rc = a.test(r, &done, &got);
+        if (!left && byte_within(from_peer, 0)) left = clk::now();
+        CHECK(clk::now() < deadline, "the receive never ended");
+    }
+    const long after =
+        left ? static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - *left).count())
+             : -1;
+    std::fprintf(stderr, "side 0: receive ended (code %d, %d bytes) %ld ms after the peer left\n", rc, got, after);
+    CHECK(rc == 0 && got == static_cast<int>(leaving_size), "a peer that left was given up before its data arrived");
+    CHECK(first_bad(buf.data(), buf.size(), seed) == -1, "the bytes differ");
+    // Otherwise its data was in before a peer check (every 100 ms) could find it gone, and this
+    // case tested nothing.
+    CHECK(after >= 150, "the peer left %ld ms before the receive ended", after);
+    CHECK(a.close_send(w.to) == 0 && a.close_recv(w.from) == 0 && a.close_listen(w.listen) == 0, "close");
+}
+
+/// Two processes across a link of 100 Mbit/s exchange busy_size each way, or across one of
+/// 20 Mbit/s side 1 sends leaving_size to side 0; they end as `end` says. Returns their wait
+/// statuses.
 auto run_busy_pair(const param& p, busy_end end) -> std::array<int, 2> {
     std::array<int, 2> status{-1, -1};
     auto ns = netns_pair::create();
     if (!ns) return status;
-    if (!ns->limit_rate("100mbit")) {
+    if (!ns->limit_rate(end == busy_end::leaves ? "20mbit" : "100mbit")) {
         ADD_FAILURE() << "tc qdisc tbf";
         return status;
     }
@@ -295,7 +346,10 @@ auto run_busy_pair(const param& p, busy_end end) -> std::array<int, 2> {
         ::setenv("LOOM_IFACE", netns_pair::interface, 1);
         ::setenv("LOOM_PEER_TIMEOUT_MS", std::to_string(busy_timeout_ms).c_str(), 1);
         api a = load(p.version);
-        busy_side(a, side, peer[1 - side][1], peer[side][0], end);
+        if (end == busy_end::leaves)
+            leaving_side(a, side, peer[1 - side][1], peer[side][0]);
+        else
+            busy_side(a, side, peer[1 - side][1], peer[side][0], end);
         std::fflush(nullptr);
         ::_exit(0);
     }
@@ -327,6 +381,16 @@ TEST_P(nccl_across_hosts, a_peer_killed_behind_a_slow_full_link_fails_the_surviv
     const auto st = run_busy_pair(GetParam(), busy_end::killed);
     EXPECT_TRUE(exited_ok(st[0])) << "survivor status " << st[0];
     EXPECT_TRUE(WIFSIGNALED(st[1]) && WTERMSIG(st[1]) == SIGKILL) << "killed side status " << st[1];
+}
+
+// A peer on this host whose process is gone may still have data on its way (in its socket and
+// on the link): that data arrives, and the peer's close notice behind it ends the channel in
+// order. The pid's end alone does not make it dead on a socket provider.
+TEST_P(nccl_across_hosts, a_peer_that_leaves_with_its_last_bytes_on_the_link_delivers_them) {
+    if (!netns_pair::create()) GTEST_SKIP() << "cannot make network namespaces here (needs root and iproute2)";
+    const auto st = run_busy_pair(GetParam(), busy_end::leaves);
+    EXPECT_TRUE(exited_ok(st[0])) << "receiver status " << st[0];
+    EXPECT_TRUE(exited_ok(st[1])) << "sender status " << st[1];
 }
 
 INSTANTIATE_TEST_SUITE_P(network_namespaces, nccl_across_hosts,

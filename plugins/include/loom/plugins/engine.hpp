@@ -354,6 +354,8 @@ private:
     std::array<completion_event, 1> events_{};     ///< and builds a typed event here for dispatch
     engine_stats stats_{};
     std::uint64_t host_id_{0};
+    /// A peer on this host is dead once its process is gone (see provider_facts::sent_data_outlives_sender).
+    bool pid_ends_peer_{false};
     release_hook release_hook_{nullptr};
     remote_data_hook remote_data_hook_{nullptr};
     void* remote_data_context_{nullptr};
