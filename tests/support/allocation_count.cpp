@@ -1,4 +1,5 @@
-// The replaced global operator new counts; delete frees what malloc gave.
+// The replaced global operator new (plain and aligned) counts, and so does aligned_alloc, which
+// Asio's handler memory falls back to; delete frees what malloc gave.
 #include "allocation_count.hpp"
 
 #include <atomic>
@@ -16,5 +17,22 @@ void* operator new(std::size_t n) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+auto aligned_block(std::size_t alignment, std::size_t n) noexcept -> void* {
+    allocations.fetch_add(1, std::memory_order_relaxed);
+    void* p = nullptr;
+    return ::posix_memalign(&p, alignment < sizeof(void*) ? sizeof(void*) : alignment, n == 0 ? 1 : n) == 0 ? p
+                                                                                                            : nullptr;
+}
+}  // namespace
+
+void* operator new(std::size_t n, std::align_val_t a) {
+    if (void* p = aligned_block(static_cast<std::size_t>(a), n)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+extern "C" void* aligned_alloc(std::size_t alignment, std::size_t n) noexcept { return aligned_block(alignment, n); }
 
 auto loom::test::allocations_so_far() noexcept -> long { return allocations.load(std::memory_order_relaxed); }

@@ -1,6 +1,7 @@
 // loom/asio/impl/fabric_service.hpp — inline bodies of loom/asio/fabric_service.hpp.
 #pragma once
 
+#include <asio/bind_allocator.hpp>
 #include <asio/post.hpp>
 
 #include <fcntl.h>
@@ -204,17 +205,20 @@ inline void fabric_service::schedule() {
     if (interval == std::chrono::microseconds::zero() && idle_passes_ >= idle_reads) interval = idle_interval;
     pass_scheduled_ = true;
     spinning_ = interval == std::chrono::microseconds::zero();
+    // The pass's handler memory comes from the per-thread cache of its type: Asio's own recycling
+    // cache is taken by the operations' completions, and the io_context went to the heap for
+    // every pass.
     if (spinning_) {
-        ::asio::post(ioc_, [this] { timer_pass(); });
+        ::asio::post(ioc_, ::asio::bind_allocator(detail::state_allocator<void>(), [this] { timer_pass(); }));
         return;
     }
     if (!timer_) timer_.emplace(ioc_);  // only now: a timer brings the reactor into every run
     timer_->expires_after(interval);
-    timer_->async_wait([this](const std::error_code& ec) {
+    timer_->async_wait(::asio::bind_allocator(detail::state_allocator<void>(), [this](const std::error_code& ec) {
         if (!ec) return timer_pass();
         const std::lock_guard lock(mutex_);
         pass_scheduled_ = false;
-    });
+    }));
 }
 
 inline void fabric_service::timer_pass() {
@@ -294,12 +298,12 @@ inline void fabric_service::wake() noexcept {
     if (polling_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return;  // this pass runs it
     if (drain_posted_.exchange(true, std::memory_order_acq_rel)) return;
     try {
-        ::asio::post(ioc_, [this] {
-            drain_posted_.store(false, std::memory_order_release);
-            const std::lock_guard lock(mutex_);
-            const pass_scope pass(*this);
-            run_ready();
-        });
+        ::asio::post(ioc_, ::asio::bind_allocator(detail::state_allocator<void>(), [this] {
+                         drain_posted_.store(false, std::memory_order_release);
+                         const std::lock_guard lock(mutex_);
+                         const pass_scope pass(*this);
+                         run_ready();
+                     }));
     } catch (...) {
         drain_posted_.store(false, std::memory_order_release);  // the next pass runs it
     }
