@@ -111,6 +111,9 @@ private:
     void shutdown() override;
     // Called with mutex_ held.
     void schedule();
+    /// Posts `f` (never run inline) with its memory from the per-thread cache of its type.
+    template <class F>
+    void post_cached(F&& f);
     void timer_pass();
     void descriptor_ready(const std::shared_ptr<queue_entry>& e, const std::error_code& ec);
     auto read_queue(queue_entry& e) -> std::size_t;

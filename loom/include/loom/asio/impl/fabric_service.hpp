@@ -2,7 +2,11 @@
 #pragma once
 
 #include <asio/bind_allocator.hpp>
-#include <asio/post.hpp>
+#include <asio/execution/allocator.hpp>
+#include <asio/execution/blocking.hpp>
+#include <asio/execution/execute.hpp>
+#include <asio/prefer.hpp>
+#include <asio/require.hpp>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -205,11 +209,8 @@ inline void fabric_service::schedule() {
     if (interval == std::chrono::microseconds::zero() && idle_passes_ >= idle_reads) interval = idle_interval;
     pass_scheduled_ = true;
     spinning_ = interval == std::chrono::microseconds::zero();
-    // The pass's handler memory comes from the per-thread cache of its type: Asio's own recycling
-    // cache is taken by the operations' completions, and the io_context went to the heap for
-    // every pass.
     if (spinning_) {
-        ::asio::post(ioc_, ::asio::bind_allocator(detail::state_allocator<void>(), [this] { timer_pass(); }));
+        post_cached([this] { timer_pass(); });
         return;
     }
     if (!timer_) timer_.emplace(ioc_);  // only now: a timer brings the reactor into every run
@@ -219,6 +220,16 @@ inline void fabric_service::schedule() {
         const std::lock_guard lock(mutex_);
         pass_scheduled_ = false;
     }));
+}
+
+// Asio's per-thread recycling cache (two blocks) is taken by the operations' completions: with
+// the default handler memory every pass went to the heap. A handler that named its allocator
+// (bind_allocator) would be wrapped for a second dispatch through its own executor instead.
+template <class F>
+void fabric_service::post_cached(F&& f) {
+    const auto ex = ::asio::prefer(::asio::require(ioc_.get_executor(), ::asio::execution::blocking.never),
+                                   ::asio::execution::allocator(detail::state_allocator<void>()));
+    ::asio::execution::execute(ex, std::forward<F>(f));
 }
 
 inline void fabric_service::timer_pass() {
@@ -298,12 +309,12 @@ inline void fabric_service::wake() noexcept {
     if (polling_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return;  // this pass runs it
     if (drain_posted_.exchange(true, std::memory_order_acq_rel)) return;
     try {
-        ::asio::post(ioc_, ::asio::bind_allocator(detail::state_allocator<void>(), [this] {
-                         drain_posted_.store(false, std::memory_order_release);
-                         const std::lock_guard lock(mutex_);
-                         const pass_scope pass(*this);
-                         run_ready();
-                     }));
+        post_cached([this] {
+            drain_posted_.store(false, std::memory_order_release);
+            const std::lock_guard lock(mutex_);
+            const pass_scope pass(*this);
+            run_ready();
+        });
     } catch (...) {
         drain_posted_.store(false, std::memory_order_release);  // the next pass runs it
     }
