@@ -1,7 +1,7 @@
 // domain_registrar.cpp — how the registration cache registers a range with a domain (and,
 // under FI_MR_ENDPOINT, binds it to an endpoint).
+#include <loom/domain_registrar.hpp>
 #include <loom/endpoint.hpp>
-#include <loom/mr_cache.hpp>
 
 #include <rdma/fi_domain.h>
 

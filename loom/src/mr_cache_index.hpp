@@ -4,7 +4,7 @@
 // invariant check in mr_cache_observation.cpp walks it).
 #pragma once
 
-#include <loom/mr_cache.hpp>
+#include <loom/detail/mr_cache_core.hpp>
 
 #include <algorithm>
 #include <cstdint>
