@@ -4,10 +4,8 @@
 
 #include <cstddef>
 
-namespace loom {
-
 /// Scoped endpoint-option identifiers (fi_getopt/fi_setopt).
-namespace ep_opt {
+namespace loom::ep_opt {
 /// Option levels (FI_OPT_ENDPOINT).
 enum class level : int {
     endpoint = 0  ///< FI_OPT_ENDPOINT: options of the endpoint itself
@@ -79,6 +77,4 @@ inline constexpr option inject_rma_size = option::inject_rma_size;
 inline constexpr option inject_atomic_size = option::inject_atomic_size;
 /// The value size an option takes, or 0 for an unknown/unsupported identifier.
 [[nodiscard]] auto value_size(option o) noexcept -> std::size_t;
-}  // namespace ep_opt
-
-}  // namespace loom
+}  // namespace loom::ep_opt
