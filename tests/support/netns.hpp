@@ -76,6 +76,11 @@ public:
         return true;
     }
 
+    /// Sets a network sysctl of one side's namespace (its own copy: e.g. "net.ipv4.tcp_wmem=...").
+    [[nodiscard]] auto set_sysctl(int side, const std::string& setting) const -> bool {
+        return run("ip netns exec " + names_[side] + " sysctl -qw '" + setting + "'");
+    }
+
     /// Runs `command` through the shell with its output discarded; true when it exits 0.
     static auto run(const std::string& command) -> bool {
         return std::system((command + " >/dev/null 2>&1").c_str()) == 0;

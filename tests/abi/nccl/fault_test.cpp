@@ -282,6 +282,10 @@ auto byte_within(int fd, int limit_ms) -> bool {
 }
 
 constexpr std::size_t leaving_size = std::size_t{8} << 20;  // about 3.4 s at 20 Mbit/s
+// The leaving side's sockets start with 4 MiB of send buffer: its send completes with about
+// 1.7 s of data still to cross the link, however fast either process runs.
+constexpr const char* leaving_send_buffer = "net.ipv4.tcp_wmem=4096 4194304 8388608";
+constexpr long leaving_timeout_ms = 5000;  // its silence must not end the channel first
 
 /// busy_end::leaves: side 1 sends leaving_size and leaves as soon as its send completes, its last
 /// bytes still in its socket and on the link; side 0 receives every byte. Side 1's process is
@@ -317,7 +321,7 @@ void leaving_side(api& a, int side, int to_peer, int from_peer) {
     CHECK(first_bad(buf.data(), buf.size(), seed) == -1, "the bytes differ");
     // Otherwise its data was in before a peer check (every 100 ms) could find it gone, and this
     // case tested nothing.
-    CHECK(after >= 150, "the peer left %ld ms before the receive ended", after);
+    CHECK(after >= 300, "the peer left %ld ms before the receive ended", after);
     CHECK(a.close_send(w.to) == 0 && a.close_recv(w.from) == 0 && a.close_listen(w.listen) == 0, "close");
 }
 
@@ -332,6 +336,11 @@ auto run_busy_pair(const param& p, busy_end end) -> std::array<int, 2> {
         ADD_FAILURE() << "tc qdisc tbf";
         return status;
     }
+    if (end == busy_end::leaves && !ns->set_sysctl(1, leaving_send_buffer)) {
+        ADD_FAILURE() << "sysctl " << leaving_send_buffer;
+        return status;
+    }
+    const long timeout_ms = end == busy_end::leaves ? leaving_timeout_ms : busy_timeout_ms;
     int peer[2][2];  // peer[i]: to side i
     for (auto& fds : peer) CHECK(::pipe(fds) == 0, "pipe");
     pid_t pids[2];
@@ -344,7 +353,7 @@ auto run_busy_pair(const param& p, busy_end end) -> std::array<int, 2> {
         CHECK(ns->enter(side), "entering namespace %s", ns->name(side).c_str());
         ::setenv("LOOM_PROVIDER", p.provider.c_str(), 1);
         ::setenv("LOOM_IFACE", netns_pair::interface, 1);
-        ::setenv("LOOM_PEER_TIMEOUT_MS", std::to_string(busy_timeout_ms).c_str(), 1);
+        ::setenv("LOOM_PEER_TIMEOUT_MS", std::to_string(timeout_ms).c_str(), 1);
         api a = load(p.version);
         if (end == busy_end::leaves)
             leaving_side(a, side, peer[1 - side][1], peer[side][0]);
