@@ -151,9 +151,9 @@ void one_side(api& a, int side, const side_pipes& p) {
 }
 
 /// Waits up to `limit` for one byte on `fd` (false on timeout or a closed pipe).
-auto await_child(int fd, std::chrono::seconds limit) -> bool {
+auto await_child(int fd, std::chrono::milliseconds limit) -> bool {
     pollfd pfd{fd, POLLIN, 0};
-    if (::poll(&pfd, 1, static_cast<int>(std::chrono::milliseconds(limit).count())) != 1) return false;
+    if (::poll(&pfd, 1, static_cast<int>(limit.count())) != 1) return false;
     char c = 0;
     return ::read(fd, &c, 1) == 1;
 }
@@ -274,13 +274,6 @@ void busy_side(api& a, int side, int to_peer, int from_peer, busy_end end) {
     CHECK(a.close_send(w.to) == 0 && a.close_recv(w.from) == 0 && a.close_listen(w.listen) == 0, "close");
 }
 
-/// Waits up to `limit_ms` for one byte on `fd`; false on timeout or a closed pipe.
-auto byte_within(int fd, int limit_ms) -> bool {
-    pollfd pfd{fd, POLLIN, 0};
-    char c = 0;
-    return ::poll(&pfd, 1, limit_ms) == 1 && ::read(fd, &c, 1) == 1;
-}
-
 constexpr std::size_t leaving_size = std::size_t{8} << 20;  // about 3.4 s at 20 Mbit/s
 // The leaving side's sockets start with 4 MiB of send buffer: its send completes with about
 // 1.7 s of data still to cross the link, however fast either process runs.
@@ -310,7 +303,7 @@ void leaving_side(api& a, int side, int to_peer, int from_peer) {
     int done = 0, got = 0, rc = 0;
     while (rc == 0 && done == 0) {
         rc = a.test(r, &done, &got);
-        if (!left && byte_within(from_peer, 0)) left = clk::now();
+        if (!left && await_child(from_peer, std::chrono::milliseconds(0))) left = clk::now();
         CHECK(clk::now() < deadline, "the receive never ended");
     }
     const long after =
