@@ -83,6 +83,31 @@ void engine::close(sender& s) noexcept {
     retire(s, {&s.connect_op, &s.accept_op, &s.liveness.receive});
 }
 
+void engine::wait_for_writes(receiver& rc) noexcept {
+    // The peer writes a clear-to-send's bytes to the end even after it heard of the close
+    // (rendezvous.cpp); a peer that closed or failed (its monitor runs in progress()) writes
+    // nothing more. A slow link may take longer than the timeout: only a pause that long ends
+    // the wait while the peer lives.
+    auto landed = [&] {
+        std::uint64_t n = 0;
+        for (const auto& r : rc.pool)
+            if (r.active)
+                for (int i = 0; i < r.n; ++i) n += r.slots[static_cast<std::size_t>(i)].landed;
+        return n;
+    };
+    const auto quiet = std::min(cfg_.peer_timeout, std::chrono::milliseconds(5000));
+    auto deadline = clock::now() + quiet;
+    std::uint64_t seen = landed();
+    while (rc.state == chan_state::ready && !rc.closed_by_peer && awaits_writes(rc) && clock::now() < deadline) {
+        progress();
+        if (const std::uint64_t n = landed(); n != seen) {
+            seen = n;
+            deadline = clock::now() + quiet;
+        }
+        relax_lock();
+    }
+}
+
 void engine::close(receiver& rc) noexcept {
     receivers_.erase(rc.id);
     retire(rc, {&rc.accept_op, &rc.liveness.receive});

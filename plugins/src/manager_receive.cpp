@@ -324,6 +324,9 @@ void endpoint_manager::impl::close_receive(recv_ep& r) noexcept {
     for (auto& c : r.conns) {
         // A sender that has not said goodbye may still wait on this side: it hears of the close.
         if (!c->farewell && !c->lost) eng->announce_close(*c->chan);  // nothing if it announced its own
+        // The caller's buffers come back as canceled, to be reused at once: none may still
+        // have a write on its way into it.
+        if (r.params.mode == receive_mode::posted) eng->wait_for_writes(*c->chan);
         end_connection(r, c);
     }
     for (const auto& pb : r.unclaimed) cancel_posted(r, pb, 0);

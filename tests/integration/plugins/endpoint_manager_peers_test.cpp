@@ -195,4 +195,50 @@ TEST(EndpointManagerPeers, AReceiverClosedDuringARendezvousKeepsItsBuffersForThe
     }
 }
 
+TEST(EndpointManagerPeers, APostedBufferComesBackFromACloseOnlyOnceNoWriteCanLandInIt) {
+    // Posted mode: a large message is being written into the caller's own buffer when the
+    // receive endpoint closes. The buffer comes back (canceled) to a caller that reuses it at
+    // once: nothing the peer sent may land in it afterwards. The event's arrival marks the
+    // buffer; the mark must survive everything the peer still does. Several timings.
+    constexpr std::size_t size = std::size_t{16} << 20;
+    constexpr auto mark = std::byte{0x55};
+    for (int delay_ms : {0, 1, 2, 5}) {
+        SCOPED_TRACE(delay_ms);
+        side rx, tx;
+        ASSERT_TRUE(rx.m && tx.m);
+        std::vector<std::byte> target(size);
+        auto target_mh = rx.m->register_memory(target).value();
+        auto in = rx.m->open_receive_endpoint({.mode = lp::receive_mode::posted, .buffer_count = 1}).value();
+        int buffer_ctx = 0;
+        ASSERT_TRUE(rx.m->post_receive(in, target, target_mh, &buffer_ctx));
+        auto out = tx.m->open_send_endpoint(rx.m->address_of(in).value(), {.mode = lp::send_mode::zero_copy}).value();
+        ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::connected) == 1; }));
+        std::vector<std::byte> big(size, std::byte{7});
+        auto mh = tx.m->register_memory(big).value();
+        ASSERT_TRUE(tx.m->send(out, big, mh, {}));
+        for (int i = 0; i < 3; ++i) rx.m->poll();  // the request to send is in: a clear-to-send goes out
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        ASSERT_TRUE(rx.m->close_receive_endpoint(in));
+        auto returned = [&] {
+            for (const auto& e : rx.of(lp::event_kind::error))
+                if (e.e.buffer_context == &buffer_ctx) return true;
+            return false;
+        };
+        ASSERT_TRUE(poll_until(rx, tx, returned));
+        std::ranges::fill(target, mark);  // the caller's next use of its buffer
+        EXPECT_EQ(rx.of(lp::event_kind::error).back().e.error, code(loom::errc::canceled));
+        ASSERT_TRUE(poll_until(rx, tx, [&] { return tx.count(lp::event_kind::send_complete) == 1; }));
+        const auto settle = std::chrono::steady_clock::now() + 100ms;  // whatever is still on its way arrives
+        while (std::chrono::steady_clock::now() < settle) {
+            rx.m->poll();
+            tx.m->poll();
+        }
+        EXPECT_TRUE(tx.m->close_send_endpoint(out));
+        for (int i = 0; i < 10; ++i) rx.m->poll();
+        EXPECT_EQ(std::ranges::count(target, mark), static_cast<std::ptrdiff_t>(size)) << "a write landed late";
+        tx.m->deregister(mh);
+        rx.m->deregister(target_mh);
+    }
+}
+
 }  // namespace

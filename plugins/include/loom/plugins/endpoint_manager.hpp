@@ -165,9 +165,10 @@ public:
     /// What a peer passes to open_send_endpoint (fixed size, validated by the peer).
     [[nodiscard]] auto address_of(receive_endpoint_id ep) const -> result<handle_bytes>;
     /// Closes a receive endpoint; its connections end and their senders are told so. Posted
-    /// buffers come back as canceled; a large message the sender is still writing may land in
-    /// one after that, so close posted-mode endpoints after their transfers (the endpoint's own
-    /// pool buffers are kept until the manager is gone).
+    /// buffers come back as canceled, free to reuse: where a large message is being written
+    /// into one, the call first waits until its bytes have landed, its sender has closed or
+    /// failed, or none has landed for the peer timeout (at most 5 s). (The endpoint's own pool buffers
+    /// are kept until the manager is gone instead.)
     [[nodiscard]] auto close_receive_endpoint(receive_endpoint_id ep) -> void_result;
     /// Posted mode: the next zero-copy message lands in `buffer` (registered through `mh`, or
     /// nullptr to let the manager look it up). The event carries `context` as buffer_context.

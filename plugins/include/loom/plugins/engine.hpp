@@ -162,6 +162,11 @@ public:
     /// Whether the receiver's peer may still write into its buffers: a clear-to-send went out
     /// for bytes that have not landed. Memory behind them must outlive the engine then.
     [[nodiscard]] auto awaits_writes(const receiver& r) const noexcept -> bool;
+    /// Progresses until no write is awaited on `r` any more (awaits_writes), its peer has
+    /// closed or failed, or no byte has landed for the peer timeout (at most 5 s): what a
+    /// receiver whose buffers are its caller's does before closing, so that none comes back
+    /// with a write still on its way into it.
+    void wait_for_writes(receiver& r) noexcept;
 
     /// Host memory through the MR caches, or device memory / a DMA-BUF (`dev`) registered
     /// exactly and deregistered when the handle goes (device allocations get reused).
