@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 #include "path.hpp"
 
@@ -128,6 +130,186 @@ auto split(std::string_view s) -> std::vector<std::string> {
     return out;
 }
 
+/// The command line, one argument at a time.
+class arg_reader {
+public:
+    arg_reader(int argc, char** argv) : argc_(argc), argv_(argv) {}
+    /// The next option; nothing at the end.
+    auto next() -> std::optional<std::string_view> {
+        if (++i_ >= argc_) return std::nullopt;
+        return std::string_view{argv_[i_]};
+    }
+    /// The option's value (the argument after it); null when there is none.
+    auto value() -> const char* { return i_ + 1 < argc_ ? argv_[++i_] : nullptr; }
+    /// The value as an integer in [lo, hi].
+    auto int_value(int lo, int hi, int& out) -> bool {
+        const char* v = value();
+        if (v == nullptr) return false;
+        char* end = nullptr;
+        const long n = std::strtol(v, &end, 10);
+        if (*end != '\0' || n < lo || n > hi) return false;
+        out = static_cast<int>(n);
+        return true;
+    }
+
+private:
+    int argc_;
+    char** argv_;
+    int i_{0};
+};
+
+/// What a parser says of one option: empty when it took it, else the complaint.
+using complaint = std::string;
+
+auto known_path(std::string_view p) -> bool {
+    return p == "raw" || p == "raw2" || p == "loom" || p == "sender" || p == "asio" || p == "nccl" || p == "nccl2" ||
+           p == "nixl" || p == "nixl-ucx" || p == "nvshmem";
+}
+
+auto parse_paths(const char* v, options& o) -> complaint {
+    if (v == nullptr) return "--paths needs a list";
+    o.paths = split(v);
+    for (const auto& p : o.paths)
+        if (!known_path(p)) return "unknown path '" + p + "'";
+    return {};
+}
+
+auto parse_ops(const char* v, options& o) -> complaint {
+    if (v == nullptr) return "--ops needs a list";
+    o.ops.clear();
+    for (const auto& s : split(v)) {
+        const auto op = parse_operation(s);
+        if (!op) {
+            if (s == "rma") return "operation 'rma': say rma_write or rma_read";
+            if (s == "atomic") return "operation 'atomic': say atomic_fadd";
+            return "unknown operation '" + s + "'";
+        }
+        o.ops.push_back(*op);
+    }
+    return {};
+}
+
+auto parse_threading(const char* v, options& o) -> complaint {
+    const std::string_view t = v == nullptr ? std::string_view{} : std::string_view{v};
+    if (t == "safe")
+        o.threading = loom::threading_mode::safe;
+    else if (t == "domain")
+        o.threading = loom::threading_mode::domain;
+    else if (t == "completion")
+        o.threading = loom::threading_mode::completion;
+    else
+        return "--threading needs safe, domain or completion";
+    return {};
+}
+
+auto parse_launcher(const char* v, options& o) -> complaint {
+    const std::string_view l = v != nullptr ? v : "";
+    if (l == "local")
+        o.launcher = options::launch::local;
+    else if (l == "mpi")
+        o.launcher = options::launch::mpi;
+    else
+        return "--launcher wants local or mpi";
+    return {};
+}
+
+/// The options whose value is one string (a name, a library, an output file).
+auto string_option(std::string_view a) -> std::string options::* {
+    static constexpr std::pair<std::string_view, std::string options::*> table[] = {
+        {"--provider", &options::provider},
+        {"-p", &options::provider},
+        {"--iface", &options::iface},
+        {"--nccl-plugin", &options::nccl_plugin},
+        {"--nccl2-plugin", &options::nccl2_plugin},
+        {"--nixl-capi", &options::nixl_capi},
+        {"--nixl-plugin", &options::nixl_plugin},
+        {"--nvshmem-transport", &options::nvshmem_transport},
+        {"--json", &options::json},
+        {"--csv", &options::csv},
+        {"--plot", &options::plot},
+    };
+    for (const auto& [name, member] : table)
+        if (name == a) return member;
+    return nullptr;
+}
+
+/// The options that count or measure.
+auto parse_number(std::string_view a, arg_reader& args, options& o) -> std::optional<complaint> {
+    if (a == "--reps") return args.int_value(1, 1000, o.reps) ? "" : "--reps wants 1..1000";
+    if (a == "--rounds") return args.int_value(1, 1000, o.rounds) ? "" : "--rounds wants 1..1000";
+    if (a == "--iters")
+        return args.int_value(1, 10000000, o.sched.fixed_iterations) ? "" : "--iters wants a positive count";
+    if (a == "--window")
+        return args.int_value(1, max_window, o.sched.window) ? complaint{}
+                                                             : "--window wants 1.." + std::to_string(max_window);
+    if (a == "--local") {
+        if (!args.int_value(2, 2, o.ranks)) return "--local: only 2 ranks are supported";
+        o.launcher = options::launch::local;
+        return "";
+    }
+    if (a == "--sizes") {
+        const char* v = args.value();
+        if (v == nullptr) return "--sizes needs a list";
+        auto s = parse_sizes(v);
+        if (!s) return s.error();
+        o.sizes = *s;
+        return "";
+    }
+    if (a == "--budget") {
+        const char* v = args.value();
+        const auto b = v != nullptr ? parse_size(v) : std::nullopt;
+        if (!b || *b == 0) return "--budget wants a size";
+        o.sched.byte_budget = *b;
+        return "";
+    }
+    return std::nullopt;
+}
+
+/// One option (and its value).
+auto parse_option(std::string_view a, arg_reader& args, options& o) -> complaint {
+    if (auto member = string_option(a)) {
+        const char* v = args.value();
+        if (v == nullptr) return std::string(a) + " needs a value";
+        o.*member = v;
+        return {};
+    }
+    if (auto number = parse_number(a, args, o)) return *number;
+    if (a == "--paths") return parse_paths(args.value(), o);
+    if (a == "--ops") return parse_ops(args.value(), o);
+    if (a == "--threading") return parse_threading(args.value(), o);
+    if (a == "--launcher") return parse_launcher(args.value(), o);
+    if (a == "--ep-type") {
+        const char* v = args.value();
+        return v != nullptr && std::string_view(v) == "rdm" ? "" : "--ep-type: only rdm is implemented";
+    }
+    if (a == "--quiet" || a == "-q") {
+        o.quiet = true;
+        return {};
+    }
+    return "unknown option '" + std::string(a) + "'";
+}
+
+/// Checks across options, then the paths in their measuring order.
+auto finish(options& o) -> complaint {
+    if (o.provider.find("sockets") != std::string::npos)
+        return "the sockets provider is for functional tests only, never benchmarks";
+    if (o.paths.empty()) return "no paths";
+    if (o.threading != loom::threading_mode::unspecified)
+        for (const auto& p : o.paths)
+            if (p != "raw" && p != "raw2" && p != "loom" && p != "sender" && p != "asio")
+                return "--threading applies to the raw, raw2, loom, sender and asio paths, not " + p;
+    // raw first: ratios are to raw and interleaving starts with the floor.
+    // (A sort on (rank, name): stable_sort trips clang's deprecation of libstdc++ 12's
+    // get_temporary_buffer.)
+    std::ranges::sort(o.paths, [](const std::string& a, const std::string& b) {
+        auto rank = [](const std::string& p) { return p == "raw" ? 0 : p == "raw2" ? 1 : p == "loom" ? 2 : 3; };
+        return std::pair{rank(a), std::string_view{a}} < std::pair{rank(b), std::string_view{b}};
+    });
+    const auto [first, last] = std::ranges::unique(o.paths);
+    o.paths.erase(first, last);
+    return {};
+}
+
 }  // namespace
 
 auto parse_args(int argc, char** argv, options& o) -> int {
@@ -135,142 +317,15 @@ auto parse_args(int argc, char** argv, options& o) -> int {
         std::fprintf(stderr, "loom-bench: %s (see --help)\n", what.c_str());
         return 2;
     };
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view a = argv[i];
-        auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-        auto int_value = [&](int lo, int hi, int& out) -> bool {
-            const char* v = value();
-            if (v == nullptr) return false;
-            char* end = nullptr;
-            const long n = std::strtol(v, &end, 10);
-            if (*end != '\0' || n < lo || n > hi) return false;
-            out = static_cast<int>(n);
-            return true;
-        };
-        if (a == "-h" || a == "--help") {
+    arg_reader args(argc, argv);
+    while (const auto a = args.next()) {
+        if (*a == "-h" || *a == "--help") {
             std::fputs(usage_text, stdout);
             return 0;
         }
-        if (a == "--paths") {
-            const char* v = value();
-            if (v == nullptr) return bad("--paths needs a list");
-            o.paths = split(v);
-            for (const auto& p : o.paths)
-                if (p != "raw" && p != "raw2" && p != "loom" && p != "sender" && p != "asio" && p != "nccl" &&
-                    p != "nccl2" && p != "nixl" && p != "nixl-ucx" && p != "nvshmem")
-                    return bad("unknown path '" + p + "'");
-        } else if (a == "--ops") {
-            const char* v = value();
-            if (v == nullptr) return bad("--ops needs a list");
-            o.ops.clear();
-            for (const auto& s : split(v)) {
-                const auto op = parse_operation(s);
-                if (!op) {
-                    if (s == "rma") return bad("operation 'rma': say rma_write or rma_read");
-                    if (s == "atomic") return bad("operation 'atomic': say atomic_fadd");
-                    return bad("unknown operation '" + s + "'");
-                }
-                o.ops.push_back(*op);
-            }
-        } else if (a == "--provider" || a == "-p") {
-            const char* v = value();
-            if (v == nullptr) return bad("--provider needs a name");
-            o.provider = v;
-        } else if (a == "--iface") {
-            const char* v = value();
-            if (v == nullptr) return bad("--iface needs a name");
-            o.iface = v;
-        } else if (a == "--threading") {
-            const char* v = value();
-            const std::string_view t = v == nullptr ? std::string_view{} : std::string_view{v};
-            if (t == "safe")
-                o.threading = loom::threading_mode::safe;
-            else if (t == "domain")
-                o.threading = loom::threading_mode::domain;
-            else if (t == "completion")
-                o.threading = loom::threading_mode::completion;
-            else
-                return bad("--threading needs safe, domain or completion");
-        } else if (a == "--ep-type") {
-            const char* v = value();
-            if (v == nullptr || std::string_view(v) != "rdm") return bad("--ep-type: only rdm is implemented");
-        } else if (a == "--sizes") {
-            const char* v = value();
-            if (v == nullptr) return bad("--sizes needs a list");
-            auto s = parse_sizes(v);
-            if (!s) return bad(s.error());
-            o.sizes = *s;
-        } else if (a == "--reps") {
-            if (!int_value(1, 1000, o.reps)) return bad("--reps wants 1..1000");
-        } else if (a == "--rounds") {
-            if (!int_value(1, 1000, o.rounds)) return bad("--rounds wants 1..1000");
-        } else if (a == "--iters") {
-            if (!int_value(1, 10000000, o.sched.fixed_iterations)) return bad("--iters wants a positive count");
-        } else if (a == "--budget") {
-            const char* v = value();
-            const auto b = v != nullptr ? parse_size(v) : std::nullopt;
-            if (!b || *b == 0) return bad("--budget wants a size");
-            o.sched.byte_budget = *b;
-        } else if (a == "--window") {
-            if (!int_value(1, max_window, o.sched.window))
-                return bad("--window wants 1.." + std::to_string(max_window));
-        } else if (a == "--local") {
-            if (!int_value(2, 2, o.ranks)) return bad("--local: only 2 ranks are supported");
-            o.launcher = options::launch::local;
-        } else if (a == "--launcher") {
-            const char* v = value();
-            const std::string_view l = v != nullptr ? v : "";
-            if (l == "local")
-                o.launcher = options::launch::local;
-            else if (l == "mpi")
-                o.launcher = options::launch::mpi;
-            else
-                return bad("--launcher wants local or mpi");
-        } else if (a == "--nccl-plugin") {
-            const char* v = value();
-            if (v == nullptr) return bad("--nccl-plugin needs a path");
-            o.nccl_plugin = v;
-        } else if (a == "--nixl-capi") {
-            const char* v = value();
-            if (v == nullptr) return bad("--nixl-capi needs a path");
-            o.nixl_capi = v;
-        } else if (a == "--nvshmem-transport") {
-            const char* v = value();
-            if (v == nullptr) return bad("--nvshmem-transport needs a path");
-            o.nvshmem_transport = v;
-        } else if (a == "--nixl-plugin") {
-            const char* v = value();
-            if (v == nullptr) return bad("--nixl-plugin needs a path");
-            o.nixl_plugin = v;
-        } else if (a == "--nccl2-plugin") {
-            const char* v = value();
-            if (v == nullptr) return bad("--nccl2-plugin needs a path");
-            o.nccl2_plugin = v;
-        } else if (a == "--json" || a == "--csv" || a == "--plot") {
-            const char* v = value();
-            if (v == nullptr) return bad(std::string(a) + " needs a file");
-            (a == "--json" ? o.json : a == "--csv" ? o.csv : o.plot) = v;
-        } else if (a == "--quiet" || a == "-q") {
-            o.quiet = true;
-        } else {
-            return bad("unknown option '" + std::string(a) + "'");
-        }
+        if (const complaint c = parse_option(*a, args, o); !c.empty()) return bad(c);
     }
-    if (o.provider == "sockets" || o.provider.find("sockets") != std::string::npos)
-        return bad("the sockets provider is for functional tests only, never benchmarks");
-    if (o.paths.empty()) return bad("no paths");
-    if (o.threading != loom::threading_mode::unspecified)
-        for (const auto& p : o.paths)
-            if (p != "raw" && p != "raw2" && p != "loom" && p != "sender" && p != "asio")
-                return bad("--threading applies to the raw, raw2, loom, sender and asio paths, not " + p);
-    // raw first: ratios are to raw and interleaving starts with the floor.
-    // (std::sort on (rank, name): stable_sort trips clang's deprecation of libstdc++ 12's
-    // get_temporary_buffer.)
-    std::sort(o.paths.begin(), o.paths.end(), [](const std::string& a, const std::string& b) {
-        auto rank = [](const std::string& p) { return p == "raw" ? 0 : p == "raw2" ? 1 : p == "loom" ? 2 : 3; };
-        return std::pair{rank(a), std::string_view{a}} < std::pair{rank(b), std::string_view{b}};
-    });
-    o.paths.erase(std::unique(o.paths.begin(), o.paths.end()), o.paths.end());
+    if (const complaint c = finish(o); !c.empty()) return bad(c);
     return -1;
 }
 
