@@ -19,15 +19,13 @@ using namespace engine_detail;
 using match_bits::make_tag;
 
 // ---------------------------------------------------------------- submission
+namespace {
+
+auto code(const void_result& r) noexcept -> int { return r ? 0 : -r.error().value(); }
+
+}  // namespace
+
 auto engine::submit(op& o) noexcept -> int {
-    auto code = [](const void_result& r) -> int { return r ? 0 : -r.error().value(); };
-    auto control = [&](std::span<const std::byte> msg, std::uint64_t tag, fabric_addr to) -> int {
-        if (msg.size() <= inject_size_) {
-            const int rc = code(ep_.tagged_inject(msg, tag, to));
-            return rc == 0 ? 1 : rc;  // 1: complete already
-        }
-        return code(ep_.tagged_send(msg, tag, to, nullptr, &o));
-    };
     switch (o.kind) {
         case op_kind::send_eager: {
             auto& r = *static_cast<send_request*>(o.owner);
@@ -48,6 +46,40 @@ auto engine::submit(op& o) noexcept -> int {
             return code(ep_.tagged_recv(r.cts, make_tag(message_kind::clear_to_send, r.chan->id, r.seq, r.user_tag), 0,
                                         fabric_addrs::unspecified, nullptr, &o));
         }
+        case op_kind::recv_slot: {
+            auto& r = *static_cast<recv_request*>(o.owner);
+            return submit_recv_slot(r, r.slots[o.slot], o);
+        }
+        case op_kind::cts_send: {
+            auto& r = *static_cast<recv_request*>(o.owner);
+            auto& s = r.slots[o.slot];
+            return submit_control(o, {s.cts.data(), s.cts_len},
+                                  make_tag(message_kind::clear_to_send, r.chan->remote_id, s.seq, s.user_tag),
+                                  r.chan->peer);
+        }
+        case op_kind::rma_write:
+        case op_kind::foreign:
+        case op_kind::flush_read: return submit_one_sided_op(o);
+        case op_kind::listen_recv:
+        case op_kind::connect_send:
+        case op_kind::accept_recv:
+        case op_kind::accept_send:
+        case op_kind::liveness_recv:
+        case op_kind::liveness_any: return submit_connection_op(o);
+    }
+    return -FI_EINVAL;
+}
+
+auto engine::submit_control(op& o, std::span<const std::byte> msg, std::uint64_t tag, fabric_addr to) noexcept -> int {
+    if (msg.size() <= inject_size_) {
+        const int rc = code(ep_.tagged_inject(msg, tag, to));
+        return rc == 0 ? 1 : rc;  // 1: complete already
+    }
+    return code(ep_.tagged_send(msg, tag, to, nullptr, &o));
+}
+
+auto engine::submit_one_sided_op(op& o) noexcept -> int {
+    switch (o.kind) {
         case op_kind::rma_write: {
             auto& r = *static_cast<send_request*>(o.owner);
             const std::size_t k = o.slot;
@@ -56,48 +88,6 @@ auto engine::submit(op& o) noexcept -> int {
             const remote_memory remote{r.remote_addr[k] + at, r.remote_key[k], r.chunk[k]};
             return code(rma::write_data_to(rail_ep(static_cast<int>(k)), {r.data + at, r.chunk[k]}, *r.src_mr[k],
                                            r.chan->rail_peer[k], remote, r.imm_base | r.chunk[k], &o));
-        }
-        case op_kind::recv_slot: {
-            auto& r = *static_cast<recv_request*>(o.owner);
-            return submit_recv_slot(r, r.slots[o.slot], o);
-        }
-        case op_kind::cts_send: {
-            auto& r = *static_cast<recv_request*>(o.owner);
-            auto& s = r.slots[o.slot];
-            return control({s.cts.data(), s.cts_len},
-                           make_tag(message_kind::clear_to_send, r.chan->remote_id, s.seq, s.user_tag), r.chan->peer);
-        }
-        case op_kind::listen_recv: {
-            auto& l = *static_cast<listener*>(o.owner);
-            return code(ep_.tagged_recv(l.buffer, make_tag(message_kind::control, l.id, 0, 0), 0,
-                                        fabric_addrs::unspecified, nullptr, &o));
-        }
-        case op_kind::connect_send: {
-            auto& s = *static_cast<sender*>(o.owner);
-            return control({s.connect_msg.data(), s.connect_len}, make_tag(message_kind::control, s.listen_id, 0, 0),
-                           s.peer);
-        }
-        case op_kind::accept_recv: {
-            auto& s = *static_cast<sender*>(o.owner);
-            return code(ep_.tagged_recv(s.accept_msg, make_tag(message_kind::control, s.id, 0, 0), 0,
-                                        fabric_addrs::unspecified, nullptr, &o));
-        }
-        case op_kind::accept_send: {
-            auto& r = *static_cast<receiver*>(o.owner);
-            return control({r.accept_msg.data(), r.accept_len}, make_tag(message_kind::control, r.remote_id, 0, 0),
-                           r.peer);
-        }
-        case op_kind::liveness_recv: {
-            auto& c = *static_cast<channel_base*>(o.owner);
-            return code(ep_.tagged_recv(c.live->buffer, make_tag(message_kind::control, c.id, liveness_sequence, 0),
-                                        0xffffffffU, fabric_addrs::unspecified, nullptr, &o));
-        }
-        case op_kind::liveness_any: {
-            // Any channel's pings and pongs: the channel is in the tag, the user tag says the kind.
-            constexpr auto any_channel = std::uint64_t{match_bits::max_channel_id} << match_bits::channel_shift;
-            return code(main_->live.end.ep.tagged_recv(
-                live_bufs_[o.slot], make_tag(message_kind::control, 0, liveness_sequence, 0), any_channel | 0xffffffffU,
-                fabric_addrs::unspecified, nullptr, &o));
         }
         case op_kind::foreign: {
             // A layer above the engine defines what its operation submits, to the channel's peer.
@@ -115,8 +105,46 @@ auto engine::submit(op& o) noexcept -> int {
             return code(rma::read_to(ep_, {flush_buf_.data() + 8 * std::size_t{o.slot}, len}, flush_reg_.region(),
                                      self_addr_, remote, &o));
         }
+        default: return -FI_EINVAL;
     }
-    return -FI_EINVAL;
+}
+
+auto engine::submit_connection_op(op& o) noexcept -> int {
+    switch (o.kind) {
+        case op_kind::listen_recv: {
+            auto& l = *static_cast<listener*>(o.owner);
+            return code(ep_.tagged_recv(l.buffer, make_tag(message_kind::control, l.id, 0, 0), 0,
+                                        fabric_addrs::unspecified, nullptr, &o));
+        }
+        case op_kind::connect_send: {
+            auto& s = *static_cast<sender*>(o.owner);
+            return submit_control(o, {s.connect_msg.data(), s.connect_len},
+                                  make_tag(message_kind::control, s.listen_id, 0, 0), s.peer);
+        }
+        case op_kind::accept_recv: {
+            auto& s = *static_cast<sender*>(o.owner);
+            return code(ep_.tagged_recv(s.accept_msg, make_tag(message_kind::control, s.id, 0, 0), 0,
+                                        fabric_addrs::unspecified, nullptr, &o));
+        }
+        case op_kind::accept_send: {
+            auto& r = *static_cast<receiver*>(o.owner);
+            return submit_control(o, {r.accept_msg.data(), r.accept_len},
+                                  make_tag(message_kind::control, r.remote_id, 0, 0), r.peer);
+        }
+        case op_kind::liveness_recv: {
+            auto& c = *static_cast<channel_base*>(o.owner);
+            return code(ep_.tagged_recv(c.live->buffer, make_tag(message_kind::control, c.id, liveness_sequence, 0),
+                                        0xffffffffU, fabric_addrs::unspecified, nullptr, &o));
+        }
+        case op_kind::liveness_any: {
+            // Any channel's pings and pongs: the channel is in the tag, the user tag says the kind.
+            constexpr auto any_channel = std::uint64_t{match_bits::max_channel_id} << match_bits::channel_shift;
+            return code(main_->live.end.ep.tagged_recv(
+                live_bufs_[o.slot], make_tag(message_kind::control, 0, liveness_sequence, 0), any_channel | 0xffffffffU,
+                fabric_addrs::unspecified, nullptr, &o));
+        }
+        default: return -FI_EINVAL;
+    }
 }
 
 auto engine::submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> int {

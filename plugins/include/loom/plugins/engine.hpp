@@ -249,6 +249,10 @@ private:
     void post(op& o) noexcept;            // first submission of an operation
     void settle(op& o, int rc) noexcept;  // in flight, done inline, queued on EAGAIN, or failed
     auto submit_recv_slot(recv_request& r, recv_slot& s, op& o) noexcept -> int;
+    auto submit_one_sided_op(op& o) noexcept -> int;   // RMA writes, flush reads, foreign operations
+    auto submit_connection_op(op& o) noexcept -> int;  // handshakes and liveness receives
+    /// A control message: injected when it fits (1: complete already), else sent with `o`.
+    auto submit_control(op& o, std::span<const std::byte> msg, std::uint64_t tag, fabric_addr to) noexcept -> int;
     auto complete(request_base& req, std::size_t* sizes, int n_sizes) noexcept -> errc;  // test() of a done request
     void poll_queue(completion_queue& cq) noexcept;  // a rail's, or the liveness link's own
     /// An eager message into a live receive, landed without dispatch's routing: true if handled.
