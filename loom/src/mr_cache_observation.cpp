@@ -42,6 +42,21 @@ auto mr_cache_core::indexed_entries() const -> std::size_t {
     return indexed_;
 }
 
+namespace {
+
+/// What is wrong with indexed node `n` itself, its subtrees' heights given; null when nothing.
+auto node_problem(const node& n, std::int32_t hl, std::int32_t hr, const memory_space& space) -> const char* {
+    if (!n.indexed || (n.refs.load() & node::retired_bit) != 0) return "index holds a removed entry";
+    if (n.space != space) return "entry in the tree of another memory space";
+    if (n.end <= n.start) return "empty range in the index";
+    if (hl - hr > 1 || hr - hl > 1) return "AVL balance violated";
+    if (n.height != 1 + std::max(hl, hr)) return "stale height";
+    if (n.max_end != std::max({n.end, max_end(n.left), max_end(n.right)})) return "stale subtree end bound";
+    return nullptr;
+}
+
+}  // namespace
+
 auto mr_cache_core::check_invariants() const -> std::string {
     std::unique_lock lk(mu_);
     std::string problem;
@@ -66,28 +81,8 @@ auto mr_cache_core::check_invariants() const -> std::string {
         prev = n;
         const auto hr = self(self, n->right, depth + 1);
         if (hr < 0) return -1;
-        if (!n->indexed || (n->refs.load() & node::retired_bit) != 0) {
-            problem = "index holds a removed entry";
-            return -1;
-        }
-        if (n->space != *space) {
-            problem = "entry in the tree of another memory space";
-            return -1;
-        }
-        if (n->end <= n->start) {
-            problem = "empty range in the index";
-            return -1;
-        }
-        if (hl - hr > 1 || hr - hl > 1) {
-            problem = "AVL balance violated";
-            return -1;
-        }
-        if (n->height != 1 + std::max(hl, hr)) {
-            problem = "stale height";
-            return -1;
-        }
-        if (n->max_end != std::max({n->end, max_end(n->left), max_end(n->right)})) {
-            problem = "stale subtree end bound";
+        if (const char* p = node_problem(*n, hl, hr, *space)) {
+            problem = p;
             return -1;
         }
         ++count;
