@@ -77,48 +77,8 @@ public:
         // FI_RMA / FI_ATOMIC only when requested; a provider without them (tcp has no atomics)
         // is asked again without, and those operations are skipped.
         bool rma = cfg.rma, atomic = cfg.atomic;
-        auto query = [&] {
-            auto caps = loom::capability::msg | loom::capability::tagged;
-            if (rma) caps = caps | loom::capability::rma;
-            if (atomic) caps = caps | loom::capability::atomic;
-            return loom::query_all({.capabilities = caps,
-                                    .ep_type = loom::endpoint_types::rdm,
-                                    .provider = cfg.provider,
-                                    .threading = cfg.threading});
-        };
-        auto all = query();
-        while (!all && all.error() == make_error_code(loom::errc::no_data) && (rma || atomic)) {
-            drop_capability(rma, atomic, rma_note_, atomic_note_, cfg.provider);
-            all = query();
-        }
-        if (!all) return err("query_all", all.error());
-        info_ = *all->begin();
-        for (const auto& i : *all) {
-            if ((!cfg.domain.empty() && i.domain_name() == cfg.domain) ||
-                (cfg.domain.empty() && (i.domain_name() == "lo" || i.provider_name() == "shm"))) {
-                info_ = i;
-                break;
-            }
-        }
-        auto f = loom::fabric::create(info_);
-        if (!f) return err("fabric", f.error());
-        fabric_ = std::move(*f);
-        auto d = loom::domain::create(fabric_, info_);
-        if (!d) return err("domain", d.error());
-        domain_ = std::move(*d);
-        auto c = loom::completion_queue::create(domain_, {.size = 128});
-        if (!c) return err("completion_queue", c.error());
-        cq_ = std::move(*c);
-        auto a = loom::address_vector::create(domain_);
-        if (!a) return err("address_vector", a.error());
-        av_ = std::move(*a);
-        auto e = loom::endpoint::create(domain_, info_);
-        if (!e) return err("endpoint", e.error());
-        ep_ = std::move(*e);
-        if (auto r = ep_.bind_cq(cq_, loom::cq_bind::transmit | loom::cq_bind::recv); !r)
-            return err("bind_cq", r.error());
-        if (auto r = ep_.bind_av(av_); !r) return err("bind_av", r.error());
-        if (auto r = ep_.enable(); !r) return err("enable", r.error());
+        if (auto e = choose_info(cfg, rma, atomic); !e.empty()) return e;
+        if (auto e = create_objects(); !e.empty()) return e;
         if (atomic) {
             std::size_t count = 0;
             if (!loom::atomic::is_fetch_valid(ep_, loom::atomic::operation::sum, loom::atomic::datatype::uint64,
@@ -130,75 +90,14 @@ public:
         }
         if (!cfg.rma) rma_note_ = "not requested";
         if (!cfg.atomic) atomic_note_ = "not requested";
-        // tx: source of writes and fetch-add operands, target of the peer's reads; rx: target of
-        // the peer's writes and atomics, sink of reads and fetch results.
-        using acc = loom::mr_access_flags;
-        acc tx_access = acc::send, rx_access = acc::recv;
-        if (rma) {
-            tx_access = tx_access | acc::write | acc::remote_read;
-            rx_access = rx_access | acc::read | acc::remote_write;
-        }
-        if (atomic) {
-            tx_access = tx_access | acc::write;
-            rx_access = rx_access | acc::read | acc::remote_read | acc::remote_write;
-        }
-        auto t = loom::memory_region::register_memory(domain_, std::span{buf.tx, buf.registered_size()}, tx_access);
-        if (!t) return err("register tx", t.error());
-        tx_mr_ = std::move(*t);
-        auto r = loom::memory_region::register_memory(domain_, std::span{buf.rx, buf.registered_size()}, rx_access);
-        if (!r) return err("register rx", r.error());
-        rx_mr_ = std::move(*r);
-        tx_desc_ = tx_mr_.descriptor();
-        rx_desc_ = rx_mr_.descriptor();
-        auto me = ep_.name();
-        if (!me) return err("name", me.error());
-        const auto raw = loom::to_raw(*me);
-        std::vector<std::byte> mine(4 + raw.size());
-        const auto fmt = static_cast<std::uint32_t>(loom::native_format(*me));
-        std::memcpy(mine.data(), &fmt, 4);
-        std::memcpy(mine.data() + 4, raw.data(), raw.size());
-        std::vector<std::byte> theirs;
-        if (!ch.send_blob(mine) || !ch.recv_blob(theirs) || theirs.size() < 4) return "address exchange failed";
-        std::uint32_t peer_fmt = 0;
-        std::memcpy(&peer_fmt, theirs.data(), 4);
-        auto peer = loom::address_from_raw(static_cast<loom::address_format>(peer_fmt),
-                                           std::span<const std::byte>{theirs}.subspan(4));
-        if (!peer) return err("peer address", peer.error());
-        auto h = av_.insert(*peer);
-        if (!h) return err("av insert", h.error());
-        peer_.emplace(*h);
+        if (auto e = register_buffers(buf, rma, atomic); !e.empty()) return e;
+        if (auto e = exchange_addresses(ch); !e.empty()) return e;
         if (rma || atomic) {
-            // remote_memory::from_mr: virtual address or offset per the domain's mr_mode.
-            auto tx_remote = loom::remote_memory::from_mr(tx_mr_);
-            if (!tx_remote) return err("remote_memory tx", tx_remote.error());
-            auto rx_remote = loom::remote_memory::from_mr(rx_mr_);
-            if (!rx_remote) return err("remote_memory rx", rx_remote.error());
-            const remote_regions mine{tx_remote->addr, tx_remote->key, rx_remote->addr, rx_remote->key,
-                                      buf.registered_size()};
-            remote_regions theirs_r;
-            if (!ch.send(&mine, sizeof mine) || !ch.recv(&theirs_r, sizeof theirs_r))
-                return "registration exchange failed";
-            peer_tx_ = {theirs_r.tx_addr, theirs_r.tx_key, theirs_r.length};
-            peer_rx_ = {theirs_r.rx_addr, theirs_r.rx_key, theirs_r.length};
-            auto c = peer_rx_.subregion(buf.capacity + buffers::atomic_offset, sizeof(std::uint64_t));
-            if (!c) return err("remote counter", c.error());
-            peer_counter_ = *c;
+            if (auto e = exchange_regions(ch, buf); !e.empty()) return e;
         }
         if (rma) rma_note_.clear();
         if (atomic) atomic_note_.clear();
-        if constexpr (Asio) {
-            // A domain whose threading model has the program serialize its calls (--threading
-            // domain or completion) is used from this one thread: the io_context is told so too.
-            const bool one_thread = loom::serializes_queue_access(info_.get_domain_attr()->threading);
-            ioc_.emplace(one_thread ? ASIO_CONCURRENCY_HINT_UNSAFE : ASIO_CONCURRENCY_HINT_DEFAULT);
-            // progress() drives run_one between operations; with work of its own the io_context
-            // does not stop (and need a restart) each time no operation is outstanding.
-            work_.emplace(ioc_->get_executor());
-            aep_.emplace(*ioc_, std::move(ep_), cq_, cq_);
-            auto& service = loom::asio::fabric_service::use(*ioc_);
-            if (auto r = service.register_cq(cq_); !r) return err("register_cq", r.error());
-            service.start();
-        }
+        if constexpr (Asio) return start_asio();
         return {};
     }
 
@@ -327,6 +226,137 @@ public:
     }
 
 private:
+    // ------------------------------------------------------------ open(), step by step
+
+    /// The provider's info for the capabilities asked (dropping RMA, then atomics, where it has
+    /// none), on the loopback domain unless cfg.domain names one.
+    auto choose_info(const path_config& cfg, bool& rma, bool& atomic) -> std::string {
+        auto query = [&] {
+            auto caps = loom::capability::msg | loom::capability::tagged;
+            if (rma) caps = caps | loom::capability::rma;
+            if (atomic) caps = caps | loom::capability::atomic;
+            return loom::query_all({.capabilities = caps,
+                                    .ep_type = loom::endpoint_types::rdm,
+                                    .provider = cfg.provider,
+                                    .threading = cfg.threading});
+        };
+        auto all = query();
+        while (!all && all.error() == make_error_code(loom::errc::no_data) && (rma || atomic)) {
+            drop_capability(rma, atomic, rma_note_, atomic_note_, cfg.provider);
+            all = query();
+        }
+        if (!all) return err("query_all", all.error());
+        info_ = *all->begin();
+        for (const auto& i : *all) {
+            if ((!cfg.domain.empty() && i.domain_name() == cfg.domain) ||
+                (cfg.domain.empty() && (i.domain_name() == "lo" || i.provider_name() == "shm"))) {
+                info_ = i;
+                break;
+            }
+        }
+        return {};
+    }
+    /// Fabric, domain, queue, address vector and the enabled endpoint.
+    auto create_objects() -> std::string {
+        auto f = loom::fabric::create(info_);
+        if (!f) return err("fabric", f.error());
+        fabric_ = std::move(*f);
+        auto d = loom::domain::create(fabric_, info_);
+        if (!d) return err("domain", d.error());
+        domain_ = std::move(*d);
+        auto c = loom::completion_queue::create(domain_, {.size = 128});
+        if (!c) return err("completion_queue", c.error());
+        cq_ = std::move(*c);
+        auto a = loom::address_vector::create(domain_);
+        if (!a) return err("address_vector", a.error());
+        av_ = std::move(*a);
+        auto e = loom::endpoint::create(domain_, info_);
+        if (!e) return err("endpoint", e.error());
+        ep_ = std::move(*e);
+        if (auto r = ep_.bind_cq(cq_, loom::cq_bind::transmit | loom::cq_bind::recv); !r)
+            return err("bind_cq", r.error());
+        if (auto r = ep_.bind_av(av_); !r) return err("bind_av", r.error());
+        if (auto r = ep_.enable(); !r) return err("enable", r.error());
+        return {};
+    }
+    /// tx: source of writes and fetch-add operands, target of the peer's reads; rx: target of
+    /// the peer's writes and atomics, sink of reads and fetch results.
+    auto register_buffers(const buffers& buf, bool rma, bool atomic) -> std::string {
+        using acc = loom::mr_access_flags;
+        acc tx_access = acc::send, rx_access = acc::recv;
+        if (rma) {
+            tx_access = tx_access | acc::write | acc::remote_read;
+            rx_access = rx_access | acc::read | acc::remote_write;
+        }
+        if (atomic) {
+            tx_access = tx_access | acc::write;
+            rx_access = rx_access | acc::read | acc::remote_read | acc::remote_write;
+        }
+        auto t = loom::memory_region::register_memory(domain_, std::span{buf.tx, buf.registered_size()}, tx_access);
+        if (!t) return err("register tx", t.error());
+        tx_mr_ = std::move(*t);
+        auto r = loom::memory_region::register_memory(domain_, std::span{buf.rx, buf.registered_size()}, rx_access);
+        if (!r) return err("register rx", r.error());
+        rx_mr_ = std::move(*r);
+        tx_desc_ = tx_mr_.descriptor();
+        rx_desc_ = rx_mr_.descriptor();
+        return {};
+    }
+    /// Each side's address (its format first) to the other; the peer's goes into the AV.
+    auto exchange_addresses(channel& ch) -> std::string {
+        auto me = ep_.name();
+        if (!me) return err("name", me.error());
+        const auto raw = loom::to_raw(*me);
+        std::vector<std::byte> mine(4 + raw.size());
+        const auto fmt = static_cast<std::uint32_t>(loom::native_format(*me));
+        std::memcpy(mine.data(), &fmt, 4);
+        std::memcpy(mine.data() + 4, raw.data(), raw.size());
+        std::vector<std::byte> theirs;
+        if (!ch.send_blob(mine) || !ch.recv_blob(theirs) || theirs.size() < 4) return "address exchange failed";
+        std::uint32_t peer_fmt = 0;
+        std::memcpy(&peer_fmt, theirs.data(), 4);
+        auto peer = loom::address_from_raw(static_cast<loom::address_format>(peer_fmt),
+                                           std::span<const std::byte>{theirs}.subspan(4));
+        if (!peer) return err("peer address", peer.error());
+        auto h = av_.insert(*peer);
+        if (!h) return err("av insert", h.error());
+        peer_.emplace(*h);
+        return {};
+    }
+    /// The registrations' remote views (remote_memory::from_mr: virtual address or offset per
+    /// the domain's mr_mode), exchanged for the one-sided operations.
+    auto exchange_regions(channel& ch, const buffers& buf) -> std::string {
+        auto tx_remote = loom::remote_memory::from_mr(tx_mr_);
+        if (!tx_remote) return err("remote_memory tx", tx_remote.error());
+        auto rx_remote = loom::remote_memory::from_mr(rx_mr_);
+        if (!rx_remote) return err("remote_memory rx", rx_remote.error());
+        const remote_regions mine{tx_remote->addr, tx_remote->key, rx_remote->addr, rx_remote->key,
+                                  buf.registered_size()};
+        remote_regions theirs_r;
+        if (!ch.send(&mine, sizeof mine) || !ch.recv(&theirs_r, sizeof theirs_r)) return "registration exchange failed";
+        peer_tx_ = {theirs_r.tx_addr, theirs_r.tx_key, theirs_r.length};
+        peer_rx_ = {theirs_r.rx_addr, theirs_r.rx_key, theirs_r.length};
+        auto c = peer_rx_.subregion(buf.capacity + buffers::atomic_offset, sizeof(std::uint64_t));
+        if (!c) return err("remote counter", c.error());
+        peer_counter_ = *c;
+        return {};
+    }
+    /// The asio path: its io_context, the Asio endpoint over the native one, the service.
+    auto start_asio() -> std::string {
+        // A domain whose threading model has the program serialize its calls (--threading
+        // domain or completion) is used from this one thread: the io_context is told so too.
+        const bool one_thread = loom::serializes_queue_access(info_.get_domain_attr()->threading);
+        ioc_.emplace(one_thread ? ASIO_CONCURRENCY_HINT_UNSAFE : ASIO_CONCURRENCY_HINT_DEFAULT);
+        // progress() drives run_one between operations; with work of its own the io_context
+        // does not stop (and need a restart) each time no operation is outstanding.
+        work_.emplace(ioc_->get_executor());
+        aep_.emplace(*ioc_, std::move(ep_), cq_, cq_);
+        auto& service = loom::asio::fabric_service::use(*ioc_);
+        if (auto r = service.register_cq(cq_); !r) return err("register_cq", r.error());
+        service.start();
+        return {};
+    }
+
     /// Connects `s` into the slot's storage (the previous operation there has completed) and starts it.
     template <class Op, class Sender>
     auto start_in(std::optional<Op>& storage, Sender&& s, int slot) -> bool {

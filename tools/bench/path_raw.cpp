@@ -40,56 +40,8 @@ public:
         // FI_RMA / FI_ATOMIC only when requested; a provider without them (tcp has no atomics)
         // is asked again without, and those operations are skipped.
         bool rma = cfg.rma, atomic = cfg.atomic;
-        int grc = 0;
-        for (;;) {
-            ::fi_info* hints = ::fi_allocinfo();
-            if (hints == nullptr) return "fi_allocinfo failed";
-            hints->caps = FI_MSG | FI_TAGGED | (rma ? FI_RMA : 0) | (atomic ? FI_ATOMIC : 0);
-            hints->mode = FI_CONTEXT | FI_CONTEXT2;
-            hints->ep_attr->type = FI_EP_RDM;
-            hints->fabric_attr->prov_name = ::strdup(cfg.provider.c_str());
-            hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-            static_assert(static_cast<int>(loom::threading_mode::domain) == FI_THREAD_DOMAIN &&
-                          static_cast<int>(loom::threading_mode::completion) == FI_THREAD_COMPLETION &&
-                          static_cast<int>(loom::threading_mode::safe) == FI_THREAD_SAFE);
-            hints->domain_attr->threading = static_cast<::fi_threading>(cfg.threading);
-            grc = ::fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints, &list_);
-            ::fi_freeinfo(hints);
-            // Exactly the provider asked for (as loom's query_all): fi_getinfo("tcp") with
-            // FI_ATOMIC answers with tcp;ofi_rxm, a different provider.
-            if (grc == 0 && exact(list_, cfg.provider) == nullptr) {
-                ::fi_freeinfo(list_);
-                list_ = nullptr;
-                grc = -FI_ENODATA;
-            }
-            if (grc != -FI_ENODATA || (!rma && !atomic)) break;
-            drop_capability(rma, atomic, rma_note_, atomic_note_, cfg.provider);
-        }
-        if (grc != 0) return fi_err("fi_getinfo", grc);
-        info_ = exact(list_, cfg.provider);
-        for (::fi_info* i = list_; i != nullptr; i = i->next) {
-            if (i->fabric_attr->prov_name == nullptr || cfg.provider != i->fabric_attr->prov_name) continue;
-            const std::string_view dom = i->domain_attr->name != nullptr ? i->domain_attr->name : "";
-            const std::string_view prov = i->fabric_attr->prov_name != nullptr ? i->fabric_attr->prov_name : "";
-            if ((!cfg.domain.empty() && dom == cfg.domain) || (cfg.domain.empty() && (dom == "lo" || prov == "shm"))) {
-                info_ = i;
-                break;
-            }
-        }
-        domain_ = info_->domain_attr->name != nullptr ? info_->domain_attr->name : "";
-        if (int rc = ::fi_fabric(info_->fabric_attr, &fabric_, nullptr); rc != 0) return fi_err("fi_fabric", rc);
-        if (int rc = ::fi_domain(fabric_, info_, &domain_h_, nullptr); rc != 0) return fi_err("fi_domain", rc);
-        ::fi_cq_attr cq_attr{};
-        cq_attr.size = 128;
-        cq_attr.format = FI_CQ_FORMAT_TAGGED;
-        cq_attr.wait_obj = FI_WAIT_NONE;
-        if (int rc = ::fi_cq_open(domain_h_, &cq_attr, &cq_, nullptr); rc != 0) return fi_err("fi_cq_open", rc);
-        ::fi_av_attr av_attr{};
-        if (int rc = ::fi_av_open(domain_h_, &av_attr, &av_, nullptr); rc != 0) return fi_err("fi_av_open", rc);
-        if (int rc = ::fi_endpoint(domain_h_, info_, &ep_, nullptr); rc != 0) return fi_err("fi_endpoint", rc);
-        if (int rc = ::fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV); rc != 0) return fi_err("fi_ep_bind cq", rc);
-        if (int rc = ::fi_ep_bind(ep_, &av_->fid, 0); rc != 0) return fi_err("fi_ep_bind av", rc);
-        if (int rc = ::fi_enable(ep_); rc != 0) return fi_err("fi_enable", rc);
+        if (auto e = choose_info(cfg, rma, atomic); !e.empty()) return e;
+        if (auto e = create_objects(); !e.empty()) return e;
         if (atomic) {
             std::size_t count = 0;
             if (::fi_fetch_atomicvalid(ep_, FI_UINT64, FI_SUM, &count) != 0 || count < 1) {
@@ -99,48 +51,10 @@ public:
         }
         if (!cfg.rma) rma_note_ = "not requested";  // (run never asks then)
         if (!cfg.atomic) atomic_note_ = "not requested";
-        // Without FI_MR_PROV_KEY the application picks the keys: two distinct ones. tx is the
-        // source of writes and fetch-add operands and the target of the peer's reads; rx the
-        // target of the peer's writes and atomics and the sink of reads and fetch results.
-        const bool prov_key = (info_->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
-        std::uint64_t tx_access = FI_SEND, rx_access = FI_RECV;
-        if (rma) {
-            tx_access |= FI_WRITE | FI_REMOTE_READ;
-            rx_access |= FI_READ | FI_REMOTE_WRITE;
-        }
-        if (atomic) {
-            tx_access |= FI_WRITE;
-            rx_access |= FI_READ | FI_REMOTE_READ | FI_REMOTE_WRITE;
-        }
-        if (int rc = ::fi_mr_reg(domain_h_, buf.tx, buf.registered_size(), tx_access, 0, prov_key ? 0 : 1, 0, &tx_mr_,
-                                 nullptr);
-            rc != 0)
-            return fi_err("fi_mr_reg tx", rc);
-        if (int rc = ::fi_mr_reg(domain_h_, buf.rx, buf.registered_size(), rx_access, 0, prov_key ? 0 : 2, 0, &rx_mr_,
-                                 nullptr);
-            rc != 0)
-            return fi_err("fi_mr_reg rx", rc);
-        tx_desc_ = ::fi_mr_desc(tx_mr_);
-        rx_desc_ = ::fi_mr_desc(rx_mr_);
-        std::vector<std::byte> name(256);
-        std::size_t len = name.size();
-        if (int rc = ::fi_getname(&ep_->fid, name.data(), &len); rc != 0) return fi_err("fi_getname", rc);
-        name.resize(len);
-        std::vector<std::byte> peer;
-        if (!ch.send_blob(name) || !ch.recv_blob(peer)) return "address exchange failed";
-        if (int rc = ::fi_av_insert(av_, peer.data(), 1, &peer_, 0, nullptr); rc != 1)
-            return fi_err("fi_av_insert", rc);
+        if (auto e = register_buffers(buf, rma, atomic); !e.empty()) return e;
+        if (auto e = exchange_addresses(ch); !e.empty()) return e;
         if (rma || atomic) {
-            // RMA addresses: virtual addresses under FI_MR_VIRT_ADDR, offsets into the
-            // registration otherwise.
-            const bool virt = (info_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
-            const remote_regions mine{virt ? reinterpret_cast<std::uintptr_t>(buf.tx) : 0, ::fi_mr_key(tx_mr_),
-                                      virt ? reinterpret_cast<std::uintptr_t>(buf.rx) : 0, ::fi_mr_key(rx_mr_),
-                                      buf.registered_size()};
-            if (mine.tx_key == FI_KEY_NOTAVAIL || mine.rx_key == FI_KEY_NOTAVAIL)
-                return "fi_mr_key: no scalar key (raw keys are not handled)";
-            if (!ch.send(&mine, sizeof mine) || !ch.recv(&remote_, sizeof remote_))
-                return "registration exchange failed";
+            if (auto e = exchange_regions(ch, buf); !e.empty()) return e;
         }
         if (rma) rma_note_.clear();
         if (atomic) atomic_note_.clear();
@@ -212,6 +126,118 @@ public:
     }
 
 private:
+    // ------------------------------------------------------------ open(), step by step
+
+    /// fi_getinfo for exactly cfg.provider with the capabilities asked (dropping RMA, then
+    /// atomics, where it has none), on the loopback domain unless cfg.domain names one.
+    auto choose_info(const path_config& cfg, bool& rma, bool& atomic) -> std::string {
+        int grc = 0;
+        for (;;) {
+            ::fi_info* hints = ::fi_allocinfo();
+            if (hints == nullptr) return "fi_allocinfo failed";
+            hints->caps = FI_MSG | FI_TAGGED | (rma ? FI_RMA : 0) | (atomic ? FI_ATOMIC : 0);
+            hints->mode = FI_CONTEXT | FI_CONTEXT2;
+            hints->ep_attr->type = FI_EP_RDM;
+            hints->fabric_attr->prov_name = ::strdup(cfg.provider.c_str());
+            hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+            static_assert(static_cast<int>(loom::threading_mode::domain) == FI_THREAD_DOMAIN &&
+                          static_cast<int>(loom::threading_mode::completion) == FI_THREAD_COMPLETION &&
+                          static_cast<int>(loom::threading_mode::safe) == FI_THREAD_SAFE);
+            hints->domain_attr->threading = static_cast<::fi_threading>(cfg.threading);
+            grc = ::fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints, &list_);
+            ::fi_freeinfo(hints);
+            // Exactly the provider asked for (as loom's query_all): fi_getinfo("tcp") with
+            // FI_ATOMIC answers with tcp;ofi_rxm, a different provider.
+            if (grc == 0 && exact(list_, cfg.provider) == nullptr) {
+                ::fi_freeinfo(list_);
+                list_ = nullptr;
+                grc = -FI_ENODATA;
+            }
+            if (grc != -FI_ENODATA || (!rma && !atomic)) break;
+            drop_capability(rma, atomic, rma_note_, atomic_note_, cfg.provider);
+        }
+        if (grc != 0) return fi_err("fi_getinfo", grc);
+        info_ = exact(list_, cfg.provider);
+        for (::fi_info* i = list_; i != nullptr; i = i->next) {
+            if (i->fabric_attr->prov_name == nullptr || cfg.provider != i->fabric_attr->prov_name) continue;
+            const std::string_view dom = i->domain_attr->name != nullptr ? i->domain_attr->name : "";
+            const std::string_view prov = i->fabric_attr->prov_name != nullptr ? i->fabric_attr->prov_name : "";
+            if ((!cfg.domain.empty() && dom == cfg.domain) || (cfg.domain.empty() && (dom == "lo" || prov == "shm"))) {
+                info_ = i;
+                break;
+            }
+        }
+        domain_ = info_->domain_attr->name != nullptr ? info_->domain_attr->name : "";
+        return {};
+    }
+    /// Fabric, domain, queue, address vector and the enabled endpoint.
+    auto create_objects() -> std::string {
+        if (int rc = ::fi_fabric(info_->fabric_attr, &fabric_, nullptr); rc != 0) return fi_err("fi_fabric", rc);
+        if (int rc = ::fi_domain(fabric_, info_, &domain_h_, nullptr); rc != 0) return fi_err("fi_domain", rc);
+        ::fi_cq_attr cq_attr{};
+        cq_attr.size = 128;
+        cq_attr.format = FI_CQ_FORMAT_TAGGED;
+        cq_attr.wait_obj = FI_WAIT_NONE;
+        if (int rc = ::fi_cq_open(domain_h_, &cq_attr, &cq_, nullptr); rc != 0) return fi_err("fi_cq_open", rc);
+        ::fi_av_attr av_attr{};
+        if (int rc = ::fi_av_open(domain_h_, &av_attr, &av_, nullptr); rc != 0) return fi_err("fi_av_open", rc);
+        if (int rc = ::fi_endpoint(domain_h_, info_, &ep_, nullptr); rc != 0) return fi_err("fi_endpoint", rc);
+        if (int rc = ::fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV); rc != 0) return fi_err("fi_ep_bind cq", rc);
+        if (int rc = ::fi_ep_bind(ep_, &av_->fid, 0); rc != 0) return fi_err("fi_ep_bind av", rc);
+        if (int rc = ::fi_enable(ep_); rc != 0) return fi_err("fi_enable", rc);
+        return {};
+    }
+    /// Without FI_MR_PROV_KEY the application picks the keys: two distinct ones. tx is the
+    /// source of writes and fetch-add operands and the target of the peer's reads; rx the
+    /// target of the peer's writes and atomics and the sink of reads and fetch results.
+    auto register_buffers(const buffers& buf, bool rma, bool atomic) -> std::string {
+        const bool prov_key = (info_->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
+        std::uint64_t tx_access = FI_SEND, rx_access = FI_RECV;
+        if (rma) {
+            tx_access |= FI_WRITE | FI_REMOTE_READ;
+            rx_access |= FI_READ | FI_REMOTE_WRITE;
+        }
+        if (atomic) {
+            tx_access |= FI_WRITE;
+            rx_access |= FI_READ | FI_REMOTE_READ | FI_REMOTE_WRITE;
+        }
+        if (int rc = ::fi_mr_reg(domain_h_, buf.tx, buf.registered_size(), tx_access, 0, prov_key ? 0 : 1, 0, &tx_mr_,
+                                 nullptr);
+            rc != 0)
+            return fi_err("fi_mr_reg tx", rc);
+        if (int rc = ::fi_mr_reg(domain_h_, buf.rx, buf.registered_size(), rx_access, 0, prov_key ? 0 : 2, 0, &rx_mr_,
+                                 nullptr);
+            rc != 0)
+            return fi_err("fi_mr_reg rx", rc);
+        tx_desc_ = ::fi_mr_desc(tx_mr_);
+        rx_desc_ = ::fi_mr_desc(rx_mr_);
+        return {};
+    }
+    /// Each side's endpoint name to the other; the peer's goes into the AV.
+    auto exchange_addresses(channel& ch) -> std::string {
+        std::vector<std::byte> name(256);
+        std::size_t len = name.size();
+        if (int rc = ::fi_getname(&ep_->fid, name.data(), &len); rc != 0) return fi_err("fi_getname", rc);
+        name.resize(len);
+        std::vector<std::byte> peer;
+        if (!ch.send_blob(name) || !ch.recv_blob(peer)) return "address exchange failed";
+        if (int rc = ::fi_av_insert(av_, peer.data(), 1, &peer_, 0, nullptr); rc != 1)
+            return fi_err("fi_av_insert", rc);
+        return {};
+    }
+    /// RMA addresses: virtual addresses under FI_MR_VIRT_ADDR, offsets into the registration
+    /// otherwise; exchanged with the keys for the one-sided operations.
+    auto exchange_regions(channel& ch, const buffers& buf) -> std::string {
+        const bool virt = (info_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
+        const remote_regions mine{virt ? reinterpret_cast<std::uintptr_t>(buf.tx) : 0, ::fi_mr_key(tx_mr_),
+                                  virt ? reinterpret_cast<std::uintptr_t>(buf.rx) : 0, ::fi_mr_key(rx_mr_),
+                                  buf.registered_size()};
+        if (mine.tx_key == FI_KEY_NOTAVAIL || mine.rx_key == FI_KEY_NOTAVAIL)
+            return "fi_mr_key: no scalar key (raw keys are not handled)";
+        if (!ch.send(&mine, sizeof mine) || !ch.recv(&remote_, sizeof remote_)) return "registration exchange failed";
+        return {};
+    }
+
     /// The first entry of `list` from exactly provider `prov`.
     static auto exact(::fi_info* list, const std::string& prov) -> ::fi_info* {
         for (::fi_info* i = list; i != nullptr; i = i->next)

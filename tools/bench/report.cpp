@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <utility>
 
 #include "report_format.hpp"
 
@@ -54,114 +55,135 @@ auto aggregate_rows(const run_info& info, std::span<const point> points, operati
 }
 }  // namespace
 
+namespace {
+
+constexpr std::size_t ratio_width = 23;  // "  1.000" and "  0.990-1.010"
+
+/// The operation's title line and what its columns mean.
+auto table_heading(const run_info& info, operation op, bool have_raw) -> std::string {
+    const metric m = metric_of(op);
+    std::string window_note;
+    if (is_windowed(op)) {
+        window_note = ", window " + std::to_string(info.window);
+        if (m == metric::bandwidth) window_note += " (fewer when a window exceeds 64M)";
+    }
+    const std::string pairs_note =
+        info.pairs > 1 ? ", " + std::to_string(info.pairs) + " pairs at once (figures of pair 0; all pairs below)"
+                       : std::string{};
+    char line[512];
+    std::snprintf(line, sizeof line, "#\n# loom-bench %s: provider %s%s%s%s%s, %d ranks (%s)%s, %s%s\n",
+                  std::string(name_of(op)).c_str(), info.provider.c_str(), info.domain.empty() ? "" : " domain ",
+                  info.domain.c_str(), info.threading.empty() ? "" : ", threading ", info.threading.c_str(), info.ranks,
+                  info.launcher.c_str(), pairs_note.c_str(), repetitions_note(info).c_str(), window_note.c_str());
+    std::string out = line;
+    switch (m) {
+        case metric::latency:
+            out +=
+                "# time: us one-way latency (median, half round trip), algbw: GB/s, +-: spread (MAD %), "
+                "ratio: time / raw time\n";
+            break;
+        case metric::bandwidth:
+            out += op == operation::stream
+                       ? "# time: us per message (median), algbw: GB/s, +-: spread (MAD %), ratio: bw / "
+                         "raw bw\n"
+                       : "# time: us per RMA " + std::string(op == operation::rma_write ? "write" : "read") +
+                             " (median), algbw: GB/s, +-: spread (MAD %), ratio: bw / raw bw\n";
+            break;
+        case metric::rate:
+            out += op == operation::atomic_fadd
+                       ? "# time: us per uint64 fetch-add (median), Mops/s: million fetch-adds per second, "
+                         "+-: spread (MAD %), ratio: rate / raw rate\n"
+                       : "# time: us per message (median), Mmsg/s: million messages per second, +-: spread "
+                         "(MAD %), ratio: rate / raw rate\n";
+            break;
+    }
+    if (have_raw && info.paths.size() > 1)
+        out +=
+            "# ci95: the ratio's 95 % interval (order statistics of the paired ratios; - below 6 "
+            "samples)\n";
+    return out;
+}
+
+/// The two header lines: path names, then each path's columns.
+auto column_headers(const run_info& info, operation op, bool have_raw) -> std::string {
+    const metric m = metric_of(op);
+    const char* middle = m == metric::rate ? (op == operation::atomic_fadd ? " Mops/s" : " Mmsg/s") : "  algbw";
+    std::string h1 = "#                     ", h2 = "#     size      count";
+    char line[256];
+    for (const auto& p : info.paths) {
+        const bool ratio = have_raw && p != "raw";
+        const int width = ratio ? 50 : 27;
+        std::snprintf(line, sizeof line, " %*s", width, (p + "  ").c_str());
+        h1 += line;
+        h2 += std::string("    time(us) ") + middle + "  +-%" + (ratio ? "   ratio           ci95" : "");
+    }
+    return h1 + "   check\n" + h2 + "   \n";
+}
+
+/// What one row says: the cells, the paths whose check failed, why paths were skipped.
+struct row_state {
+    std::string cells;
+    std::string bad;  ///< paths whose bytes or lengths were wrong, comma-separated
+    std::vector<std::pair<std::string, std::string>>& notes;  ///< (path, why skipped), once each
+};
+
+/// One path's cells of a point: time, bandwidth or rate, spread, and against raw the ratio
+/// and its interval.
+void path_cells(const point& pt, const std::string& p, metric m, bool ratio, row_state& row) {
+    char line[128];
+    const auto it = pt.paths.find(p);
+    if (it != pt.paths.end() && !it->second.skipped.empty()) {
+        const std::pair<std::string, std::string> note{p, it->second.skipped};
+        if (std::find(row.notes.begin(), row.notes.end(), note) == row.notes.end()) row.notes.push_back(note);
+        std::snprintf(line, sizeof line, " %12s %7s %4s", "skipped", "", "");
+        row.cells += line;
+        if (ratio) row.cells += std::string(ratio_width, ' ');
+        return;
+    }
+    if (it != pt.paths.end() && (!it->second.verified || !it->second.error.empty()))
+        row.bad += (row.bad.empty() ? "" : ",") + p;
+    const auto st = stats_of(pt, p);
+    if (!st) {
+        std::snprintf(line, sizeof line, " %12s %7s %4s", "n/a", "", "");
+        row.cells += line;
+        if (ratio) row.cells += std::string(ratio_width, ' ');
+        return;
+    }
+    const double mid = m == metric::rate ? st->rate_per_s / 1e6 : st->algbw_gbps;
+    std::snprintf(line, sizeof line, " %12.2f %7.3f %4.0f", st->time_us.median, mid,
+                  std::min(999.0, st->time_us.spread_pct));
+    row.cells += line;
+    if (!ratio) return;
+    if (st->ratio)
+        std::snprintf(line, sizeof line, "  %6.3f", *st->ratio);
+    else
+        std::snprintf(line, sizeof line, "  %6s", "-");
+    row.cells += line;
+    if (st->ratio_ci)
+        std::snprintf(line, sizeof line, "  %6.3f-%-6.3f", st->ratio_ci->lo, st->ratio_ci->hi);
+    else
+        std::snprintf(line, sizeof line, "  %13s", "-");
+    row.cells += line;
+}
+
+}  // namespace
+
 auto render_table(const run_info& info, std::span<const point> points) -> std::string {
-    constexpr std::size_t ratio_width = 23;  // "  1.000" and "  0.990-1.010"
     std::string out;
     const bool have_raw = std::find(info.paths.begin(), info.paths.end(), "raw") != info.paths.end();
     std::vector<operation> ops;
     for (const auto& pt : points)
         if (std::find(ops.begin(), ops.end(), pt.op) == ops.end()) ops.push_back(pt.op);
     for (operation op : ops) {
-        const metric m = metric_of(op);
-        char line[512];
-        std::string window_note;
-        if (is_windowed(op)) {
-            window_note = ", window " + std::to_string(info.window);
-            if (m == metric::bandwidth) window_note += " (fewer when a window exceeds 64M)";
-        }
-        const std::string pairs_note =
-            info.pairs > 1 ? ", " + std::to_string(info.pairs) + " pairs at once (figures of pair 0; all pairs below)"
-                           : std::string{};
-        std::snprintf(line, sizeof line, "#\n# loom-bench %s: provider %s%s%s%s%s, %d ranks (%s)%s, %s%s\n",
-                      std::string(name_of(op)).c_str(), info.provider.c_str(), info.domain.empty() ? "" : " domain ",
-                      info.domain.c_str(), info.threading.empty() ? "" : ", threading ", info.threading.c_str(),
-                      info.ranks, info.launcher.c_str(), pairs_note.c_str(), repetitions_note(info).c_str(),
-                      window_note.c_str());
-        out += line;
-        switch (m) {
-            case metric::latency:
-                out +=
-                    "# time: us one-way latency (median, half round trip), algbw: GB/s, +-: spread (MAD %), "
-                    "ratio: time / raw time\n";
-                break;
-            case metric::bandwidth:
-                out += op == operation::stream
-                           ? "# time: us per message (median), algbw: GB/s, +-: spread (MAD %), ratio: bw / "
-                             "raw bw\n"
-                           : "# time: us per RMA " + std::string(op == operation::rma_write ? "write" : "read") +
-                                 " (median), algbw: GB/s, +-: spread (MAD %), ratio: bw / raw bw\n";
-                break;
-            case metric::rate:
-                out += op == operation::atomic_fadd
-                           ? "# time: us per uint64 fetch-add (median), Mops/s: million fetch-adds per second, "
-                             "+-: spread (MAD %), ratio: rate / raw rate\n"
-                           : "# time: us per message (median), Mmsg/s: million messages per second, +-: spread "
-                             "(MAD %), ratio: rate / raw rate\n";
-                break;
-        }
-        if (have_raw && info.paths.size() > 1)
-            out +=
-                "# ci95: the ratio's 95 % interval (order statistics of the paired ratios; - below 6 "
-                "samples)\n";
-        const char* middle = m == metric::rate ? (op == operation::atomic_fadd ? " Mops/s" : " Mmsg/s") : "  algbw";
-        // header
-        std::string h1 = "#                     ", h2 = "#     size      count";
-        for (const auto& p : info.paths) {
-            const bool ratio = have_raw && p != "raw";
-            const int width = ratio ? 50 : 27;
-            std::snprintf(line, sizeof line, " %*s", width, (p + "  ").c_str());
-            h1 += line;
-            h2 += std::string("    time(us) ") + middle + "  +-%" + (ratio ? "   ratio           ci95" : "");
-        }
-        out += h1 + "   check\n" + h2 + "   \n";
-        std::vector<std::pair<std::string, std::string>> notes;  // (path, why skipped)
+        out += table_heading(info, op, have_raw) + column_headers(info, op, have_raw);
+        std::vector<std::pair<std::string, std::string>> notes;
         for (const auto& pt : points) {
             if (pt.op != op) continue;
+            char line[64];
             std::snprintf(line, sizeof line, "%10s %10d", format_size(pt.size).c_str(), pt.iterations);
-            std::string row = line;
-            bool all_ok = true;
-            std::string bad;
-            for (const auto& p : info.paths) {
-                const bool ratio = have_raw && p != "raw";
-                const auto st = stats_of(pt, p);
-                const auto it = pt.paths.find(p);
-                if (it != pt.paths.end() && !it->second.skipped.empty()) {
-                    const std::pair<std::string, std::string> note{p, it->second.skipped};
-                    if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
-                    std::snprintf(line, sizeof line, " %12s %7s %4s", "skipped", "", "");
-                    row += line;
-                    if (ratio) row += std::string(ratio_width, ' ');
-                    continue;
-                }
-                if (it != pt.paths.end() && (!it->second.verified || !it->second.error.empty())) {
-                    all_ok = false;
-                    bad += (bad.empty() ? "" : ",") + p;
-                }
-                if (!st) {
-                    std::snprintf(line, sizeof line, " %12s %7s %4s", "n/a", "", "");
-                    row += line;
-                    if (ratio) row += std::string(ratio_width, ' ');
-                    continue;
-                }
-                const double mid = m == metric::rate ? st->rate_per_s / 1e6 : st->algbw_gbps;
-                std::snprintf(line, sizeof line, " %12.2f %7.3f %4.0f", st->time_us.median, mid,
-                              std::min(999.0, st->time_us.spread_pct));
-                row += line;
-                if (ratio) {
-                    if (st->ratio)
-                        std::snprintf(line, sizeof line, "  %6.3f", *st->ratio);
-                    else
-                        std::snprintf(line, sizeof line, "  %6s", "-");
-                    row += line;
-                    if (st->ratio_ci)
-                        std::snprintf(line, sizeof line, "  %6.3f-%-6.3f", st->ratio_ci->lo, st->ratio_ci->hi);
-                    else
-                        std::snprintf(line, sizeof line, "  %13s", "-");
-                    row += line;
-                }
-            }
-            row += all_ok ? "   ok" : "   WRONG(" + bad + ")";
-            out += row + "\n";
+            row_state row{line, {}, notes};
+            for (const auto& p : info.paths) path_cells(pt, p, metric_of(op), have_raw && p != "raw", row);
+            out += row.cells + (row.bad.empty() ? "   ok" : "   WRONG(" + row.bad + ")") + "\n";
         }
         for (const auto& [p, why] : notes) out += "# " + p + ": skipped, " + why + "\n";
         out += aggregate_rows(info, points, op);
