@@ -29,8 +29,8 @@ namespace {
 
 constexpr int small_messages = 1000;
 constexpr int large_messages = 4;
-constexpr std::size_t large_size = 256 * 1024;
-constexpr std::size_t target_size = 64 * 1024;  // the one-sided target: data, then a counter
+constexpr std::size_t large_size = std::size_t{256} * 1024;
+constexpr std::size_t target_size = std::size_t{64} * 1024;  // the one-sided target: data, then a counter
 constexpr std::size_t counter_offset = target_size - 8;
 constexpr std::uint64_t write_tag = 42;
 
@@ -128,6 +128,40 @@ auto run_receiver(int to_child, pid_t child) -> int {
     return all && errors == 0 && written && counter_ok && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
+/// Many small messages, copied and coalesced (many per network message), then flushed.
+auto send_small_messages(lp::endpoint_manager& m, lp::send_endpoint_id ep) -> int {
+    for (int i = 0; i < small_messages; ++i) {
+        const std::string text = numbered("message ", i);
+        while (true) {
+            auto r = m.send(ep, std::as_bytes(std::span{text.data(), text.size()}));
+            if (r) break;
+            if (r.error() != loom::make_error_code(loom::errc::again)) return fail("sender: send", r.error());
+            m.poll();  // every buffer in flight: let some come back
+        }
+    }
+    return m.flush(ep) ? 0 : fail("sender: flush");
+}
+
+/// The large messages, each from its own registered buffer (kept in `regs` until the end).
+auto send_large_messages(lp::endpoint_manager& m, lp::send_endpoint_id ep, std::vector<std::vector<std::byte>>& large,
+                         std::vector<lp::memory_handle*>& regs) -> int {
+    for (int n = 0; n < large_messages; ++n) {
+        auto& buffer = large[static_cast<std::size_t>(n)];
+        for (std::size_t i = 0; i < large_size; ++i) buffer[i] = fill(i, n);
+        auto mh = m.register_memory(buffer);
+        if (!mh) return fail("sender: register_memory", mh.error());
+        regs.push_back(*mh);
+        const std::array header{std::byte{'Z'}, static_cast<std::byte>(n)};
+        while (true) {  // two header slots: at most two in flight
+            auto r = m.send(ep, buffer, *mh, header);
+            if (r) break;
+            if (r.error() != loom::make_error_code(loom::errc::again)) return fail("sender: zero-copy send", r.error());
+            m.poll();
+        }
+    }
+    return 0;
+}
+
 auto run_sender(int from_parent) -> int {
     lp::handle_bytes addr{};
     lp::remote_key_bytes key{};
@@ -154,32 +188,10 @@ auto run_sender(int from_parent) -> int {
     if (!buffered || !zero_copy) return fail("sender: open_send_endpoint");
     if (!poll_until(m, [&] { return connected == 2 || errors > 0; }) || errors > 0) return fail("sender: connect");
 
-    for (int i = 0; i < small_messages; ++i) {  // copied and coalesced: many per network message
-        const std::string text = numbered("message ", i);
-        while (true) {
-            auto r = m.send(*buffered, std::as_bytes(std::span{text.data(), text.size()}));
-            if (r) break;
-            if (r.error() != loom::make_error_code(loom::errc::again)) return fail("sender: send", r.error());
-            m.poll();  // every buffer in flight: let some come back
-        }
-    }
-    if (!m.flush(*buffered)) return fail("sender: flush");
-
+    if (const int rc = send_small_messages(m, *buffered); rc != 0) return rc;
     std::vector<std::vector<std::byte>> large(large_messages, std::vector<std::byte>(large_size));
     std::vector<lp::memory_handle*> regs;
-    for (int n = 0; n < large_messages; ++n) {
-        for (std::size_t i = 0; i < large_size; ++i) large[static_cast<std::size_t>(n)][i] = fill(i, n);
-        auto mh = m.register_memory(large[static_cast<std::size_t>(n)]);
-        if (!mh) return fail("sender: register_memory", mh.error());
-        regs.push_back(*mh);
-        const std::array header{std::byte{'Z'}, static_cast<std::byte>(n)};
-        while (true) {  // two header slots: at most two in flight
-            auto r = m.send(*zero_copy, large[static_cast<std::size_t>(n)], *mh, header);
-            if (r) break;
-            if (r.error() != loom::make_error_code(loom::errc::again)) return fail("sender: zero-copy send", r.error());
-            m.poll();
-        }
-    }
+    if (const int rc = send_large_messages(m, *zero_copy, large, regs); rc != 0) return rc;
 
     std::vector<std::byte> source(4096);
     for (std::size_t i = 0; i < source.size(); ++i) source[i] = fill(i, 99);
