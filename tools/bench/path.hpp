@@ -332,4 +332,40 @@ auto run_operation(P& p, operation op, int rank, std::size_t n, int iterations, 
     return false;
 }
 
+/// path::open of the raw and loom paths, in the same steps (each path's own calls): what the
+/// provider offers, its objects, the registrations, the peer's address and remote regions.
+/// FI_RMA / FI_ATOMIC only when requested; a provider without them (tcp has no atomics) is asked
+/// again without, and those operations are skipped (the notes say why).
+template <class P>
+auto open_in_steps(P& p, const path_config& cfg, const buffers& buf, channel& ch, std::string& rma_note,
+                   std::string& atomic_note) -> std::string {
+    bool rma = cfg.rma, atomic = cfg.atomic;
+    if (auto e = p.choose_info(cfg, rma, atomic); !e.empty()) return e;
+    if (auto e = p.create_objects(); !e.empty()) return e;
+    if (atomic && !p.has_fetch_add()) {
+        atomic = false;
+        atomic_note = "provider " + cfg.provider + " has no uint64 fetch-add";
+    }
+    if (!cfg.rma) rma_note = "not requested";  // (run never asks then)
+    if (!cfg.atomic) atomic_note = "not requested";
+    if (auto e = p.register_buffers(buf, rma, atomic); !e.empty()) return e;
+    if (auto e = p.exchange_addresses(ch); !e.empty()) return e;
+    if (rma || atomic) {
+        if (auto e = p.exchange_regions(ch, buf); !e.empty()) return e;
+    }
+    if (rma) rma_note.clear();
+    if (atomic) atomic_note.clear();
+    return {};
+}
+
+/// path::run of the raw and loom paths: run_operation, with what the primitives put in `error`
+/// as the reason of a failure.
+template <class P>
+auto run_reporting(P& p, std::string& error, operation op, int rank, std::size_t n, int iterations, int window)
+    -> std::string {
+    error.clear();
+    const bool ok = run_operation(p, op, rank, n, iterations, window);
+    return ok ? std::string{} : (error.empty() ? std::string("failed") : error);
+}
+
 }  // namespace loom::bench

@@ -55,6 +55,10 @@ enum class front_end { core, senders, asio };
 /// One code copy of the path (path.hpp: place_copy); every copy is the same code.
 template <int Copy, front_end FE = front_end::core>
 class loom_path final : public path {
+    // open() runs its steps (below) through open_in_steps.
+    template <class P>
+    friend auto loom::bench::open_in_steps(P& p, const path_config& cfg, const buffers& buf, channel& ch,
+                                           std::string& rma_note, std::string& atomic_note) -> std::string;
     static constexpr bool Senders = FE == front_end::senders;
     static constexpr bool Asio = FE == front_end::asio;
     using receiver = slot_receiver<loom_path>;
@@ -74,37 +78,13 @@ public:
 
     auto open(const path_config& cfg, const buffers& buf, channel& ch, int) -> std::string override {
         buf_ = buf;
-        // FI_RMA / FI_ATOMIC only when requested; a provider without them (tcp has no atomics)
-        // is asked again without, and those operations are skipped.
-        bool rma = cfg.rma, atomic = cfg.atomic;
-        if (auto e = choose_info(cfg, rma, atomic); !e.empty()) return e;
-        if (auto e = create_objects(); !e.empty()) return e;
-        if (atomic) {
-            std::size_t count = 0;
-            if (!loom::atomic::is_fetch_valid(ep_, loom::atomic::operation::sum, loom::atomic::datatype::uint64,
-                                              &count) ||
-                count < 1) {
-                atomic = false;
-                atomic_note_ = "provider " + cfg.provider + " has no uint64 fetch-add";
-            }
-        }
-        if (!cfg.rma) rma_note_ = "not requested";
-        if (!cfg.atomic) atomic_note_ = "not requested";
-        if (auto e = register_buffers(buf, rma, atomic); !e.empty()) return e;
-        if (auto e = exchange_addresses(ch); !e.empty()) return e;
-        if (rma || atomic) {
-            if (auto e = exchange_regions(ch, buf); !e.empty()) return e;
-        }
-        if (rma) rma_note_.clear();
-        if (atomic) atomic_note_.clear();
+        if (auto e = open_in_steps(*this, cfg, buf, ch, rma_note_, atomic_note_); !e.empty()) return e;
         if constexpr (Asio) return start_asio();
         return {};
     }
 
     auto run(operation op, int rank, std::size_t n, int iterations, int window) -> std::string override {
-        error_.clear();
-        const bool ok = run_operation(*this, op, rank, n, iterations, window);
-        return ok ? std::string{} : (error_.empty() ? std::string("failed") : error_);
+        return run_reporting(*this, error_, op, rank, n, iterations, window);
     }
 
     // ------------------------------------------------------------ primitives (see path.hpp)
@@ -226,8 +206,7 @@ public:
     }
 
 private:
-    // ------------------------------------------------------------ open(), step by step
-
+    // ------------------------------------------------------------ open(), step by step (open_in_steps)
     /// The provider's info for the capabilities asked (dropping RMA, then atomics, where it has
     /// none), on the loopback domain unless cfg.domain names one.
     auto choose_info(const path_config& cfg, bool& rma, bool& atomic) -> std::string {
@@ -278,6 +257,12 @@ private:
         if (auto r = ep_.bind_av(av_); !r) return err("bind_av", r.error());
         if (auto r = ep_.enable(); !r) return err("enable", r.error());
         return {};
+    }
+    auto has_fetch_add() -> bool {
+        std::size_t count = 0;
+        return loom::atomic::is_fetch_valid(ep_, loom::atomic::operation::sum, loom::atomic::datatype::uint64,
+                                            &count) &&
+               count >= 1;
     }
     /// tx: source of writes and fetch-add operands, target of the peer's reads; rx: target of
     /// the peer's writes and atomics, sink of reads and fetch results.

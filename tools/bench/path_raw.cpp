@@ -25,6 +25,11 @@ auto fi_err(const char* what, long rc) -> std::string {
 /// One code copy of the path (path.hpp: place_copy); every copy is the same code.
 template <int Copy>
 class raw_path final : public path {
+    // open() runs its steps (below) through open_in_steps.
+    template <class P>
+    friend auto loom::bench::open_in_steps(P& p, const path_config& cfg, const buffers& buf, channel& ch,
+                                           std::string& rma_note, std::string& atomic_note) -> std::string;
+
 public:
     ~raw_path() override { close_all(); }
     auto name() const -> std::string override { return "raw"; }
@@ -37,34 +42,11 @@ public:
 
     auto open(const path_config& cfg, const buffers& buf, channel& ch, int) -> std::string override {
         buf_ = buf;
-        // FI_RMA / FI_ATOMIC only when requested; a provider without them (tcp has no atomics)
-        // is asked again without, and those operations are skipped.
-        bool rma = cfg.rma, atomic = cfg.atomic;
-        if (auto e = choose_info(cfg, rma, atomic); !e.empty()) return e;
-        if (auto e = create_objects(); !e.empty()) return e;
-        if (atomic) {
-            std::size_t count = 0;
-            if (::fi_fetch_atomicvalid(ep_, FI_UINT64, FI_SUM, &count) != 0 || count < 1) {
-                atomic = false;
-                atomic_note_ = "provider " + cfg.provider + " has no uint64 fetch-add";
-            }
-        }
-        if (!cfg.rma) rma_note_ = "not requested";  // (run never asks then)
-        if (!cfg.atomic) atomic_note_ = "not requested";
-        if (auto e = register_buffers(buf, rma, atomic); !e.empty()) return e;
-        if (auto e = exchange_addresses(ch); !e.empty()) return e;
-        if (rma || atomic) {
-            if (auto e = exchange_regions(ch, buf); !e.empty()) return e;
-        }
-        if (rma) rma_note_.clear();
-        if (atomic) atomic_note_.clear();
-        return {};
+        return open_in_steps(*this, cfg, buf, ch, rma_note_, atomic_note_);
     }
 
     auto run(operation op, int rank, std::size_t n, int iterations, int window) -> std::string override {
-        error_.clear();
-        const bool ok = run_operation(*this, op, rank, n, iterations, window);
-        return ok ? std::string{} : (error_.empty() ? std::string("failed") : error_);
+        return run_reporting(*this, error_, op, rank, n, iterations, window);
     }
 
     // ------------------------------------------------------------ primitives (see path.hpp)
@@ -126,8 +108,7 @@ public:
     }
 
 private:
-    // ------------------------------------------------------------ open(), step by step
-
+    // ------------------------------------------------------------ open(), step by step (open_in_steps)
     /// fi_getinfo for exactly cfg.provider with the capabilities asked (dropping RMA, then
     /// atomics, where it has none), on the loopback domain unless cfg.domain names one.
     auto choose_info(const path_config& cfg, bool& rma, bool& atomic) -> std::string {
@@ -186,6 +167,10 @@ private:
         if (int rc = ::fi_ep_bind(ep_, &av_->fid, 0); rc != 0) return fi_err("fi_ep_bind av", rc);
         if (int rc = ::fi_enable(ep_); rc != 0) return fi_err("fi_enable", rc);
         return {};
+    }
+    auto has_fetch_add() -> bool {
+        std::size_t count = 0;
+        return ::fi_fetch_atomicvalid(ep_, FI_UINT64, FI_SUM, &count) == 0 && count >= 1;
     }
     /// Without FI_MR_PROV_KEY the application picks the keys: two distinct ones. tx is the
     /// source of writes and fetch-add operands and the target of the peer's reads; rx the
