@@ -320,7 +320,10 @@ auto endpoint_manager::impl::post_receive(recv_ep& r, std::span<std::byte> buf, 
 }
 
 void endpoint_manager::impl::close_receive(recv_ep& r) noexcept {
+    // Out of the table first: the waits below let other threads at the engine, and none of
+    // them may accept, post or deliver on this endpoint meanwhile (its handle is stale now).
     const auto index = (static_cast<std::uint64_t>(r.id) & 0xffffffffU) - 1;
+    const std::unique_ptr<recv_ep> owned = std::move(receives[index]);
     for (auto& c : r.conns) {
         // A sender that has not said goodbye may still wait on this side: it hears of the close.
         if (!c->farewell && !c->lost) eng->announce_close(*c->chan);  // nothing if it announced its own
@@ -331,7 +334,6 @@ void endpoint_manager::impl::close_receive(recv_ep& r) noexcept {
     }
     for (const auto& pb : r.unclaimed) cancel_posted(r, pb, 0);
     eng->close(*r.listen);
-    receives[index].reset();
 }
 
 }  // namespace loom::plugins
