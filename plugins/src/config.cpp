@@ -1,4 +1,5 @@
 #include <loom/plugins/config.hpp>
+#include <loom/plugins/liveness.hpp>
 
 #include <charconv>
 #include <cstdlib>
@@ -99,18 +100,18 @@ auto parse_config(const char* (*get)(const char*, void*), void* state) -> result
         if (!s) return fail("LOOM_EAGER_MAX: expected a size (e.g. 16384 or 64k), got '" + std::string(*v) + "'");
         c.eager_max = s;
     }
-    auto ms = [&](const char* name, std::chrono::milliseconds& out) -> bool {
+    auto ms = [&](const char* name, std::chrono::milliseconds& out, std::size_t least = 1) -> bool {
         auto v = text(name);
         if (!v) return true;
         auto s = parse_size(*v);
-        if (!s || *s == 0 || *s > 86'400'000) return false;
+        if (!s || *s < least || *s > 86'400'000) return false;
         out = std::chrono::milliseconds(static_cast<long>(*s));
         return true;
     };
     if (!ms("LOOM_EAGAIN_TIMEOUT_MS", c.eagain_timeout))
         return fail("LOOM_EAGAIN_TIMEOUT_MS: expected milliseconds in [1, 86400000]");
-    if (!ms("LOOM_PEER_TIMEOUT_MS", c.peer_timeout))
-        return fail("LOOM_PEER_TIMEOUT_MS: expected milliseconds in [1, 86400000]");
+    if (!ms("LOOM_PEER_TIMEOUT_MS", c.peer_timeout, static_cast<std::size_t>(min_peer_timeout.count())))
+        return fail("LOOM_PEER_TIMEOUT_MS: expected milliseconds in [100, 86400000]");
     if (!ms("LOOM_CONNECT_TIMEOUT_MS", c.connect_timeout))
         return fail("LOOM_CONNECT_TIMEOUT_MS: expected milliseconds in [1, 86400000]");
     if (auto v = text("LOOM_PROGRESS_THREAD")) {

@@ -2,6 +2,7 @@
 #include "engine_internals.hpp"
 
 #include <loom/gpu/cuda.hpp>
+#include <loom/plugins/liveness.hpp>
 #include <loom/plugins/log.hpp>
 #include <loom/provider_facts.hpp>
 
@@ -72,7 +73,7 @@ auto liveness_text(const engine& e) -> std::string {
 }  // namespace
 
 auto engine::open(const std::vector<nic>& nics, const config& cfg) -> result<std::unique_ptr<engine>> {
-    if (nics.empty() || nics.size() > static_cast<std::size_t>(max_rails))
+    if (nics.empty() || nics.size() > static_cast<std::size_t>(max_rails) || cfg.peer_timeout < min_peer_timeout)
         return make_unexpected(errc::invalid_argument);
     const nic& n = nics.front();
     auto main = open_rail(n, cfg);

@@ -6,7 +6,8 @@
 // Pings and pongs go between the engines' liveness endpoints where both have one: a connection
 // of their own, so they never wait behind the data queued on a slow link.
 // A channel that has heard nothing for three quarters of the timeout is dead: every request on
-// it fails. So a peer dies at t and its requests fail by t + timeout (+ one 100 ms check).
+// it fails. So a peer dies at t and its requests fail by t + timeout (+ one check: every
+// 100 ms, or every quarter where that is shorter).
 // On shm a peer is also checked by pid, which says "gone" sooner. Not on socket providers: what
 // a peer sent before it exited may still be in its socket or on the link, its close notice
 // behind it. A provider error that says the peer cannot be reached declares it at once
@@ -157,22 +158,27 @@ void engine::fail_channel(channel_base& c, errc why) noexcept {
     });
 }
 
-void engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept {
+auto engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept -> bool {
     if (c.live->answered) {  // the peer answered since the last check, whatever became of its pongs
         c.live->answered = false;
         c.live->last_heard = now;
     }
-    if (waiting && pid_ends_peer_ && same_host_peer_gone(c)) return declare_dead(c, "is gone");
+    if (waiting && pid_ends_peer_ && same_host_peer_gone(c)) {
+        declare_dead(c, "is gone");
+        return false;
+    }
     switch (liveness_step(waiting, now, c.live->last_heard, c.live->last_ping, cfg_.peer_timeout)) {
-        case liveness_action::declare_dead: return declare_dead(c, "stopped answering");
+        case liveness_action::declare_dead: declare_dead(c, "stopped answering"); return false;
         case liveness_action::ping:
+            // A refused ping leaves last_ping as it was: the next check, soon, pings again.
+            if (!send_liveness(c, liveness_kind::ping, ++c.live->ping_sequence, true)) return true;
             c.live->last_ping = now;
-            send_liveness(c, liveness_kind::ping, ++c.live->ping_sequence, true);
-            return;
+            return false;
         case liveness_action::none:
             if (!waiting) c.live->last_heard = now;  // nothing waits on the peer: nothing to prove
-            return;
+            return false;
     }
+    return false;
 }
 
 void engine::tick(clock::time_point now) noexcept {
@@ -185,20 +191,21 @@ void engine::tick(clock::time_point now) noexcept {
         poll_queue(main_->live.own.cq);
     }
     if (now < next_peer_check_) return;
-    next_peer_check_ = now + std::chrono::milliseconds(100);
-    check_peers();
+    next_peer_check_ = now + (check_peers() ? refused_ping_retry : check_period(cfg_.peer_timeout));
 }
 
-void engine::check_peers() noexcept {
+auto engine::check_peers() noexcept -> bool {
     const auto now = clock::now();
     const auto stalled = ping_interval(cfg_.peer_timeout);
     auto waits = [&](const request_base& r) { return r.active && !r.done && now - r.started >= stalled; };
+    bool ping_refused = false;
     for (channel_base* c : channels_) {
         if (c->state != chan_state::ready || c->closed_by_peer) continue;
         const bool foreign_waits = c->foreign_in_flight > 0 && now - c->foreign_since >= stalled;
-        watch_peer(*c, foreign_waits || with_pool(*c, [&](auto& pool) { return std::ranges::any_of(pool, waits); }),
-                   now);
+        ping_refused |= watch_peer(
+            *c, foreign_waits || with_pool(*c, [&](auto& pool) { return std::ranges::any_of(pool, waits); }), now);
     }
+    return ping_refused;
 }
 
 void engine::watchdog() noexcept {

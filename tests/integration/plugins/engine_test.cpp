@@ -1,6 +1,7 @@
 // The plugin runtime's engine driven directly (no host ABI), in one process connected to
 // itself: protocol choice by size, and a two-rail engine striping rendezvous writes.
 #include <loom/plugins/engine.hpp>
+#include <loom/plugins/liveness.hpp>
 
 #include "allocation_count.hpp"
 #include "engine_pair.hpp"
@@ -159,6 +160,19 @@ TEST(PluginEngine, LivenessRouteFollowsTheProviderAndTheSetting) {
         ASSERT_TRUE(e) << w.provider << ": " << e.error().message();
         EXPECT_EQ((*e)->route_of_liveness(), w.route) << w.provider << " setting " << static_cast<int>(w.setting);
     }
+}
+
+// A peer timeout too short for two checks between a ping and the silence limit is refused.
+TEST(PluginEngine, RefusesAPeerTimeoutBelowTheShortest) {
+    auto nics = nics_for("tcp", "lo");
+    ASSERT_EQ(nics.size(), 1U);
+    lp::config cfg;
+    cfg.peer_timeout = lp::min_peer_timeout - std::chrono::milliseconds(1);
+    auto e = lp::engine::open(nics[0], cfg);
+    ASSERT_FALSE(e);
+    EXPECT_EQ(e.error(), make_error_code(loom::errc::invalid_argument));
+    cfg.peer_timeout = lp::min_peer_timeout;
+    EXPECT_TRUE(lp::engine::open(nics[0], cfg));
 }
 
 // A receive that waits on a live peer for three peer timeouts: the pings and pongs travel on the

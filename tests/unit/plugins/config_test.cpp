@@ -90,6 +90,7 @@ TEST(PluginConfig, MalformedValuesAreErrorsNamingTheVariable) {
                                                  {"LOOM_EAGER_MAX", "99999999999999999999g"},
                                                  {"LOOM_EAGAIN_TIMEOUT_MS", "0"},
                                                  {"LOOM_PEER_TIMEOUT_MS", "5s"},
+                                                 {"LOOM_PEER_TIMEOUT_MS", "99"},
                                                  {"LOOM_CONNECT_TIMEOUT_MS", "999999999999"},
                                                  {"LOOM_PROGRESS_THREAD", "maybe"},
                                                  {"LOOM_LIVENESS_ENDPOINT", "2"},

@@ -61,9 +61,25 @@ TEST(Liveness, ADeathIsNoticedWithinTheTimeout) {
     }
 }
 
-TEST(Liveness, TinyTimeoutsStillPingAtTwentyMilliseconds) {
-    EXPECT_EQ(lp::ping_interval(40ms), 20ms);
-    EXPECT_EQ(lp::silence_limit(40ms), 20ms);
+TEST(Liveness, PeersAreCheckedAtLeastEveryPingInterval) {
+    // A silent peer is declared dead no sooner than the third check that finds it silent, however
+    // short the timeout (checks every 100 ms used to make a 300 ms timeout's peers die waiting).
+    EXPECT_EQ(lp::check_period(timeout), 100ms);
+    EXPECT_EQ(lp::check_period(lp::min_peer_timeout), 25ms);
+    EXPECT_EQ(lp::check_period(400ms), 100ms);
+    for (auto t : {lp::min_peer_timeout, 120ms, 399ms, 400ms, 1000ms, 5000ms}) {
+        EXPECT_LE(lp::check_period(t), lp::ping_interval(t)) << t.count();
+        EXPECT_GE(lp::silence_limit(t), 3 * lp::check_period(t)) << t.count();
+    }
+}
+
+TEST(Liveness, APingRefusedForNowGoesAgainAtTheNextCheck) {
+    // The refused ping leaves the time of the last ping as it was: the retry, a millisecond later,
+    // is still due, and its pong has the same two checks as any other.
+    const auto first = t0 + 250ms;
+    ASSERT_EQ(lp::liveness_step(true, first, t0, t0, timeout), lp::liveness_action::ping);
+    EXPECT_EQ(lp::liveness_step(true, first + lp::refused_ping_retry, t0, t0, timeout), lp::liveness_action::ping);
+    EXPECT_LT(lp::refused_ping_retry, lp::check_period(lp::min_peer_timeout));
 }
 
 TEST(Liveness, ConnectionErrorsSayThePeerIsUnreachable) {

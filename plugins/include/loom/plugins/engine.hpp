@@ -99,7 +99,7 @@ enum class liveness_route : std::uint8_t {
 /// writes striped over all of them.
 class engine {
 public:
-    /// An engine on NIC `n`.
+    /// An engine on NIC `n`. invalid_argument: a peer timeout below min_peer_timeout (liveness.hpp).
     [[nodiscard]] static auto open(const nic& n, const config& cfg) -> result<std::unique_ptr<engine>>;
     /// An engine over several NICs (a virtual device): the first carries control and eager traffic.
     [[nodiscard]] static auto open(const std::vector<nic>& rails, const config& cfg) -> result<std::unique_ptr<engine>>;
@@ -294,12 +294,13 @@ private:
         if (--r.remaining == 0) r.done = true;
     }
     // peer_monitor.cpp
-    void check_peers() noexcept;
+    /// true: a ping was refused for now (check again soon).
+    auto check_peers() noexcept -> bool;
     /// The coarse clock, the liveness link's own queue and the peer checks when due.
     void tick(clock::time_point now) noexcept;
     auto peer_alive(const channel_base& c) const noexcept -> bool;
     auto same_host_peer_gone(const channel_base& c) const noexcept -> bool;
-    void watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept;
+    auto watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept -> bool;  // as check_peers
     void declare_dead(channel_base& c, const char* why) noexcept;
     void declare_unreachable(channel_base* c) noexcept;  // c: from channel_lost_by, may be null
     void end_by_peer(channel_base& c) noexcept;          // the peer said it closed its side

@@ -4,7 +4,9 @@
 //
 // While a request waits on the peer for a quarter of the timeout, ping every quarter; after
 // three quarters without a word the peer is dead. A peer that dies at t answered its last
-// ping at most a quarter before t, so its requests fail by t + timeout.
+// ping at most a quarter before t, so its requests fail by t + timeout. The peers are checked
+// at least every quarter, so a pong has two checks to arrive; a ping the provider refuses for
+// now (tcp makes its connection on the first message) goes again at the next millisecond.
 //
 // The provider may say so sooner: an operation that ends with a connection error (unreachable,
 // refused, reset, ...) means the peer cannot be reached now, and the channel fails at once
@@ -22,16 +24,28 @@ namespace loom::plugins {
 /// The clock liveness decisions use.
 using liveness_clock = std::chrono::steady_clock;
 
+/// The shortest peer timeout (LOOM_PEER_TIMEOUT_MS): below it a ping's answer would have less
+/// than two 25 ms checks to arrive.
+inline constexpr std::chrono::milliseconds min_peer_timeout{100};
+
+/// How soon a ping the provider refused for now is tried again.
+inline constexpr std::chrono::milliseconds refused_ping_retry{1};
+
 /// How long a request waits before its channel starts to ping, and the ping period.
 [[nodiscard]] constexpr auto ping_interval(std::chrono::milliseconds peer_timeout) noexcept
     -> liveness_clock::duration {
-    return std::max<liveness_clock::duration>(peer_timeout / 4, std::chrono::milliseconds(20));
+    return peer_timeout / 4;
 }
 
 /// How long a waited-on peer may stay silent before it is declared dead.
 [[nodiscard]] constexpr auto silence_limit(std::chrono::milliseconds peer_timeout) noexcept
     -> liveness_clock::duration {
     return peer_timeout - ping_interval(peer_timeout);
+}
+
+/// How often the peers are checked: every 100 ms, or every ping interval where that is shorter.
+[[nodiscard]] constexpr auto check_period(std::chrono::milliseconds peer_timeout) noexcept -> liveness_clock::duration {
+    return std::min<liveness_clock::duration>(ping_interval(peer_timeout), std::chrono::milliseconds(100));
 }
 
 /// What liveness_step decides.
