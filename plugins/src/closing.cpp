@@ -88,22 +88,14 @@ void engine::wait_for_writes(receiver& rc) noexcept {
     // (rendezvous.cpp); a peer that closed or failed (its monitor runs in progress()) writes
     // nothing more. A slow link may take longer than the timeout: only a pause that long ends
     // the wait while the peer lives.
-    auto landed = [&] {
-        std::uint64_t n = 0;
-        for (const auto& r : rc.pool)
-            if (r.active)
-                for (int i = 0; i < r.n; ++i) n += r.slots[static_cast<std::size_t>(i)].landed;
-        return n;
-    };
     const auto quiet = std::min(cfg_.peer_timeout, std::chrono::milliseconds(5000));
     auto deadline = clock::now() + quiet;
-    std::uint64_t seen = landed();
-    while (rc.state == chan_state::ready && !rc.closed_by_peer && awaits_writes(rc) && clock::now() < deadline) {
+    auto seen = writes_into(rc);
+    while (rc.state == chan_state::ready && !rc.closed_by_peer && seen.awaited && clock::now() < deadline) {
         progress();
-        if (const std::uint64_t n = landed(); n != seen) {
-            seen = n;
-            deadline = clock::now() + quiet;
-        }
+        const auto now = writes_into(rc);
+        if (now.landed != seen.landed) deadline = clock::now() + quiet;
+        seen = now;
         relax_lock();
     }
 }

@@ -174,16 +174,20 @@ void engine::on_recv_op(recv_request& r, op& o, const completion_event& ev) noex
     }
 }
 
-auto engine::awaits_writes(const receiver& rc) const noexcept -> bool {
+auto engine::writes_into(const receiver& rc) noexcept -> write_tally {
+    write_tally t;
     for (const auto& r : rc.pool) {
         if (!r.active) continue;
         for (int i = 0; i < r.n; ++i) {
             const auto& s = r.slots[static_cast<std::size_t>(i)];
-            if (s.rendezvous && !s.done && s.landed < s.expected) return true;
+            t.landed += s.landed;
+            t.awaited = t.awaited || (s.rendezvous && !s.done && s.landed < s.expected);
         }
     }
-    return false;
+    return t;
 }
+
+auto engine::awaits_writes(const receiver& rc) const noexcept -> bool { return writes_into(rc).awaited; }
 
 void engine::on_remote_write(std::uint64_t imm) noexcept {
     if (immediate::is_user_value(imm)) {

@@ -274,6 +274,12 @@ private:
     void dispatch(const completion_event& ev) noexcept;
     void dispatch_to_owner(op* o, const completion_event& ev) noexcept;
     void on_remote_write(std::uint64_t imm) noexcept;
+    /// What a receiver's rendezvous writes stand at: whether one is awaited, and the bytes landed.
+    struct write_tally {
+        bool awaited{false};
+        std::uint64_t landed{0};
+    };
+    static auto writes_into(const receiver& rc) noexcept -> write_tally;  // one walk of the pool
     void on_send_op(send_request& r, op& o, const completion_event& ev) noexcept;
     void on_recv_op(recv_request& r, op& o, const completion_event& ev) noexcept;
     void on_listen(listener& l, const completion_event& ev) noexcept;
