@@ -12,14 +12,9 @@
 #include <thread>
 #include <vector>
 
+// In the helpers' namespace: their send and recv hide the C library's.
+namespace loom_test::mr {
 namespace {
-
-using namespace loom_test::mr;
-// Declared here, so that they hide the C library's send and recv.
-using loom_test::mr::recv;
-using loom_test::mr::rread;
-using loom_test::mr::rwrite;
-using loom_test::mr::send;
 
 /// 4 threads: hits, misses, releases, invalidations and evictions at once. Every handle must
 /// refer to a registration that is still alive; the counters must add up exactly.
@@ -225,3 +220,4 @@ TEST(MrCacheConcurrency, HitBatchesStayExact) {
 }
 
 }  // namespace
+}  // namespace loom_test::mr

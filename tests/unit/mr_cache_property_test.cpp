@@ -10,14 +10,9 @@
 #include <random>
 #include <vector>
 
+// In the helpers' namespace: their send and recv hide the C library's.
+namespace loom_test::mr {
 namespace {
-
-using namespace loom_test::mr;
-// Declared here, so that they hide the C library's send and recv.
-using loom_test::mr::recv;
-using loom_test::mr::rread;
-using loom_test::mr::rwrite;
-using loom_test::mr::send;
 
 /// Brute-force model: a vector of live registrations.
 struct model {
@@ -207,3 +202,4 @@ TEST(MrCacheProperty, BothBoundsAgainstModel) {
 TEST(MrCacheProperty, ZeroLimitAgainstModel) { property_run({.max_entries = 0}, 0xABBA, 50'000); }
 
 }  // namespace
+}  // namespace loom_test::mr

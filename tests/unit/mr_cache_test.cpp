@@ -12,14 +12,9 @@
 #include <loom/mr_cache.hpp>
 #include <vector>
 
+// In the helpers' namespace: their send and recv hide the C library's.
+namespace loom_test::mr {
 namespace {
-
-using namespace loom_test::mr;
-// Declared here, so that they hide the C library's send and recv.
-using loom_test::mr::recv;
-using loom_test::mr::rread;
-using loom_test::mr::rwrite;
-using loom_test::mr::send;
 
 struct MrCacheTest : ::testing::Test {
     fake_registrar reg;
@@ -551,3 +546,4 @@ TEST(MrCacheBinding, ClosedDomainOrEndpointIsRejected) {
 }
 
 }  // namespace
+}  // namespace loom_test::mr
