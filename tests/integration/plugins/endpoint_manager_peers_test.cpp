@@ -10,6 +10,7 @@
 #include <csignal>
 
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,8 +18,9 @@ namespace {
 
 using namespace loom_test::manager;
 
-/// A receiver in a child process (a receive endpoint and 1 MiB registered for one-sided
-/// operations) that polls until killed; the parent's `tx` is connected to it.
+/// A receiver in another process (manager_receiver_child.cpp: a receive endpoint and 1 MiB
+/// registered for one-sided operations) that polls until killed; the parent's `tx` is
+/// connected to it.
 struct receiver_process {
     pid_t pid{-1};
     lp::send_endpoint_id out{};
@@ -28,20 +30,12 @@ struct receiver_process {
     explicit receiver_process(side& tx) {
         int fds[2];
         if (::pipe(fds) != 0) return;
+        const std::string fd = std::to_string(fds[1]);
         pid = ::fork();
         if (pid == 0) {
             ::close(fds[0]);
-            ::alarm(30);
-            side rx;
-            std::vector<std::byte> target(1 << 20);
-            auto mh = rx.m->register_memory(target);
-            auto in = rx.m->open_receive_endpoint({});
-            const auto addr = in ? rx.m->address_of(*in) : std::unexpected(in.error());
-            const auto k = mh ? rx.m->remote_key_of(*mh) : std::unexpected(mh.error());
-            if (!addr || !k || ::write(fds[1], addr->data(), addr->size()) != static_cast<ssize_t>(addr->size()) ||
-                ::write(fds[1], k->data(), k->size()) != static_cast<ssize_t>(k->size()))
-                ::_exit(1);
-            for (;;) rx.m->poll();  // until killed
+            ::execl(LOOM_TEST_MANAGER_RECEIVER, LOOM_TEST_MANAGER_RECEIVER, fd.c_str(), nullptr);
+            ::_exit(127);
         }
         ::close(fds[1]);
         const bool got = ::read(fds[0], address.data(), address.size()) == static_cast<ssize_t>(address.size()) &&
@@ -69,7 +63,7 @@ TEST(EndpointManagerPeers, AKilledReceiverFailsTheSendsWaitingOnIt) {
     // The receiver is another process, killed once connected; LOOM_PEER_TIMEOUT_MS is short for
     // this binary (ctest). (A receiver closed in the same process is no test: shm maps its
     // peers' regions, and an inject into one its owner unmapped faults inside the provider.)
-    side tx;  // before the fork: shm refuses (busy) a region a process opens after its child did
+    side tx;
     ASSERT_TRUE(tx.m);
     receiver_process peer(tx);
     ASSERT_EQ(tx.count(lp::event_kind::connected), 1U);
