@@ -9,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -34,6 +36,7 @@ TEST(AsioServiceThreads, operations_started_polled_and_completed_from_several_th
     service.start();
     auto work = ::asio::make_work_guard(ioc);
     std::vector<std::thread> runners;
+    runners.reserve(2);
     for (int i = 0; i < 2; ++i) runners.emplace_back([&] { ioc.run(); });
     std::atomic<bool> stop{false};
     std::thread churn([&] {  // registrations change while passes run
@@ -72,6 +75,70 @@ TEST(AsioServiceThreads, operations_started_polled_and_completed_from_several_th
     EXPECT_EQ(service.outstanding_operations(), 0u);
     service.stop();
     EXPECT_FALSE(service.deregister_cq(s.cq));
+}
+
+// Every pair starts from idle on the test thread while two threads run the io_context, and a
+// third thread keeps adding and removing a timer-polled queue: the start alternates between
+// posting a pass without the service's lock (every queue spins) and scheduling under it. A
+// start whose pass is lost leaves its pair waiting until the deadline.
+TEST(AsioServiceThreads, operations_started_from_idle_on_another_thread_are_always_polled) {
+    auto info = loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
+                                    .ep_type = loom::endpoint_types::rdm,
+                                    .provider = "tcp",
+                                    .domain_name = "lo",
+                                    .threading = loom::threading_mode::safe});
+    ASSERT_TRUE(info) << info.error().message();
+    core_test::loop_stack s;
+    ASSERT_TRUE(core_test::open_loop(*info, core_test::loop_options{}, s).empty());
+    auto timed_cq = loom::completion_queue::create(s.domain, {.size = 16}).value();
+    ::asio::io_context ioc;
+    loom::asio::endpoint ep(ioc, std::move(s.ep), s.cq, s.cq);
+    ep.set_default_peer(s.self);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(s.cq));
+    ASSERT_EQ(service.progress_of(s.cq), loom::asio::fabric_service::progress_kind::timer);  // it spins
+    service.start();
+    auto work = ::asio::make_work_guard(ioc);
+    std::vector<std::thread> runners;
+    runners.reserve(2);
+    for (int i = 0; i < 2; ++i) runners.emplace_back([&] { ioc.run(); });
+    std::atomic<bool> stop{false};
+    std::thread churn([&] {
+        const loom::asio::queue_options timed{.use_fd_polling = false, .poll_interval = std::chrono::microseconds(50)};
+        while (!stop.load(std::memory_order_acquire)) {
+            (void)service.register_cq(timed_cq, timed);
+            std::this_thread::yield();
+            EXPECT_FALSE(service.deregister_cq(timed_cq));
+        }
+    });
+
+    std::array<std::byte, 8> in{}, out{};
+    std::atomic<int> done{0}, failed{0};
+    int pairs = 0;
+    for (; pairs < 300; ++pairs) {
+        ASSERT_EQ(service.outstanding_operations(), 0u);  // from idle
+        done.store(0);
+        ep.async_tagged_receive(::asio::buffer(in), 7, [&](std::error_code ec, std::size_t) {
+            if (ec) failed.fetch_add(1);
+            done.fetch_add(1);
+        });
+        ep.async_tagged_send(::asio::buffer(out), 7, [&](std::error_code ec, std::size_t) {
+            if (ec) failed.fetch_add(1);
+            done.fetch_add(1);
+        });
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (done.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+        if (done.load() < 2) break;
+        while (service.outstanding_operations() != 0) std::this_thread::yield();  // the handlers have returned
+    }
+    stop.store(true, std::memory_order_release);
+    churn.join();
+    if (pairs < 300) service.stop();  // let run() return with the lost pair outstanding
+    work.reset();
+    ioc.stop();
+    for (auto& t : runners) t.join();
+    EXPECT_EQ(pairs, 300) << "pair " << pairs << " was never polled";
+    EXPECT_EQ(failed.load(), 0);
 }
 
 }  // namespace

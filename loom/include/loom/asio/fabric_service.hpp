@@ -102,7 +102,8 @@ public:
     [[nodiscard]] auto serves(const completion_queue& cq) const -> bool;
 
 private:
-    friend void detail::service_operation_started(fabric_service& s) noexcept;
+    friend auto detail::service_operation_started(fabric_service& s) noexcept -> bool;
+    friend void detail::service_arm_polling(fabric_service& s) noexcept;
     friend void detail::service_operation_finished(fabric_service& s) noexcept;
     friend void detail::service_operation_ready(fabric_service& s, detail::operation_base& op) noexcept;
     struct queue_entry;
@@ -111,6 +112,8 @@ private:
     void shutdown() override;
     // Called with mutex_ held.
     void schedule();
+    void note_spin_only() noexcept;
+    [[nodiscard]] auto start_spinning_pass() noexcept -> bool;
     /// Posts `f` (never run inline) with its memory from the per-thread cache of its type.
     template <class F>
     void post_cached(F&& f);
@@ -119,7 +122,10 @@ private:
     auto read_queue(queue_entry& e) -> std::size_t;
     auto prepare_wait(const std::shared_ptr<queue_entry>& e) -> bool;
     void run_ready();
+    [[nodiscard]] auto take_ready() noexcept -> detail::operation_base*;
+    [[nodiscard]] auto has_ready() const noexcept -> bool;
     void push_ready(detail::operation_base& op) noexcept;
+    void push_ready_here(detail::operation_base& op) noexcept;
     void reclaim();
     void wake() noexcept;
     [[nodiscard]] auto find(const completion_queue& cq) const -> std::shared_ptr<queue_entry>;
@@ -131,11 +137,19 @@ private:
     unsigned depth_{0};                          // passes under way on the thread holding mutex_
     unsigned idle_passes_{0};                    // timer passes in a row that completed nothing
     bool started_{false};
-    bool pass_scheduled_{false};  // the timer is armed or a pass is posted
-    bool spinning_{false};        // that pass is a zero-interval one
+    std::atomic<bool> pass_scheduled_{false};  // the timer is armed or a pass is posted
+    std::atomic<bool> spinning_{false};        // that pass is a zero-interval one
+    // Started, and every active queue is read in zero-interval passes that have not backed
+    // off: an operation starting from idle posts a pass without taking mutex_ (schedule()
+    // keeps it; a stale true costs one pass that finds nothing to do).
+    std::atomic<bool> spin_only_{false};
     bool shut_down_{false};
     std::atomic<std::size_t> outstanding_{0};
-    std::atomic<detail::operation_base*> ready_{nullptr};  // completed, handler not yet run (LIFO)
+    // Completed, handler not yet run: by other threads (LIFO), and by the pass's own thread
+    // (FIFO, under mutex_), which needs no atomic operation.
+    std::atomic<detail::operation_base*> ready_{nullptr};
+    detail::operation_base* ready_here_{nullptr};
+    detail::operation_base** ready_here_tail_{&ready_here_};
     std::atomic<bool> drain_posted_{false};
     std::atomic<std::thread::id> polling_thread_{};
 };

@@ -96,6 +96,18 @@ private:
 
     template <bool Writable, class Seq>
     auto fill(const Seq& seq, const memory_region* all, const endpoint& ep) -> std::error_code {
+        if constexpr (single_buffer<Seq>) {  // the inline arrays always hold one
+            const buffer_piece p = piece_of<Writable>(seq);
+            const memory_region* mr = all != nullptr ? all : p.mr;
+            iov_[0] = {p.data, p.size};
+            desc_[0] = mr != nullptr ? mr->descriptor() : nullptr;
+            count_ = 1;
+            total_ = p.size;
+            has_desc_ = mr != nullptr;
+            if (mr != nullptr && (!mr->contains(p.data, p.size) || (all == nullptr && !mr->usable_with(ep))))
+                return make_error_code(errc::invalid_argument);
+            return {};
+        }
         std::size_t n = 0;
         for_each_piece<Writable>(seq, [&](const buffer_piece&) { ++n; });
         reserve(n == 0 ? 1 : n);

@@ -16,6 +16,7 @@
 #include <asio/dispatch.hpp>
 #include <asio/error.hpp>
 #include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
 #include <asio/post.hpp>
 
 #include <memory>
@@ -31,7 +32,10 @@ namespace loom::asio::detail {
 
 class operation_base;
 // What operations tell the fabric service (defined with it, in loom/asio/impl/fabric_service.hpp).
-void service_operation_started(fabric_service& s) noexcept;
+// Counts an operation as outstanding; true when it is the first (from idle) and polling must
+// be armed, by service_arm_polling once the operation has been submitted.
+[[nodiscard]] auto service_operation_started(fabric_service& s) noexcept -> bool;
+void service_arm_polling(fabric_service& s) noexcept;
 void service_operation_finished(fabric_service& s) noexcept;
 void service_operation_ready(fabric_service& s, operation_base& op) noexcept;
 
@@ -250,13 +254,16 @@ public:
             target.owner->add_ref();
             op->owns_ref_ = true;
         }
+        bool arm = false;
         if (target.service != nullptr) {
-            service_operation_started(*target.service);
+            arm = service_operation_started(*target.service);
             op->counted_ = true;
         }
         auto slot = ::asio::get_associated_cancellation_slot(op->handler_);
         if (slot.is_connected()) slot.template emplace<cancel_handler>(op);
-        op->submit();
+        op->submit();  // the state may be gone from here on
+        // Armed after submission: a message is not held back by posting the first pass.
+        if (arm) service_arm_polling(*target.service);
     }
 
 private:
@@ -312,10 +319,12 @@ private:
         if (mode == completion_mode::destroy) return;
         // The one-argument forms submit to the handler's executor without wrapping it again.
         bound_completion<Handler, handler_executor> f{std::move(handler), ex, ec, bytes};
-        if (mode == completion_mode::dispatch)
-            ::asio::dispatch(std::move(f));
-        else
-            ::asio::post(std::move(f));
+        if (mode == completion_mode::post) return ::asio::post(std::move(f));
+        // What dispatch does for the io_context's own executor, without wrapping the handler.
+        if constexpr (std::is_same_v<handler_executor, ::asio::io_context::executor_type>) {
+            if (ex.running_in_this_thread()) return std::move(f)();
+        }
+        ::asio::dispatch(std::move(f));
     }
 
     Handler handler_;

@@ -101,6 +101,7 @@ inline auto fabric_service::deregister_cq(completion_queue& cq) -> std::optional
     const auto e = find(cq);
     if (e == nullptr) return std::nullopt;
     e->removed = true;
+    note_spin_only();
     if (e->descriptor) {
         std::error_code ignored;
         e->descriptor->cancel(ignored);
@@ -121,6 +122,7 @@ inline void fabric_service::start() {
 inline void fabric_service::stop() {
     const std::lock_guard lock(mutex_);
     started_ = false;
+    spin_only_.store(false, std::memory_order_release);
     if (timer_) timer_->cancel();
     for (const auto& e : queues_) {
         std::error_code ignored;
@@ -185,6 +187,7 @@ inline auto fabric_service::prepare_wait(const std::shared_ptr<queue_entry>& e) 
 }
 
 inline void fabric_service::schedule() {
+    note_spin_only();
     if (!started_ || shut_down_) return;
     if (outstanding_.load(std::memory_order_acquire) == 0) {  // idle: nothing armed, run() may return
         for (const auto& e : queues_) {
@@ -205,21 +208,54 @@ inline void fabric_service::schedule() {
         }
         timer_needed = true;
     }
-    if (!timer_needed || pass_scheduled_) return;
+    if (!timer_needed || pass_scheduled_.exchange(true, std::memory_order_acq_rel)) return;
     if (interval == std::chrono::microseconds::zero() && idle_passes_ >= idle_reads) interval = idle_interval;
-    pass_scheduled_ = true;
-    spinning_ = interval == std::chrono::microseconds::zero();
-    if (spinning_) {
-        post_cached([this] { timer_pass(); });
-        return;
+    const bool spin = interval == std::chrono::microseconds::zero();
+    spinning_.store(spin, std::memory_order_relaxed);
+    try {
+        if (spin) return post_cached([this] { timer_pass(); });
+        if (!timer_) timer_.emplace(ioc_);  // only now: a timer brings the reactor into every run
+        timer_->expires_after(interval);
+        timer_->async_wait(::asio::bind_allocator(detail::state_allocator<void>(), [this](const std::error_code& ec) {
+            if (!ec) return timer_pass();
+            const std::lock_guard lock(mutex_);
+            pass_scheduled_.store(false, std::memory_order_release);
+            try {
+                schedule();  // a start() since the cancel found the pass still scheduled
+            } catch (...) {  // posting failed: the next service call or operation schedules again
+            }
+        }));
+    } catch (...) {
+        pass_scheduled_.store(false, std::memory_order_release);
+        throw;
     }
-    if (!timer_) timer_.emplace(ioc_);  // only now: a timer brings the reactor into every run
-    timer_->expires_after(interval);
-    timer_->async_wait(::asio::bind_allocator(detail::state_allocator<void>(), [this](const std::error_code& ec) {
-        if (!ec) return timer_pass();
-        const std::lock_guard lock(mutex_);
-        pass_scheduled_ = false;
-    }));
+}
+
+inline void fabric_service::note_spin_only() noexcept {
+    bool any = false;
+    bool only = started_ && !shut_down_ && idle_passes_ < idle_reads;
+    for (const auto& e : queues_) {
+        if (!only) break;
+        if (!e->active()) continue;
+        any = true;
+        only = !e->by_descriptor() && e->options.poll_interval == std::chrono::microseconds::zero();
+    }
+    spin_only_.store(only && any, std::memory_order_release);
+}
+
+// Without mutex_: posts a zero-interval pass unless one is scheduled; false where schedule()
+// must decide (not spin-only, or posting failed).
+inline auto fabric_service::start_spinning_pass() noexcept -> bool {
+    if (!spin_only_.load(std::memory_order_acquire)) return false;
+    if (pass_scheduled_.exchange(true, std::memory_order_acq_rel)) return true;
+    spinning_.store(true, std::memory_order_relaxed);
+    try {
+        post_cached([this] { timer_pass(); });
+        return true;
+    } catch (...) {
+        pass_scheduled_.store(false, std::memory_order_release);
+        return false;
+    }
 }
 
 // Asio's per-thread recycling cache (two blocks) is taken by the operations' completions: with
@@ -234,14 +270,13 @@ void fabric_service::post_cached(F&& f) {
 
 inline void fabric_service::timer_pass() {
     const std::lock_guard lock(mutex_);
-    pass_scheduled_ = false;
+    pass_scheduled_.store(false, std::memory_order_release);
     const pass_scope pass(*this);
     std::size_t progress = 0;
     // A zero-interval pass reads again, a bounded number of times, until something completes:
-    // each pass posted costs the io_context a turn of its reactor (a system call).
-    const unsigned max_reads = spinning_ && idle_passes_ < idle_reads ? spin_reads : 1u;
-    for (unsigned reads = 0;
-         started_ && progress == 0 && ready_.load(std::memory_order_relaxed) == nullptr && reads < max_reads; ++reads) {
+    // each pass posted costs the io_context a turn, and one with a reactor a system call.
+    const unsigned max_reads = spinning_.load(std::memory_order_relaxed) && idle_passes_ < idle_reads ? spin_reads : 1u;
+    for (unsigned reads = 0; started_ && progress == 0 && !has_ready() && reads < max_reads; ++reads) {
         const std::size_t count = queues_.size();
         for (std::size_t i = 0; i < count; ++i) {
             queue_entry* const e = queues_[i].get();  // stays while a pass runs (reclaim waits)
@@ -250,7 +285,7 @@ inline void fabric_service::timer_pass() {
             e->needs_read = false;
         }
     }
-    if (ready_.load(std::memory_order_relaxed) != nullptr) ++progress;
+    if (has_ready()) ++progress;
     idle_passes_ = progress != 0 ? 0 : idle_passes_ + 1;
     run_ready();
 }
@@ -269,14 +304,7 @@ inline void fabric_service::descriptor_ready(const std::shared_ptr<queue_entry>&
 
 inline void fabric_service::run_ready() {
     // Until none is left: a handler may complete more (a nested poll, a sender's poll).
-    while (auto* grabbed = ready_.exchange(nullptr, std::memory_order_acquire)) {
-        detail::operation_base* list = nullptr;
-        for (auto* op = grabbed; op != nullptr;) {  // LIFO → FIFO
-            auto* next = op->next_ready;
-            op->next_ready = list;
-            list = op;
-            op = next;
-        }
+    while (detail::operation_base* list = take_ready()) {
         while (list != nullptr) {
             detail::operation_base* op = list;
             list = op->next_ready;
@@ -284,15 +312,41 @@ inline void fabric_service::run_ready() {
             try {
                 op->finish(detail::completion_mode::dispatch);
             } catch (...) {
-                while (list != nullptr) {  // the rest are finished by the next pass
-                    detail::operation_base* rest = list;
-                    list = rest->next_ready;
-                    push_ready(*rest);
+                if (list != nullptr) {  // the rest are finished first by the next pass
+                    detail::operation_base** tail = &list->next_ready;
+                    while (*tail != nullptr) tail = &(*tail)->next_ready;
+                    *tail = ready_here_;
+                    if (ready_here_ == nullptr) ready_here_tail_ = tail;
+                    ready_here_ = list;
                 }
                 throw;
             }
         }
     }
+}
+
+// Called with mutex_ held: the operations completed on this thread first, then the others'.
+inline auto fabric_service::take_ready() noexcept -> detail::operation_base* {
+    if (ready_here_ != nullptr) {
+        detail::operation_base* list = ready_here_;
+        ready_here_ = nullptr;
+        ready_here_tail_ = &ready_here_;
+        return list;
+    }
+    // A push after this load wakes the io_context (wake()): nothing is left behind.
+    if (ready_.load(std::memory_order_relaxed) == nullptr) return nullptr;
+    detail::operation_base* list = nullptr;
+    for (auto* op = ready_.exchange(nullptr, std::memory_order_acquire); op != nullptr;) {  // LIFO → FIFO
+        auto* next = op->next_ready;
+        op->next_ready = list;
+        list = op;
+        op = next;
+    }
+    return list;
+}
+
+inline auto fabric_service::has_ready() const noexcept -> bool {
+    return ready_here_ != nullptr || ready_.load(std::memory_order_relaxed) != nullptr;
 }
 
 inline void fabric_service::push_ready(detail::operation_base& op) noexcept {
@@ -301,12 +355,18 @@ inline void fabric_service::push_ready(detail::operation_base& op) noexcept {
     }
 }
 
+// Called with mutex_ held (by the thread running a pass).
+inline void fabric_service::push_ready_here(detail::operation_base& op) noexcept {
+    op.next_ready = nullptr;
+    *ready_here_tail_ = &op;
+    ready_here_tail_ = &op.next_ready;
+}
+
 inline void fabric_service::reclaim() {
     std::erase_if(queues_, [](const std::shared_ptr<queue_entry>& e) { return e->removed; });
 }
 
 inline void fabric_service::wake() noexcept {
-    if (polling_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return;  // this pass runs it
     if (drain_posted_.exchange(true, std::memory_order_acq_rel)) return;
     try {
         post_cached([this] {
@@ -324,25 +384,32 @@ inline void fabric_service::shutdown() {
     const std::lock_guard lock(mutex_);
     shut_down_ = true;
     started_ = false;
+    spin_only_.store(false, std::memory_order_release);
     timer_.reset();  // before the timer's own service (created after this one) is destroyed
     // Handlers of completed operations are destroyed without being called (Asio's shutdown).
-    for (auto* op = ready_.exchange(nullptr, std::memory_order_acquire); op != nullptr;) {
-        auto* next = op->next_ready;
-        try {
-            op->finish(detail::completion_mode::destroy);
-        } catch (...) {
+    while (detail::operation_base* op = take_ready()) {
+        while (op != nullptr) {
+            auto* next = op->next_ready;
+            try {
+                op->finish(detail::completion_mode::destroy);
+            } catch (...) {
+            }
+            op = next;
         }
-        op = next;
     }
     queues_.clear();
 }
 
 namespace detail {
 
-inline void service_operation_started(fabric_service& s) noexcept {
-    if (s.outstanding_.fetch_add(1, std::memory_order_acq_rel) != 0) return;
-    // From idle: arm polling (a pass on this thread does at its end).
-    if (s.polling_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return;
+inline auto service_operation_started(fabric_service& s) noexcept -> bool {
+    if (s.outstanding_.fetch_add(1, std::memory_order_acq_rel) != 0) return false;
+    // From idle; a pass on this thread arms polling at its end.
+    return s.polling_thread_.load(std::memory_order_relaxed) != std::this_thread::get_id();
+}
+
+inline void service_arm_polling(fabric_service& s) noexcept {
+    if (s.start_spinning_pass()) return;
     const std::lock_guard lock(s.mutex_);
     try {
         s.schedule();
@@ -355,6 +422,8 @@ inline void service_operation_finished(fabric_service& s) noexcept {
 }
 
 inline void service_operation_ready(fabric_service& s, operation_base& op) noexcept {
+    // Completed by a pass on this thread (which holds the mutex): that pass runs the handler.
+    if (s.polling_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return s.push_ready_here(op);
     s.push_ready(op);
     s.wake();
 }
