@@ -171,7 +171,11 @@ auto engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) no
         case liveness_action::declare_dead: declare_dead(c, "stopped answering"); return false;
         case liveness_action::ping:
             // A refused ping leaves last_ping as it was: the next check, soon, pings again.
-            if (!send_liveness(c, liveness_kind::ping, ++c.live->ping_sequence, true)) return true;
+            if (!send_liveness(c, liveness_kind::ping, ++c.live->ping_sequence, true)) {
+                ++stats_.pings_refused;
+                return true;
+            }
+            ++stats_.pings_sent;
             c.live->last_ping = now;
             return false;
         case liveness_action::none:

@@ -222,6 +222,42 @@ TEST(PluginEngine, PingsAndPongsOnTheLivenessEndpointKeepAWaitingPeerAlive) {
     }
 }
 
+// Native tcp connects on a liveness link's first message, so its first ping is refused for now
+// (FI_EAGAIN). The monitor pings again a millisecond later, not at the next check (a quarter
+// of the timeout later, which left the pong one check to arrive in).
+TEST(PluginEngine, APingTheProviderRefusesIsSentAgainAtOnce) {
+    auto nics = nics_for("tcp", "lo");
+    ASSERT_EQ(nics.size(), 1U);
+    lp::config cfg;
+    cfg.peer_timeout = std::chrono::milliseconds(800);  // checks every 100 ms (lp::check_period)
+    pair_on_one_engine p({nics[0]}, cfg);
+    ASSERT_TRUE(p.eng && p.s && p.r);
+    std::vector<std::byte> buf(64);
+    std::lock_guard lock(p.eng->mutex());
+    void* d = buf.data();
+    std::size_t cap = buf.size();
+    int tag = 5;
+    auto rq = p.eng->irecv(*p.r, 1, &d, &cap, &tag, nullptr);
+    ASSERT_TRUE(rq && *rq);
+    bool done = false;
+    auto drive_until = [&](auto condition, std::chrono::milliseconds limit) {
+        const auto until = std::chrono::steady_clock::now() + limit;
+        while (!condition() && std::chrono::steady_clock::now() < until)
+            EXPECT_EQ(p.eng->test(**rq, done, nullptr, 0), loom::errc::success);
+        return condition();
+    };
+    ASSERT_TRUE(drive_until([&] { return p.eng->stats().pings_refused + p.eng->stats().pings_sent > 0; },
+                            std::chrono::seconds(5)));
+    ASSERT_EQ(p.eng->stats().pings_refused, 1U) << "the first ping of a tcp liveness link is refused for now";
+    ASSERT_EQ(p.eng->stats().pings_sent, 0U);
+    const auto refused_at = std::chrono::steady_clock::now();
+    EXPECT_TRUE(drive_until([&] { return p.eng->stats().pings_sent > 0; }, std::chrono::milliseconds(60)))
+        << "no ping within 60 ms of the refusal (the next regular check is 100 ms away)";
+    const auto retried_after = std::chrono::steady_clock::now() - refused_at;
+    EXPECT_LT(retried_after, std::chrono::milliseconds(60));
+    EXPECT_EQ(p.eng->stats().peers_declared_dead, 0U);
+}
+
 TEST(PluginEngine, VirtualDeviceStripesLargeWritesOverEveryRail) {
     // A 16 KiB eager limit, so that a rendezvous below the striping threshold exists.
     auto nics = nics_for("tcp", "lo,eth0", 16384);

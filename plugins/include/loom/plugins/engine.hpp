@@ -85,6 +85,11 @@ struct engine_stats {
     /// @}
     /// Pings and pongs received on the liveness endpoint (none where they go with the data).
     std::uint64_t liveness_link_messages{0};
+    /// Pings sent to waited-on peers, and pings the provider refused for now (FI_EAGAIN; sent
+    /// again refused_ping_retry later).
+    /// @{
+    std::uint64_t pings_sent{0}, pings_refused{0};
+    /// @}
 };
 
 /// Where an engine's liveness pings and pongs go (LOOM_LIVENESS_ENDPOINT and the provider facts).
