@@ -158,31 +158,31 @@ void engine::fail_channel(channel_base& c, errc why) noexcept {
     });
 }
 
-auto engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept -> bool {
+auto engine::watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept -> next_check {
     if (c.live->answered) {  // the peer answered since the last check, whatever became of its pongs
         c.live->answered = false;
         c.live->last_heard = now;
     }
     if (waiting && pid_ends_peer_ && same_host_peer_gone(c)) {
         declare_dead(c, "is gone");
-        return false;
+        return next_check::regular;
     }
     switch (liveness_step(waiting, now, c.live->last_heard, c.live->last_ping, cfg_.peer_timeout)) {
-        case liveness_action::declare_dead: declare_dead(c, "stopped answering"); return false;
+        case liveness_action::declare_dead: declare_dead(c, "stopped answering"); return next_check::regular;
         case liveness_action::ping:
             // A refused ping leaves last_ping as it was: the next check, soon, pings again.
             if (!send_liveness(c, liveness_kind::ping, ++c.live->ping_sequence, true)) {
                 ++stats_.pings_refused;
-                return true;
+                return next_check::soon;
             }
             ++stats_.pings_sent;
             c.live->last_ping = now;
-            return false;
+            return next_check::regular;
         case liveness_action::none:
             if (!waiting) c.live->last_heard = now;  // nothing waits on the peer: nothing to prove
-            return false;
+            return next_check::regular;
     }
-    return false;
+    return next_check::regular;
 }
 
 void engine::tick(clock::time_point now) noexcept {
@@ -195,21 +195,22 @@ void engine::tick(clock::time_point now) noexcept {
         poll_queue(main_->live.own.cq);
     }
     if (now < next_peer_check_) return;
-    next_peer_check_ = now + (check_peers() ? refused_ping_retry : check_period(cfg_.peer_timeout));
+    next_peer_check_ = now + (check_peers() == next_check::soon ? refused_ping_retry : check_period(cfg_.peer_timeout));
 }
 
-auto engine::check_peers() noexcept -> bool {
+auto engine::check_peers() noexcept -> next_check {
     const auto now = clock::now();
     const auto stalled = ping_interval(cfg_.peer_timeout);
     auto waits = [&](const request_base& r) { return r.active && !r.done && now - r.started >= stalled; };
-    bool ping_refused = false;
+    next_check next = next_check::regular;
     for (channel_base* c : channels_) {
         if (c->state != chan_state::ready || c->closed_by_peer) continue;
         const bool foreign_waits = c->foreign_in_flight > 0 && now - c->foreign_since >= stalled;
-        ping_refused |= watch_peer(
-            *c, foreign_waits || with_pool(*c, [&](auto& pool) { return std::ranges::any_of(pool, waits); }), now);
+        const bool waiting =
+            foreign_waits || with_pool(*c, [&](auto& pool) { return std::ranges::any_of(pool, waits); });
+        if (watch_peer(*c, waiting, now) == next_check::soon) next = next_check::soon;
     }
-    return ping_refused;
+    return next;
 }
 
 void engine::watchdog() noexcept {

@@ -305,13 +305,15 @@ private:
         if (--r.remaining == 0) r.done = true;
     }
     // peer_monitor.cpp
-    /// true: a ping was refused for now (check again soon).
-    auto check_peers() noexcept -> bool;
+    /// When the peers are checked next: after the regular period, or soon because the provider
+    /// refused a ping for now.
+    enum class next_check : std::uint8_t { regular, soon };
+    auto check_peers() noexcept -> next_check;
     /// The coarse clock, the liveness link's own queue and the peer checks when due.
     void tick(clock::time_point now) noexcept;
     auto peer_alive(const channel_base& c) const noexcept -> bool;
     auto same_host_peer_gone(const channel_base& c) const noexcept -> bool;
-    auto watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept -> bool;  // as check_peers
+    auto watch_peer(channel_base& c, bool waiting, clock::time_point now) noexcept -> next_check;
     void declare_dead(channel_base& c, const char* why) noexcept;
     void declare_unreachable(channel_base* c) noexcept;  // c: from channel_lost_by, may be null
     void end_by_peer(channel_base& c) noexcept;          // the peer said it closed its side
