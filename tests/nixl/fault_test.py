@@ -184,6 +184,23 @@ def ip(*args):
     subprocess.run(["ip"] + list(args), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def wait_for_retransmissions(namespaces, limit_s=30.0):
+    """Until no TCP connection in `namespaces` is backing off its retransmissions (ss shows
+    "backoff:"), or `limit_s`. A connection that kept sending while the link was down retries
+    at doubling intervals: after a 2 s loss its next try can come 1.6 s after the link is back,
+    and what waits behind it — pings included — with it. The case is about what works once the
+    link is back; the time TCP takes to notice is the kernel's, and longer than the 1.5 s peer
+    timeout the case runs with."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit_s:
+        out = "".join(subprocess.run(["ip", "netns", "exec", n, "ss", "-tin"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True).stdout for n in namespaces)
+        if "backoff:" not in out:
+            return time.monotonic() - t0
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+
 def case_across_hosts():
     if os.geteuid() != 0 or shutil.which("ip") is None:
         print("SKIPPED: network namespaces need root and iproute2")
@@ -221,6 +238,7 @@ def case_across_hosts():
             print(c.args[-1], "failed/started/ms after the loss:", hear(c, "FAILED"))
             hear(c, "CLOSED")
         ip("-n", ns[0], "link", "set", "loom0", "up")
+        print("TCP retransmissions settled %.2f s after the link came back" % wait_for_retransmissions(ns))
         for c in children:
             tell(c, "UP")
         for c in children:
