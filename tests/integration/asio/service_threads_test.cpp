@@ -12,32 +12,53 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace {
 
-TEST(AsioServiceThreads, operations_started_polled_and_completed_from_several_threads) {
-    // Submissions and reads from different threads: a provider domain that allows it.
-    auto info = loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
-                                    .ep_type = loom::endpoint_types::rdm,
-                                    .provider = "tcp",
-                                    .domain_name = "lo",
-                                    .threading = loom::threading_mode::safe});
-    ASSERT_TRUE(info) << info.error().message();
+/// A tcp endpoint that sends to itself, in a domain that takes submissions and reads from any
+/// thread, as an Asio endpoint whose queue the io_context's fabric service reads.
+struct served_loop {
     core_test::loop_stack s;
-    ASSERT_TRUE(core_test::open_loop(*info, core_test::loop_options{}, s).empty());
-    auto other_cq = loom::completion_queue::create(s.domain, {.size = 16}).value();
     ::asio::io_context ioc;
-    loom::asio::endpoint ep(ioc, std::move(s.ep), s.cq, s.cq);  // it sends to itself
-    ep.set_default_peer(s.self);
-    auto& service = loom::asio::fabric_service::use(ioc);
-    ASSERT_TRUE(service.register_cq(s.cq));
+    std::optional<loom::asio::endpoint> ep;
+    loom::asio::fabric_service& service{loom::asio::fabric_service::use(ioc)};
+
+    /// What failed, or empty.
+    auto open() -> std::string {
+        auto info = loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
+                                        .ep_type = loom::endpoint_types::rdm,
+                                        .provider = "tcp",
+                                        .domain_name = "lo",
+                                        .threading = loom::threading_mode::safe});
+        if (!info) return info.error().message();
+        if (auto e = core_test::open_loop(*info, core_test::loop_options{}, s); !e.empty()) return e;
+        ep.emplace(ioc, std::move(s.ep), s.cq, s.cq);
+        ep->set_default_peer(s.self);
+        if (auto r = service.register_cq(s.cq); !r) return r.error().message();
+        return {};
+    }
+    /// Two threads running the io_context.
+    auto run_on_two_threads() -> std::vector<std::thread> {
+        std::vector<std::thread> runners;
+        runners.reserve(2);
+        for (int i = 0; i < 2; ++i) runners.emplace_back([this] { ioc.run(); });
+        return runners;
+    }
+};
+
+TEST(AsioServiceThreads, operations_started_polled_and_completed_from_several_threads) {
+    served_loop l;
+    ASSERT_EQ(l.open(), "");
+    auto& ep = *l.ep;
+    auto& service = l.service;
+    auto other_cq = loom::completion_queue::create(l.s.domain, {.size = 16}).value();
     service.start();
-    auto work = ::asio::make_work_guard(ioc);
-    std::vector<std::thread> runners;
-    runners.reserve(2);
-    for (int i = 0; i < 2; ++i) runners.emplace_back([&] { ioc.run(); });
+    auto work = ::asio::make_work_guard(l.ioc);
+    auto runners = l.run_on_two_threads();
     std::atomic<bool> stop{false};
     std::thread churn([&] {  // registrations change while passes run
         while (!stop.load(std::memory_order_acquire)) {
@@ -74,7 +95,7 @@ TEST(AsioServiceThreads, operations_started_polled_and_completed_from_several_th
     EXPECT_EQ(failed.load(), 0);
     EXPECT_EQ(service.outstanding_operations(), 0u);
     service.stop();
-    EXPECT_FALSE(service.deregister_cq(s.cq));
+    EXPECT_FALSE(service.deregister_cq(l.s.cq));
 }
 
 // Every pair starts from idle on the test thread while two threads run the io_context, and a
@@ -82,26 +103,15 @@ TEST(AsioServiceThreads, operations_started_polled_and_completed_from_several_th
 // posting a pass without the service's lock (every queue spins) and scheduling under it. A
 // start whose pass is lost leaves its pair waiting until the deadline.
 TEST(AsioServiceThreads, operations_started_from_idle_on_another_thread_are_always_polled) {
-    auto info = loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
-                                    .ep_type = loom::endpoint_types::rdm,
-                                    .provider = "tcp",
-                                    .domain_name = "lo",
-                                    .threading = loom::threading_mode::safe});
-    ASSERT_TRUE(info) << info.error().message();
-    core_test::loop_stack s;
-    ASSERT_TRUE(core_test::open_loop(*info, core_test::loop_options{}, s).empty());
-    auto timed_cq = loom::completion_queue::create(s.domain, {.size = 16}).value();
-    ::asio::io_context ioc;
-    loom::asio::endpoint ep(ioc, std::move(s.ep), s.cq, s.cq);
-    ep.set_default_peer(s.self);
-    auto& service = loom::asio::fabric_service::use(ioc);
-    ASSERT_TRUE(service.register_cq(s.cq));
-    ASSERT_EQ(service.progress_of(s.cq), loom::asio::fabric_service::progress_kind::timer);  // it spins
+    served_loop l;
+    ASSERT_EQ(l.open(), "");
+    auto& ep = *l.ep;
+    auto& service = l.service;
+    ASSERT_EQ(service.progress_of(l.s.cq), loom::asio::fabric_service::progress_kind::timer);  // it spins
+    auto timed_cq = loom::completion_queue::create(l.s.domain, {.size = 16}).value();
     service.start();
-    auto work = ::asio::make_work_guard(ioc);
-    std::vector<std::thread> runners;
-    runners.reserve(2);
-    for (int i = 0; i < 2; ++i) runners.emplace_back([&] { ioc.run(); });
+    auto work = ::asio::make_work_guard(l.ioc);
+    auto runners = l.run_on_two_threads();
     std::atomic<bool> stop{false};
     std::thread churn([&] {
         const loom::asio::queue_options timed{.use_fd_polling = false, .poll_interval = std::chrono::microseconds(50)};
@@ -135,7 +145,7 @@ TEST(AsioServiceThreads, operations_started_from_idle_on_another_thread_are_alwa
     churn.join();
     if (pairs < 300) service.stop();  // let run() return with the lost pair outstanding
     work.reset();
-    ioc.stop();
+    l.ioc.stop();
     for (auto& t : runners) t.join();
     EXPECT_EQ(pairs, 300) << "pair " << pairs << " was never polled";
     EXPECT_EQ(failed.load(), 0);

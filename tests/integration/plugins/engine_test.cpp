@@ -175,6 +175,14 @@ TEST(PluginEngine, RefusesAPeerTimeoutBelowTheShortest) {
     EXPECT_TRUE(lp::engine::open(nics[0], cfg));
 }
 
+/// One receive of up to buf.size() bytes with tag 5 on p.r (the caller holds the engine lock).
+auto post_receive_of_tag_5(pair_on_one_engine& p, std::vector<std::byte>& buf) -> loom::result<lp::recv_request*> {
+    void* d = buf.data();
+    const std::size_t cap = buf.size();
+    const int tag = 5;
+    return p.eng->irecv(*p.r, 1, &d, &cap, &tag, nullptr);
+}
+
 // A receive that waits on a live peer for three peer timeouts: the pings and pongs travel on the
 // liveness endpoint (under tcp;ofi_rxm a native tcp one, whose queue the peer checks read), and
 // the peer is never declared dead.
@@ -188,10 +196,7 @@ TEST(PluginEngine, PingsAndPongsOnTheLivenessEndpointKeepAWaitingPeerAlive) {
         ASSERT_TRUE(p.eng && p.s && p.r) << provider;
         std::vector<std::byte> buf(64);
         std::lock_guard lock(p.eng->mutex());
-        void* d = buf.data();
-        std::size_t cap = buf.size();
-        int tag = 5;
-        auto rq = p.eng->irecv(*p.r, 1, &d, &cap, &tag, nullptr);
+        auto rq = post_receive_of_tag_5(p, buf);
         ASSERT_TRUE(rq && *rq) << provider;
         bool done = false;
         const auto until = std::chrono::steady_clock::now() + 3 * cfg.peer_timeout;
@@ -234,10 +239,7 @@ TEST(PluginEngine, APingTheProviderRefusesIsSentAgainAtOnce) {
     ASSERT_TRUE(p.eng && p.s && p.r);
     std::vector<std::byte> buf(64);
     std::lock_guard lock(p.eng->mutex());
-    void* d = buf.data();
-    std::size_t cap = buf.size();
-    int tag = 5;
-    auto rq = p.eng->irecv(*p.r, 1, &d, &cap, &tag, nullptr);
+    auto rq = post_receive_of_tag_5(p, buf);
     ASSERT_TRUE(rq && *rq);
     bool done = false;
     auto drive_until = [&](auto condition, std::chrono::milliseconds limit) {
