@@ -114,10 +114,11 @@ private:
     void schedule();
     void note_spin_only() noexcept;
     [[nodiscard]] auto start_spinning_pass() noexcept -> bool;
+    void post_spinning_pass();
     /// Posts `f` (never run inline) with its memory from the per-thread cache of its type.
     template <class F>
     void post_cached(F&& f);
-    void timer_pass();
+    void timer_pass(bool zero_interval);
     void descriptor_ready(const std::shared_ptr<queue_entry>& e, const std::error_code& ec);
     auto read_queue(queue_entry& e) -> std::size_t;
     auto prepare_wait(const std::shared_ptr<queue_entry>& e) -> bool;
@@ -138,7 +139,6 @@ private:
     unsigned idle_passes_{0};                    // timer passes in a row that completed nothing
     bool started_{false};
     std::atomic<bool> pass_scheduled_{false};  // the timer is armed or a pass is posted
-    std::atomic<bool> spinning_{false};        // that pass is a zero-interval one
     // Started, and every active queue is read in zero-interval passes that have not backed
     // off: an operation starting from idle posts a pass without taking mutex_ (schedule()
     // keeps it; a stale true costs one pass that finds nothing to do).

@@ -96,17 +96,12 @@ private:
 
     template <bool Writable, class Seq>
     auto fill(const Seq& seq, const memory_region* all, const endpoint& ep) -> std::error_code {
-        if constexpr (single_buffer<Seq>) {  // the inline arrays always hold one
+        has_desc_ = all != nullptr;
+        if constexpr (single_buffer<Seq>) {  // the inline arrays always hold one: no walk, no reserve
             const buffer_piece p = piece_of<Writable>(seq);
-            const memory_region* mr = all != nullptr ? all : p.mr;
-            iov_[0] = {p.data, p.size};
-            desc_[0] = mr != nullptr ? mr->descriptor() : nullptr;
             count_ = 1;
             total_ = p.size;
-            has_desc_ = mr != nullptr;
-            if (mr != nullptr && (!mr->contains(p.data, p.size) || (all == nullptr && !mr->usable_with(ep))))
-                return make_error_code(errc::invalid_argument);
-            return {};
+            return store(0, p, all, ep) ? std::error_code{} : make_error_code(errc::invalid_argument);
         }
         std::size_t n = 0;
         for_each_piece<Writable>(seq, [&](const buffer_piece&) { ++n; });
@@ -114,17 +109,8 @@ private:
         std::error_code ec;
         count_ = 0;
         total_ = 0;
-        has_desc_ = all != nullptr;
         for_each_piece<Writable>(seq, [&](const buffer_piece& p) {
-            const memory_region* mr = all != nullptr ? all : p.mr;
-            if (mr != nullptr) {
-                has_desc_ = true;
-                if (!mr->contains(p.data, p.size) || (all == nullptr && !mr->usable_with(ep)))
-                    ec = make_error_code(errc::invalid_argument);
-            }
-            if (total_ + p.size < total_) ec = make_error_code(errc::invalid_argument);
-            iov_[count_] = {p.data, p.size};
-            desc_[count_] = mr != nullptr ? mr->descriptor() : nullptr;
+            if (!store(count_, p, all, ep) || total_ + p.size < total_) ec = make_error_code(errc::invalid_argument);
             total_ += p.size;
             ++count_;
         });
@@ -134,6 +120,16 @@ private:
             count_ = 1;
         }
         return ec;
+    }
+    /// Puts `p` at index i with its registration's descriptor (`all`'s where given); false when
+    /// that registration does not hold it or is not usable with `ep`.
+    auto store(std::size_t i, const buffer_piece& p, const memory_region* all, const endpoint& ep) noexcept -> bool {
+        const memory_region* mr = all != nullptr ? all : p.mr;
+        iov_[i] = {p.data, p.size};
+        desc_[i] = mr != nullptr ? mr->descriptor() : nullptr;
+        if (mr == nullptr) return true;
+        has_desc_ = true;
+        return mr->contains(p.data, p.size) && (all != nullptr || mr->usable_with(ep));
     }
     void reserve(std::size_t n) {
         if (n <= capacity_) return;

@@ -210,14 +210,12 @@ inline void fabric_service::schedule() {
     }
     if (!timer_needed || pass_scheduled_.exchange(true, std::memory_order_acq_rel)) return;
     if (interval == std::chrono::microseconds::zero() && idle_passes_ >= idle_reads) interval = idle_interval;
-    const bool spin = interval == std::chrono::microseconds::zero();
-    spinning_.store(spin, std::memory_order_relaxed);
+    if (interval == std::chrono::microseconds::zero()) return post_spinning_pass();
     try {
-        if (spin) return post_cached([this] { timer_pass(); });
         if (!timer_) timer_.emplace(ioc_);  // only now: a timer brings the reactor into every run
         timer_->expires_after(interval);
         timer_->async_wait(::asio::bind_allocator(detail::state_allocator<void>(), [this](const std::error_code& ec) {
-            if (!ec) return timer_pass();
+            if (!ec) return timer_pass(false);
             const std::lock_guard lock(mutex_);
             pass_scheduled_.store(false, std::memory_order_release);
             try {
@@ -248,13 +246,22 @@ inline void fabric_service::note_spin_only() noexcept {
 inline auto fabric_service::start_spinning_pass() noexcept -> bool {
     if (!spin_only_.load(std::memory_order_acquire)) return false;
     if (pass_scheduled_.exchange(true, std::memory_order_acq_rel)) return true;
-    spinning_.store(true, std::memory_order_relaxed);
     try {
-        post_cached([this] { timer_pass(); });
+        post_spinning_pass();
         return true;
     } catch (...) {
-        pass_scheduled_.store(false, std::memory_order_release);
         return false;
+    }
+}
+
+// With pass_scheduled_ taken: posts a zero-interval pass, or gives pass_scheduled_ back and
+// rethrows where posting fails.
+inline void fabric_service::post_spinning_pass() {
+    try {
+        post_cached([this] { timer_pass(true); });
+    } catch (...) {
+        pass_scheduled_.store(false, std::memory_order_release);
+        throw;
     }
 }
 
@@ -268,14 +275,14 @@ void fabric_service::post_cached(F&& f) {
     ::asio::execution::execute(ex, std::forward<F>(f));
 }
 
-inline void fabric_service::timer_pass() {
+inline void fabric_service::timer_pass(bool zero_interval) {
     const std::lock_guard lock(mutex_);
     pass_scheduled_.store(false, std::memory_order_release);
     const pass_scope pass(*this);
     std::size_t progress = 0;
     // A zero-interval pass reads again, a bounded number of times, until something completes:
     // each pass posted costs the io_context a turn, and one with a reactor a system call.
-    const unsigned max_reads = spinning_.load(std::memory_order_relaxed) && idle_passes_ < idle_reads ? spin_reads : 1u;
+    const unsigned max_reads = zero_interval && idle_passes_ < idle_reads ? spin_reads : 1u;
     for (unsigned reads = 0; started_ && progress == 0 && !has_ready() && reads < max_reads; ++reads) {
         const std::size_t count = queues_.size();
         for (std::size_t i = 0; i < count; ++i) {
