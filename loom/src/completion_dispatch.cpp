@@ -30,7 +30,8 @@ void failed_read(dispatch_result& out, std::error_code ec) {
 /// Delivers the provider's entries in order until one no operation owns; returns how many were
 /// delivered.
 auto deliver_entries(completion_registry& reg, std::span<const tagged_completion> entries) -> std::size_t {
-    completion_event ev;  // one event, refilled per entry: reading allocates nothing
+    if (entries.empty()) return 0;  // an empty poll builds no event
+    completion_event ev;            // one event, refilled per entry: reading allocates nothing
     for (std::size_t i = 0; i < entries.size(); ++i) {
         completion_queue::refill(ev, entries[i].native());
         if (!reg.dispatch(ev)) [[unlikely]]
