@@ -6,8 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
 namespace ex = loom::execution;
 using loom_test::completion_kind;
@@ -23,6 +27,7 @@ struct error_sender {
     std::error_code ec;
     template <class R>
     struct operation {
+        using operation_state_concept = ex::operation_state_t;
         std::error_code ec;
         R r;
         void start() & noexcept { ex::set_error(std::move(r), ec); }
@@ -39,6 +44,7 @@ struct until_stopped {
     using completion_signatures = ex::completion_signatures<ex::set_value_t(int), ex::set_stopped_t()>;
     template <class R>
     struct operation {
+        using operation_state_concept = ex::operation_state_t;
         struct on_stop {
             operation* op;
             void operator()() noexcept { ex::set_stopped(std::move(op->r)); }
@@ -154,12 +160,60 @@ TEST(Scheduler, schedule_completes_inline_and_starts_on_runs_the_sender) {
     EXPECT_EQ(ex::get_completion_scheduler<ex::set_value_t>(env), sched);
 }
 
-TEST(Backend, this_build_supplies_the_protocol_itself) {
+TEST(Backend, names_the_backend_this_build_selected) {
+#if defined(LOOM_EXECUTION_USE_NONE)
     EXPECT_FALSE(ex::has_execution_backend);
     EXPECT_STREQ(ex::execution_backend_name, "none");
+#elif defined(LOOM_EXECUTION_USE_STDEXEC)
+    EXPECT_TRUE(ex::has_execution_backend);
+    EXPECT_STREQ(ex::execution_backend_name, "stdexec");
+#elif defined(LOOM_EXECUTION_USE_BEMAN)
+    EXPECT_TRUE(ex::has_execution_backend);
+    EXPECT_STREQ(ex::execution_backend_name, "beman::execution");
+#else
+    EXPECT_TRUE(ex::has_execution_backend);
+    EXPECT_STREQ(ex::execution_backend_name, "std::execution");
+#endif
     static_assert(ex::features::has_when_all && ex::features::has_let_value);
     static_assert(ex::sender<loom::message_senders::send_sender>);
     static_assert(ex::scheduler<loom::scheduler>);
+}
+
+/// An operation state without the P2300 tag: what the standard's (and beman's) connect reject.
+struct untagged_operation {
+    void start() & noexcept {}
+};
+
+// Every operation state loom's senders and algorithms return is a P2300 operation state (the
+// tag the standard and beman require) and immovable: started, it is where its completion lands.
+template <class S, class R = recording_receiver<std::size_t>>
+constexpr bool is_immovable_operation_state =
+    ex::operation_state<ex::connect_result_t<S, R>> && !std::is_move_constructible_v<ex::connect_result_t<S, R>> &&
+    !std::is_copy_constructible_v<ex::connect_result_t<S, R>>;
+
+TEST(Protocol, operation_states_are_tagged_and_immovable) {
+    static_assert(!ex::operation_state<untagged_operation>);
+    static_assert(is_immovable_operation_state<loom::message_senders::send_sender, recording_receiver<>>);
+    static_assert(is_immovable_operation_state<loom::message_senders::receive_sender>);
+    using rma = decltype(loom::rma_async(std::declval<loom::endpoint&>()));
+    using read_sender =
+        decltype(std::declval<rma>().read_from({}, std::declval<const loom::memory_region&>(), {}, {}, nullptr));
+    static_assert(is_immovable_operation_state<read_sender>);
+    using fetch_sender = decltype(std::declval<rma>().fetch_add_to(
+        std::declval<const std::uint64_t&>(), nullptr, std::declval<std::uint64_t&>(), nullptr, {}, {}, nullptr));
+    static_assert(is_immovable_operation_state<fetch_sender, recording_receiver<std::uint64_t>>);
+    using schedule_sender = decltype(ex::schedule(std::declval<const loom::scheduler&>()));
+    static_assert(is_immovable_operation_state<schedule_sender, recording_receiver<>>);
+    static_assert(is_immovable_operation_state<decltype(ex::just(1)), recording_receiver<int>>);
+    static_assert(is_immovable_operation_state<decltype(ex::just(1) | ex::then([](int) {})), recording_receiver<>>);
+    static_assert(is_immovable_operation_state<decltype(ex::when_all(ex::just(1), ex::just(2))),
+                                               recording_receiver<std::tuple<int, int>>>);
+    // Connected and started where it lies: the operation completes through its own storage.
+    recorded<int> rec;
+    auto op = ex::connect(ex::just(5), recording_receiver<int>{&rec});
+    ex::start(op);
+    ASSERT_EQ(rec.how.load(), completion_kind::value);
+    EXPECT_EQ(*rec.value, 5);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <loom/execution/backend.hpp>
 
 #include <memory>
+#include <type_traits>
+#include <utility>
 
 namespace loom {
 
@@ -42,15 +44,25 @@ public:
 
     /// The operation state connect() returns.
     template <class R>
-    struct operation {
-        R r;  ///< the receiver
+    class operation {
+    public:
+        /// Marks it a P2300 operation state.
+        using operation_state_concept = execution::operation_state_t;
+        /// The operation that completes `r`.
+        explicit operation(R r) noexcept(std::is_nothrow_move_constructible_v<R>) : r_(std::move(r)) {}
+        operation(const operation&) = delete;
+        auto operator=(const operation&) -> operation& = delete;
+        ~operation() = default;
         /// Completes the receiver with set_value().
-        void start() & noexcept { execution::set_value(std::move(r)); }
+        void start() & noexcept { execution::set_value(std::move(r_)); }
+
+    private:
+        R r_;
     };
     /// The operation that completes `r` when started.
     template <class R>
     auto connect(R r) const -> operation<R> {
-        return {std::move(r)};
+        return operation<R>{std::move(r)};
     }
     /// Its environment names the scheduler it completes on.
     struct env {

@@ -53,6 +53,11 @@ struct just_sender {
 
     template <class R>
     struct operation {
+        using operation_state_concept = operation_state_t;
+        operation(std::tuple<Vs...>&& vs, R&& rr) : values(std::move(vs)), r(std::move(rr)) {}
+        operation(const operation&) = delete;
+        auto operator=(const operation&) -> operation& = delete;
+        ~operation() = default;
         std::tuple<Vs...> values;
         R r;
         void start() & noexcept {
@@ -85,6 +90,7 @@ struct transform_sender {
 
     template <class R>
     struct operation {
+        using operation_state_concept = operation_state_t;
         struct inner : forwarding_receiver<operation, R> {
             template <class... Vs>
             void set_value(Vs&&... vs) && noexcept {
@@ -186,6 +192,7 @@ struct let_value_sender {
 
     template <class R>
     struct operation {
+        using operation_state_concept = operation_state_t;
         using forward = forwarding_receiver<operation, R>;
         struct first : forwarding_receiver<operation, R> {
             template <class... Vs>

@@ -26,6 +26,7 @@ concept fabric_description = requires(const D& cd, D& d, endpoint& ep, const com
 template <class Description, class Receiver>
 class fabric_operation : private registered_completion {
 public:
+    using operation_state_concept = operation_state_t;
     fabric_operation(const Description& d, endpoint* ep, completion_queue* cq,
                      Receiver r) noexcept(std::is_nothrow_move_constructible_v<Receiver>)
         : registered_completion(&deliver, &retry), desc_(d), ep_(ep), cq_(cq), r_(std::move(r)) {}

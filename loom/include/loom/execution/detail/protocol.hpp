@@ -73,9 +73,19 @@ using stop_token_of_t = std::remove_cvref_t<decltype(get_stop_token(std::declval
 template <class T>
 using env_of_t = decltype(get_env(std::declval<const T&>()));
 
+template <class O>
+concept operation_state = std::derived_from<typename O::operation_state_concept, operation_state_t> &&
+                          std::destructible<O> && std::is_object_v<O> && requires(O& o) {
+                              { o.start() } noexcept;
+                          };
+
 struct connect_t {
     template <class S, class R>
     auto operator()(S&& s, R&& r) const -> decltype(static_cast<S&&>(s).connect(static_cast<R&&>(r))) {
+        // As the standard's connect (and beman's) insist: what a sender's connect returns is
+        // an operation state, tag included, so a sender that works here works with them.
+        static_assert(operation_state<decltype(static_cast<S&&>(s).connect(static_cast<R&&>(r)))>,
+                      "connect must return an operation state (operation_state_concept, start() noexcept)");
         return static_cast<S&&>(s).connect(static_cast<R&&>(r));
     }
 };
@@ -117,10 +127,6 @@ concept sender = std::derived_from<typename std::remove_cvref_t<S>::sender_conce
 template <class R>
 concept receiver = std::derived_from<typename std::remove_cvref_t<R>::receiver_concept, receiver_t> &&
                    std::move_constructible<std::remove_cvref_t<R>>;
-template <class O>
-concept operation_state = std::is_object_v<O> && requires(O& o) {
-    { o.start() } noexcept;
-};
 template <class S>
 concept scheduler = std::copy_constructible<std::remove_cvref_t<S>> &&
                     std::equality_comparable<std::remove_cvref_t<S>> && requires(S&& s) {

@@ -97,6 +97,7 @@ struct when_all_sender {
 
     template <class R>
     struct operation {
+        using operation_state_concept = operation_state_t;
         struct forward_stop {
             inplace_stop_source* source;
             void operator()() noexcept { source->request_stop(); }
