@@ -1,14 +1,20 @@
-// The sender sections of the API description, as written there (std::println aside), over a
-// loopback endpoint: what runs on RDM runs; what needs a connected endpoint reports its
-// refusal through the sender's error channel.
+// The sender sections of the API description, as written there (std::println aside): over a
+// loopback RDM endpoint, where what needs a connected endpoint reports its refusal through the
+// sender's error channel, and over a connected MSG pair (sockets), where those move data.
+#include "core_connection_support.hpp"
 #include "core_support.hpp"
 
 #include <loom/execution.hpp>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -55,13 +61,11 @@ TEST(SpecExamples, p2300_integration) {
     // Create sender factories for operations
     auto msg_ops = loom::async(ep);      // For messaging
     auto rma_ops = loom::rma_async(ep);  // For RMA
-    (void)rma_ops;
 
     // Create senders for async operations
     std::array<std::byte, 4096> buffer{};
     auto send_op = msg_ops.send(buffer, &cq);
     auto recv_op = msg_ops.recv(buffer, &cq);
-    (void)recv_op;
 
     // Compose with P2300 algorithms
     auto pipeline = send_op | loom::execution::then([] { std::printf("sent!\n"); });
@@ -69,7 +73,6 @@ TEST(SpecExamples, p2300_integration) {
     // Parallel operations with when_all
     std::array<std::byte, 4096> buf1{}, buf2{};
     auto both = loom::execution::when_all(msg_ops.send(buf1, &cq), msg_ops.recv(buf2, &cq));
-    (void)both;
 
     // Chain operations with let_value
     auto send_then_recv = msg_ops.send(buf1, &cq) | loom::execution::let_value([&] { return msg_ops.recv(buf2, &cq); });
@@ -84,6 +87,89 @@ TEST(SpecExamples, p2300_integration) {
     EXPECT_EQ(run(pipeline, cq), "error:invalid_argument");
     EXPECT_EQ(run(send_then_recv, cq), "error:invalid_argument");
     EXPECT_EQ(run(with_error, cq), "value");
+}
+
+/// The far side of a connected pair: receives `messages` messages of up to 4096 bytes, answering
+/// those whose index is in `answer` with 4096 bytes of `reply`, on its own thread.
+class answering_peer {
+public:
+    answering_peer(core_test::connection& far, int messages, std::vector<int> answer, std::byte reply)
+        : thread_([this, &far, messages, answer = std::move(answer), reply] {
+              std::array<std::byte, 4096> in{}, out{};
+              out.fill(reply);
+              for (int i = 0; i < messages; ++i) {
+                  loom::request_context rctx, sctx;
+                  if (!far.ep.recv(std::span{in}, &rctx) || !core_test::completes(far.cq, &rctx)) return;
+                  received_.fetch_add(1);
+                  if (std::ranges::find(answer, i) == answer.end()) continue;
+                  if (!far.ep.send(std::span<const std::byte>{out}, &sctx) || !core_test::completes(far.cq, &sctx))
+                      return;
+              }
+          }) {}
+    answering_peer(const answering_peer&) = delete;
+    auto operator=(const answering_peer&) -> answering_peer& = delete;
+    ~answering_peer() {
+        if (thread_.joinable()) thread_.join();
+    }
+    /// Waits for the thread; how many messages it received.
+    auto finish() -> int {
+        thread_.join();
+        thread_ = std::thread{};
+        return received_.load();
+    }
+
+private:
+    std::atomic<int> received_{0};
+    std::thread thread_;
+};
+
+TEST(SpecExamples, p2300_integration_over_a_connected_endpoint) {
+    core_test::connected_pair pair;
+    ASSERT_EQ(pair.open("sockets", loom::capability::msg), "");
+    auto& ep = pair.client.ep;
+    auto& cq = pair.client.cq;
+    // pipeline, both, send_then_recv and with_error each send one message; both and
+    // send_then_recv each receive one.
+    answering_peer peer(pair.server, 4, {1, 2}, std::byte{0x77});
+    std::array<std::byte, 4096> reply{};
+    reply.fill(std::byte{0x77});
+    using namespace loom;
+
+    // Create sender factories for operations
+    auto msg_ops = loom::async(ep);      // For messaging
+    auto rma_ops = loom::rma_async(ep);  // For RMA
+
+    // Create senders for async operations
+    std::array<std::byte, 4096> buffer{};
+    auto send_op = msg_ops.send(buffer, &cq);
+    auto recv_op = msg_ops.recv(buffer, &cq);
+
+    // Compose with P2300 algorithms
+    auto pipeline = send_op | loom::execution::then([] { std::printf("sent!\n"); });
+
+    // Parallel operations with when_all
+    std::array<std::byte, 4096> buf1{}, buf2{};
+    auto both = loom::execution::when_all(msg_ops.send(buf1, &cq), msg_ops.recv(buf2, &cq));
+
+    // Chain operations with let_value
+    auto send_then_recv = msg_ops.send(buf1, &cq) | loom::execution::let_value([&] { return msg_ops.recv(buf2, &cq); });
+
+    // Error handling
+    auto with_error = msg_ops.send(buffer, &cq) | loom::execution::upon_error([](std::error_code ec) {
+                          std::fprintf(stderr, "Error: %s\n", ec.message().c_str());
+                          return -1;
+                      });
+
+    ::testing::internal::CaptureStdout();
+    EXPECT_EQ(run(pipeline, cq), "value");
+    EXPECT_EQ(::testing::internal::GetCapturedStdout(), "sent!\n");
+    EXPECT_EQ(run(both, cq), "value");
+    EXPECT_EQ(buf2, reply);
+    buf2.fill(std::byte{0});
+    EXPECT_EQ(run(send_then_recv, cq), "value");
+    EXPECT_EQ(buf2, reply);
+    EXPECT_EQ(run(with_error, cq), "value");
+    EXPECT_EQ(peer.finish(), 4);
 }
 
 TEST(SpecExamples, messaging_senders_with_peers_and_descriptors) {
@@ -104,13 +190,10 @@ TEST(SpecExamples, messaging_senders_with_peers_and_descriptors) {
     auto recv = messages.recv_from(buffer, local_mr.descriptor(), source, &cq);
     auto tagged_send = messages.tagged_send_to(buffer, local_mr.descriptor(), peer, 42, &cq);
     auto tagged_recv = messages.tagged_recv_from(buffer, local_mr.descriptor(), source, 42, 0, &cq);
-    (void)send;
-    (void)recv;
 
     // The tagged pair over the loopback endpoint: receive into `in` what `out` holds.
     auto in_mr = loom::memory_region::register_memory(s.domain, std::span{in}, loom::mr_access_flags::recv).value();
     auto into_in = messages.tagged_recv_from(std::span{in}, in_mr.descriptor(), source, 42, 0, &cq);
-    (void)tagged_recv;
     EXPECT_EQ(run(loom::execution::when_all(into_in, tagged_send), cq), "value");
     EXPECT_EQ(in, out);
 }
@@ -148,10 +231,8 @@ TEST(SpecExamples, rma_senders) {
     const std::uint64_t remote_addr = remote.addr, key = remote.key, addr = remote.addr;
     auto read_op = rma_ops.read(local_buffer, remote_addr, key, &cq);
     auto write_op = rma_ops.write(local_buffer, remote_addr, key, &cq);
-    (void)write_op;
     auto rmw = rma_ops.read(buffer, addr, key, &cq) | loom::execution::then([&](std::size_t bytes) {
                    // Modify buffer
-                   (void)bytes;
                    process(buffer);
                    return buffer;
                }) |
@@ -164,6 +245,71 @@ TEST(SpecExamples, rma_senders) {
                      loom::execution::then([](std::uint64_t old_val) { return old_val + 1; });
     // tcp has no atomics (and this RDM endpoint no connected peer): refused before submission.
     EXPECT_EQ(run(atomic_op, cq), "error:invalid_argument");
+}
+
+TEST(SpecExamples, rma_senders_original_forms_over_a_connected_endpoint) {
+    core_test::connected_pair pair;
+    ASSERT_EQ(pair.open("sockets", loom::capability::msg | loom::capability::rma | loom::capability::atomic |
+                                       loom::capability::remote_read | loom::capability::remote_write),
+              "");
+    auto& ep = pair.client.ep;
+    auto& cq = pair.client.cq;
+    // The target: 4096 bytes of 7 and, after them, a counter at 40.
+    alignas(8) std::array<std::byte, 4096 + 8> target{};
+    std::fill_n(target.begin(), 4096, std::byte{7});
+    const std::uint64_t forty = 40;
+    std::memcpy(target.data() + 4096, &forty, 8);
+    auto target_mr =
+        loom::memory_region::register_memory(pair.server.dom, std::span{target},
+                                             loom::mr_access_flags::remote_read | loom::mr_access_flags::remote_write)
+            .value();
+    const auto remote = loom::remote_memory::from_mr(target_mr).value();
+    std::array<std::byte, 4096> buffer{};
+    alignas(8) std::array<std::byte, 8> fetched{};
+    auto result_mr = loom::memory_region::register_memory(pair.client.dom, std::span{fetched},
+                                                          loom::mr_access_flags::read | loom::mr_access_flags::write)
+                         .value();
+    std::span<std::byte> local_buffer{buffer};
+    const std::uint64_t remote_addr = remote.addr, key = remote.key, addr = remote.addr;
+    const std::uint64_t counter = remote.addr + 4096;
+
+    auto rma_ops = loom::rma_async(ep);
+
+    // RMA read sender
+    auto read_op = rma_ops.read(local_buffer, remote_addr, key, &cq);
+
+    // RMA write sender
+    auto write_op = rma_ops.write(local_buffer, remote_addr, key, &cq);
+
+    // Read-modify-write pattern
+    auto rmw = rma_ops.read(buffer, addr, key, &cq) | loom::execution::then([&](std::size_t bytes) {
+                   // Modify buffer
+                   process(buffer);
+                   return buffer;
+               }) |
+               loom::execution::let_value([&](auto& buf) { return rma_ops.write(buf, addr, key, &cq); });
+
+    EXPECT_EQ(run(read_op, cq), "value");
+    EXPECT_TRUE(std::ranges::equal(buffer, std::span{target}.first(4096)));
+    buffer.fill(std::byte{9});
+    EXPECT_EQ(run(write_op, cq), "value");
+    EXPECT_EQ(target[4095], std::byte{9});
+    EXPECT_EQ(run(rmw, cq), "value");
+    EXPECT_EQ(target[0], std::byte{1}) << "process() marks the first byte; the write puts it back";
+    EXPECT_EQ(target[1], std::byte{9});
+
+    // Atomic operations (the example's addr, here the counter after the buffer)
+    {
+        const std::uint64_t addr = counter;
+        auto atomic_op = rma_ops.fetch_add<std::uint64_t>(addr, 1, key, result_mr, &cq) |
+                         loom::execution::then([](std::uint64_t old_val) { return old_val + 1; });
+        EXPECT_EQ(run(atomic_op, cq), "value");
+    }
+    std::uint64_t now = 0, before = 0;
+    std::memcpy(&now, target.data() + 4096, 8);
+    std::memcpy(&before, fetched.data(), 8);
+    EXPECT_EQ(before, 40u);
+    EXPECT_EQ(now, 41u);
 }
 
 TEST(SpecExamples, borrowed_atomic_senders) {
@@ -181,28 +327,28 @@ TEST(SpecExamples, borrowed_atomic_senders) {
             .value();
     const auto remote = loom::remote_memory::from_mr(cells_mr).value().subregion(0, 8).value();
     const loom::fabric_addr peer = s.self;
-    std::uint64_t operand = 5, result = 0, expected = 105, replacement = 1;
-    auto& operand_mr = cells_mr;
-    auto& result_mr = cells_mr;
-    auto& expected_mr = cells_mr;
-    auto& replacement_mr = cells_mr;
-    (void)operand_mr;
-    std::array<std::uint64_t, 4> locals{operand, result, expected, replacement};
+    // The example's objects: registered operands and result (one registration, offsets apart).
+    alignas(8) std::array<std::uint64_t, 4> locals{5, 0, 105, 1};
     auto locals_mr = loom::memory_region::register_memory(s.domain, std::as_writable_bytes(std::span{locals}),
                                                           loom::mr_access_flags::read | loom::mr_access_flags::write)
                          .value();
-    (void)result_mr;
-    (void)expected_mr;
-    (void)replacement_mr;
+    const std::uint64_t& operand = locals[0];
+    std::uint64_t& result = locals[1];
+    const std::uint64_t& expected = locals[2];
+    const std::uint64_t& replacement = locals[3];
+    auto& operand_mr = locals_mr;
+    auto& result_mr = locals_mr;
+    auto& expected_mr = locals_mr;
+    auto& replacement_mr = locals_mr;
 
     auto operations = loom::rma_async(s.ep);
-    auto add = operations.fetch_add_to(locals[0], &locals_mr, locals[1], &locals_mr, peer, remote, &cq);
-    auto cas = operations.compare_swap_to(locals[2], &locals_mr, locals[3], &locals_mr, locals[1], &locals_mr, peer,
-                                          remote, &cq);
+    auto add = operations.fetch_add_to(operand, &operand_mr, result, &result_mr, peer, remote, &cq);
+    auto cas = operations.compare_swap_to(expected, &expected_mr, replacement, &replacement_mr, result, &result_mr,
+                                          peer, remote, &cq);
     EXPECT_EQ(run(add, cq), "value");
-    EXPECT_EQ(locals[1], 100u);
+    EXPECT_EQ(result, 100u);
     EXPECT_EQ(run(cas, cq), "value");
-    EXPECT_EQ(locals[1], 105u);
+    EXPECT_EQ(result, 105u);
     EXPECT_EQ(cells[0], 1u);
 }
 
@@ -234,9 +380,9 @@ TEST(SpecExamples, scheduler_and_backend_detection) {
     auto sender2 = loom::execution::just(2);
     if constexpr (loom::execution::features::has_when_all) {
         auto both = loom::execution::when_all(sender1, sender2);
-        auto v = loom::execution::sync_wait(std::move(both));
-        EXPECT_EQ(std::get<1>(*v), 2);
     }
+    auto v = loom::execution::sync_wait(loom::execution::when_all(sender1, sender2));  // what `both` completes with
+    EXPECT_EQ(std::get<1>(*v), 2);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <type_traits>
@@ -105,6 +106,16 @@ TEST(Algorithms, when_all_concatenates_values_in_order) {
     EXPECT_EQ(std::get<0>(*v), 1);
     EXPECT_EQ(std::get<1>(*v), 2.5);
     EXPECT_EQ(std::get<2>(*v), 'c');
+}
+
+TEST(Algorithms, a_when_all_of_copyable_senders_connects_again_as_an_lvalue) {
+    auto both = ex::when_all(ex::just(1), ex::just(std::string("two")));
+    for (int round = 0; round < 2; ++round) {
+        auto v = ex::sync_wait(both);
+        ASSERT_TRUE(v);
+        EXPECT_EQ(std::get<0>(*v), 1);
+        EXPECT_EQ(std::get<1>(*v), "two") << "round " << round << ": the children were copied, not moved from";
+    }
 }
 
 TEST(Algorithms, when_all_stops_the_others_on_an_error_and_reports_it) {

@@ -169,6 +169,12 @@ struct when_all_sender {
     auto connect(R r) && -> operation<R> {
         return operation<R>{std::move(children), std::move(r)};
     }
+    /// A when_all of copyable senders connects as often as they do (each time with copies).
+    template <receiver R>
+        requires(std::copy_constructible<Children> && ...)
+    auto connect(R r) const& -> operation<R> {
+        return operation<R>{std::tuple<Children...>(children), std::move(r)};
+    }
 };
 
 struct when_all_fn {
