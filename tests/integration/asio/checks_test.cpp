@@ -1,0 +1,193 @@
+// What the Asio front end promises beyond moving data, each over an in-process loopback: checks
+// before submission (an inherited FI_MULTI_RECV, a registration of another domain), progress
+// after a handler throws, a queue with a wait descriptor polled on the timer when asked to, and
+// what poll_once() counts.
+#include "harness.hpp"
+
+#include <loom/asio.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+using namespace loom_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto caps = loom::capability::msg | loom::capability::tagged;
+
+/// A loopback stack whose endpoint is its own peer, with registered send and receive buffers
+/// (registered where they lie: the object stays put).
+struct loopback {
+    stack st;
+    std::optional<loom::peer_addr> self;
+    std::array<std::byte, 64> out{}, in{};
+    loom::memory_region out_mr, in_mr;
+
+    auto open(const std::string& provider, const loom::cq_attr& cq = {.size = 64}) -> bool {
+        auto s = open_stack(provider, caps, 0, cq);
+        if (!s) return false;
+        st = std::move(*s);
+        auto me = st.ep.name();
+        if (!me) return false;
+        auto p = st.av.insert(*me);
+        auto o = loom::memory_region::register_memory(st.domain, std::span{out}, loom::mr_access_flags::send);
+        auto i = loom::memory_region::register_memory(st.domain, std::span{in}, loom::mr_access_flags::recv);
+        if (!p || !o || !i) return false;
+        self.emplace(*p);
+        out_mr = std::move(*o);
+        in_mr = std::move(*i);
+        return true;
+    }
+    [[nodiscard]] auto to_send(std::size_t n) -> loom::asio::const_registered_buffer {
+        return {::asio::buffer(out.data(), n), &out_mr};
+    }
+    [[nodiscard]] auto to_receive(std::size_t n) -> loom::asio::mutable_registered_buffer {
+        return {::asio::buffer(in.data(), n), &in_mr};
+    }
+};
+
+/// Runs `ioc` until `done()` or 10 s have passed.
+template <class Done>
+auto run_until(::asio::io_context& ioc, Done done) -> bool {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+        ioc.restart();
+        ioc.run_for(10ms);
+    }
+    return done();
+}
+
+TEST(AsioChecks, an_inherited_multi_receive_flag_is_refused_before_posting) {
+    const loom::fabric_hints hints{.capabilities = caps | loom::capability::multi_recv,
+                                   .ep_type = loom::endpoint_types::rdm,
+                                   .provider = "tcp;ofi_rxm",
+                                   .rx_op_flags = loom::op_flag::multi_recv};
+    auto info = loom::query_fabric(hints);
+    if (!info) GTEST_SKIP() << "no tcp;ofi_rxm with multi-receive here: " << info.error().message();
+    auto fabric = loom::fabric::create(*info).value();
+    auto domain = loom::domain::create(fabric, *info).value();
+    auto cq = loom::completion_queue::create(domain, {.size = 16}).value();
+    auto av = loom::address_vector::create(domain).value();
+    ::asio::io_context ioc;
+    auto ep = loom::asio::make_endpoint(ioc, domain, *info, cq, av).value();
+    ASSERT_TRUE(ep.native().rx_op_flags().any(loom::op_flag::multi_recv)) << "the receive defaults keep the flag";
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(cq));
+    service.start();
+    std::array<std::byte, 64> in{};
+    std::optional<std::error_code> got;
+    ep.async_receive(::asio::buffer(in), [&got](std::error_code ec, std::size_t) { got = ec; });
+    ASSERT_TRUE(run_until(ioc, [&] { return got.has_value(); }));
+    EXPECT_EQ(*got, loom::make_error_code(loom::errc::not_supported));
+    EXPECT_EQ(service.outstanding_operations(), 0u);
+    EXPECT_EQ(cq.registry()->size(), 0u) << "nothing was registered for the provider to complete";
+    EXPECT_FALSE(service.deregister_cq(cq));
+}
+
+TEST(AsioChecks, a_registration_of_another_domain_is_refused_before_submission) {
+    auto a = std::make_unique<loopback>();
+    auto b = std::make_unique<loopback>();
+    ASSERT_TRUE(a->open("tcp") && b->open("tcp"));
+    ::asio::io_context ioc;
+    loom::asio::endpoint ep(ioc, std::move(a->st.ep), a->st.cq, a->st.cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(a->st.cq));
+    service.start();
+    // b's registrations on a's endpoint: usable_with says no.
+    const loom::asio::const_registered_buffer foreign{::asio::buffer(b->out.data(), 8), &b->out_mr};
+    ASSERT_FALSE(b->out_mr.usable_with(ep.native()));
+    std::optional<std::error_code> sent, received;
+    ep.async_send_to(foreign, *a->self, [&sent](std::error_code ec, std::size_t) { sent = ec; });
+    const loom::asio::mutable_registered_buffer foreign_in{::asio::buffer(b->in.data(), 8), &b->in_mr};
+    ep.async_receive(foreign_in, [&received](std::error_code ec, std::size_t) { received = ec; });
+    ASSERT_TRUE(run_until(ioc, [&] { return sent && received; }));
+    EXPECT_EQ(*sent, loom::make_error_code(loom::errc::invalid_argument));
+    EXPECT_EQ(*received, loom::make_error_code(loom::errc::invalid_argument));
+    EXPECT_EQ(a->st.cq.registry()->size(), 0u);
+    EXPECT_FALSE(service.deregister_cq(a->st.cq));
+}
+
+TEST(AsioChecks, progress_goes_on_after_a_handler_throws) {
+    auto l = std::make_unique<loopback>();
+    ASSERT_TRUE(l->open("tcp"));
+    ::asio::io_context ioc;
+    loom::asio::endpoint ep(ioc, std::move(l->st.ep), l->st.cq, l->st.cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(l->st.cq));
+    service.start();
+    int finished = 0;
+    // Tag 1 completes first and its handler throws; tag 2's receive is still to be progressed.
+    ep.async_tagged_receive(l->to_receive(8), 1, 0,
+                            [](std::error_code, std::size_t) { throw std::runtime_error("handler failed"); });
+    std::array<std::byte, 8> second{};
+    ep.async_tagged_receive(::asio::buffer(second), 2, 0,
+                            [&finished](std::error_code ec, std::size_t n) { finished += !ec && n == 8 ? 1 : -100; });
+    ep.async_tagged_send_to(l->to_send(8), *l->self, 1,
+                            [&finished](std::error_code ec, std::size_t) { finished += ec ? -100 : 1; });
+    bool thrown = false;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!thrown && std::chrono::steady_clock::now() < deadline) {
+        try {
+            ioc.restart();
+            ioc.run_for(10ms);
+        } catch (const std::runtime_error&) {
+            thrown = true;
+        }
+    }
+    ASSERT_TRUE(thrown) << "the handler's exception comes out of run()";
+    ep.async_tagged_send_to(l->to_send(8), *l->self, 2,
+                            [&finished](std::error_code ec, std::size_t) { finished += ec ? -100 : 1; });
+    EXPECT_TRUE(run_until(ioc, [&] { return finished >= 3 || finished < 0; }));
+    EXPECT_EQ(finished, 3) << "both sends and the second receive completed after the throw";
+    EXPECT_EQ(service.outstanding_operations(), 0u);
+    EXPECT_FALSE(service.deregister_cq(l->st.cq));
+}
+
+TEST(AsioChecks, a_queue_with_a_wait_descriptor_is_polled_on_the_timer_when_asked) {
+    auto l = std::make_unique<loopback>();
+    ASSERT_TRUE(l->open("tcp", {.size = 64, .wait_obj = true}));
+    ASSERT_EQ(l->st.cq.wait_object_type(), loom::wait_object::fd) << "tcp gives a waitable queue an fd";
+    ::asio::io_context ioc;
+    loom::asio::endpoint ep(ioc, std::move(l->st.ep), l->st.cq, l->st.cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(l->st.cq, {.use_fd_polling = false, .poll_interval = 50us}));
+    EXPECT_EQ(service.progress_of(l->st.cq), loom::asio::fabric_service::progress_kind::timer);
+    service.start();
+    int finished = 0;
+    auto count = [&finished](std::error_code ec, std::size_t) { finished += ec ? -100 : 1; };
+    ep.async_receive(l->to_receive(8), count);
+    ep.async_send_to(l->to_send(8), *l->self, count);
+    EXPECT_TRUE(run_until(ioc, [&] { return finished >= 2 || finished < 0; }));
+    EXPECT_EQ(finished, 2);
+    EXPECT_FALSE(service.deregister_cq(l->st.cq));
+}
+
+TEST(AsioChecks, poll_once_counts_the_operations_it_completed) {
+    auto l = std::make_unique<loopback>();
+    ASSERT_TRUE(l->open("tcp"));
+    ::asio::io_context ioc;
+    loom::asio::endpoint ep(ioc, std::move(l->st.ep), l->st.cq, l->st.cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(l->st.cq));  // not started: only poll_once reads
+    int handled = 0;
+    auto count = [&handled](std::error_code ec, std::size_t) { handled += ec ? -100 : 1; };
+    ep.async_receive(l->to_receive(8), count);
+    ep.async_send_to(l->to_send(8), *l->self, count);
+    std::size_t delivered = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (delivered < 2 && std::chrono::steady_clock::now() < deadline) delivered += service.poll_once();
+    EXPECT_EQ(delivered, 2u);
+    EXPECT_EQ(service.poll_once(), 0u) << "nothing more to deliver";
+    ioc.restart();
+    ioc.poll();  // the handlers, posted to the io_context this thread was not running
+    EXPECT_EQ(handled, 2);
+    EXPECT_FALSE(service.deregister_cq(l->st.cq));
+}
+
+}  // namespace
