@@ -1,6 +1,7 @@
 // Fabric senders against a loom-test-peer process over tcp, shm and tcp;ofi_rxm: messages,
-// tagged messages out of order, RMA, atomics, cancellation, truncation, checks before
-// submission, unhandled events, and when_all/then/sync_wait with a progress thread.
+// tagged messages out of order, RMA, cancellation, truncation, checks before submission,
+// unhandled events, and when_all/then/sync_wait with a progress thread. (The atomic senders
+// run in spec_examples_test.cpp: borrowed forms on shm, the older forms over sockets.)
 #include "peer_process.hpp"
 #include "sender_receiver.hpp"
 

@@ -310,6 +310,13 @@ TEST(SpecExamples, rma_senders_original_forms_over_a_connected_endpoint) {
     std::memcpy(&before, fetched.data(), 8);
     EXPECT_EQ(before, 40u);
     EXPECT_EQ(now, 41u);
+    // The older compare-and-swap form beside it: 41 becomes 7, the value before comes back.
+    auto cas_op = rma_ops.compare_swap<std::uint64_t>(counter, 41, 7, key, result_mr, &cq);
+    EXPECT_EQ(run(cas_op, cq), "value");
+    std::memcpy(&now, target.data() + 4096, 8);
+    std::memcpy(&before, fetched.data(), 8);
+    EXPECT_EQ(before, 41u);
+    EXPECT_EQ(now, 7u);
 }
 
 TEST(SpecExamples, borrowed_atomic_senders) {
