@@ -7,28 +7,31 @@ build=$1 src=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+
+# consume FRONT_END: builds and runs tests/install/FRONT_END_consumer through
+# find_package(loom COMPONENTS FRONT_END) and through pkg-config's loom-FRONT_END.
+consume() {
+  local fe=$1
+  cmake -S "$src/tests/install/${fe}_consumer" -B "$tmp/${fe}_consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+  cmake --build "$tmp/${fe}_consumer" >/dev/null
+  "$tmp/${fe}_consumer/${fe}_consumer"
+  # shellcheck disable=SC2046
+  c++ -std=c++23 -o "$tmp/pc-$fe" "$src/tests/install/${fe}_consumer/main.cpp" $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs "loom-$fe")
+  "$tmp/pc-$fe"
+}
+
 cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/consumer" >/dev/null
 "$tmp/consumer/consumer"
 # The sender front end, through find_package(loom COMPONENTS execution) and pkg-config, where
 # this installation has it.
 if [ -f "$tmp/prefix/lib/pkgconfig/loom-execution.pc" ]; then
-  cmake -S "$src/tests/install/execution_consumer" -B "$tmp/execution_consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
-  cmake --build "$tmp/execution_consumer" >/dev/null
-  "$tmp/execution_consumer/execution_consumer"
-  # shellcheck disable=SC2046
-  c++ -std=c++23 -o "$tmp/pc-execution" "$src/tests/install/execution_consumer/main.cpp" $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs loom-execution)
-  "$tmp/pc-execution"
+  consume execution
 fi
 # The Asio front end, through find_package(loom COMPONENTS asio) and pkg-config (Asio's headers
 # from the system), where this installation has it.
 if [ -f "$tmp/prefix/lib/pkgconfig/loom-asio.pc" ]; then
-  cmake -S "$src/tests/install/asio_consumer" -B "$tmp/asio_consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
-  cmake --build "$tmp/asio_consumer" >/dev/null
-  "$tmp/asio_consumer/asio_consumer"
-  # shellcheck disable=SC2046
-  c++ -std=c++23 -o "$tmp/pc-asio" "$src/tests/install/asio_consumer/main.cpp" $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs loom-asio)
-  "$tmp/pc-asio"
+  consume asio
   # Without Asio on the include path, find_package(loom COMPONENTS asio) must fail clearly.
   mkdir -p "$tmp/no-asio"
   cat >"$tmp/no-asio/CMakeLists.txt" <<CM

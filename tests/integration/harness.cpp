@@ -27,10 +27,25 @@ auto find_info(const std::string& provider, loom::capability caps, loom::threadi
 
 auto open_stack(const std::string& provider, loom::capability caps, std::size_t min_multi_recv,
                 const loom::cq_attr& cq_attributes, loom::threading_mode threading) -> loom::result<stack> {
-    stack s;
     auto info = find_info(provider, caps, threading);
     if (!info) return std::unexpected(info.error());
-    s.info = *info;
+    return open_stack_of(*info, min_multi_recv, cq_attributes);
+}
+
+auto open_multi_recv_default_stack() -> loom::result<stack> {
+    auto info = loom::query_fabric(
+        {.capabilities = loom::capability::msg | loom::capability::tagged | loom::capability::multi_recv,
+         .ep_type = loom::endpoint_types::rdm,
+         .provider = "tcp;ofi_rxm",
+         .rx_op_flags = loom::op_flag::multi_recv});
+    if (!info) return std::unexpected(info.error());
+    return open_stack_of(*info, 0, {.size = 16});
+}
+
+auto open_stack_of(const loom::fabric_info& info, std::size_t min_multi_recv, const loom::cq_attr& cq_attributes)
+    -> loom::result<stack> {
+    stack s;
+    s.info = info;
     auto fab = loom::fabric::create(s.info);
     if (!fab) return std::unexpected(fab.error());
     s.fabric = std::move(*fab);

@@ -64,21 +64,13 @@ auto run_until(::asio::io_context& ioc, Done done) -> bool {
 }
 
 TEST(AsioChecks, an_inherited_multi_receive_flag_is_refused_before_posting) {
-    const loom::fabric_hints hints{.capabilities = caps | loom::capability::multi_recv,
-                                   .ep_type = loom::endpoint_types::rdm,
-                                   .provider = "tcp;ofi_rxm",
-                                   .rx_op_flags = loom::op_flag::multi_recv};
-    auto info = loom::query_fabric(hints);
-    if (!info) GTEST_SKIP() << "no tcp;ofi_rxm with multi-receive here: " << info.error().message();
-    auto fabric = loom::fabric::create(*info).value();
-    auto domain = loom::domain::create(fabric, *info).value();
-    auto cq = loom::completion_queue::create(domain, {.size = 16}).value();
-    auto av = loom::address_vector::create(domain).value();
+    auto st = open_multi_recv_default_stack();
+    if (!st) GTEST_SKIP() << "no tcp;ofi_rxm with multi-receive here: " << st.error().message();
+    ASSERT_TRUE(st->ep.rx_op_flags().any(loom::op_flag::multi_recv)) << "the receive defaults keep the flag";
     ::asio::io_context ioc;
-    auto ep = loom::asio::make_endpoint(ioc, domain, *info, cq, av).value();
-    ASSERT_TRUE(ep.native().rx_op_flags().any(loom::op_flag::multi_recv)) << "the receive defaults keep the flag";
+    loom::asio::endpoint ep(ioc, std::move(st->ep), st->cq, st->cq);
     auto& service = loom::asio::fabric_service::use(ioc);
-    ASSERT_TRUE(service.register_cq(cq));
+    ASSERT_TRUE(service.register_cq(st->cq));
     service.start();
     std::array<std::byte, 64> in{};
     std::optional<std::error_code> got;
@@ -86,8 +78,8 @@ TEST(AsioChecks, an_inherited_multi_receive_flag_is_refused_before_posting) {
     ASSERT_TRUE(run_until(ioc, [&] { return got.has_value(); }));
     EXPECT_EQ(*got, loom::make_error_code(loom::errc::not_supported));
     EXPECT_EQ(service.outstanding_operations(), 0u);
-    EXPECT_EQ(cq.registry()->size(), 0u) << "nothing was registered for the provider to complete";
-    EXPECT_FALSE(service.deregister_cq(cq));
+    EXPECT_EQ(st->cq.registry()->size(), 0u) << "nothing was registered for the provider to complete";
+    EXPECT_FALSE(service.deregister_cq(st->cq));
 }
 
 TEST(AsioChecks, a_registration_of_another_domain_is_refused_before_submission) {

@@ -17,18 +17,10 @@ namespace ex = loom::execution;
 namespace {
 
 TEST(SenderChecks, a_receive_inheriting_multi_receive_is_refused_before_posting) {
-    const loom::fabric_hints hints{.capabilities = loom::capability::msg | loom::capability::multi_recv,
-                                   .ep_type = loom::endpoint_types::rdm,
-                                   .provider = "tcp;ofi_rxm",
-                                   .rx_op_flags = loom::op_flag::multi_recv};
-    auto info = loom::query_fabric(hints);
-    if (!info) GTEST_SKIP() << "no tcp;ofi_rxm with multi-receive here: " << info.error().message();
-    auto fabric = loom::fabric::create(*info).value();
-    auto domain = loom::domain::create(fabric, *info).value();
-    auto cq = loom::completion_queue::create(domain, {.size = 16}).value();
-    auto av = loom::address_vector::create(domain).value();
-    auto ep = loom::endpoint::create(domain, *info).value();
-    ASSERT_TRUE(ep.bind_cq(cq, loom::cq_bind::transmit | loom::cq_bind::recv) && ep.bind_av(av) && ep.enable());
+    auto st = open_multi_recv_default_stack();
+    if (!st) GTEST_SKIP() << "no tcp;ofi_rxm with multi-receive here: " << st.error().message();
+    auto& ep = st->ep;
+    auto& cq = st->cq;
     ASSERT_TRUE(ep.rx_op_flags().any(loom::op_flag::multi_recv)) << "the receive defaults keep the flag";
     std::array<std::byte, 64> in{};
     recorded<std::size_t> rec;

@@ -51,11 +51,11 @@ auto run(S&& s, loom::completion_queue& cq) -> std::string {
 
 void process(std::array<std::byte, 4096>& b) { b[0] = std::byte{1}; }
 
-TEST(SpecExamples, p2300_integration) {
-    loop_stack s;
-    ASSERT_NO_FATAL_FAILURE(core_test::must_open_loop("tcp", loop_options{}, s));
-    auto& ep = s.ep;
-    auto& cq = s.cq;
+/// The spec's P2300 example as written there, on `ep` and `cq`; `check` runs its senders
+/// (pipeline, both, send_then_recv, with_error) and sees what `both` and `send_then_recv`
+/// receive into (buf2).
+template <class Check>
+void p2300_example(loom::endpoint& ep, loom::completion_queue& cq, Check check) {
     using namespace loom;
 
     // Create sender factories for operations
@@ -83,10 +83,19 @@ TEST(SpecExamples, p2300_integration) {
                           return -1;
                       });
 
+    check(pipeline, both, send_then_recv, with_error, buf2);
+}
+
+TEST(SpecExamples, p2300_integration) {
+    loop_stack s;
+    ASSERT_NO_FATAL_FAILURE(core_test::must_open_loop("tcp", loop_options{}, s));
+    auto& cq = s.cq;
     // An RDM endpoint has no connected destination: the sends are refused before submission.
-    EXPECT_EQ(run(pipeline, cq), "error:invalid_argument");
-    EXPECT_EQ(run(send_then_recv, cq), "error:invalid_argument");
-    EXPECT_EQ(run(with_error, cq), "value");
+    p2300_example(s.ep, cq, [&](auto& pipeline, auto&, auto& send_then_recv, auto& with_error, auto&) {
+        EXPECT_EQ(run(pipeline, cq), "error:invalid_argument");
+        EXPECT_EQ(run(send_then_recv, cq), "error:invalid_argument");
+        EXPECT_EQ(run(with_error, cq), "value");
+    });
 }
 
 /// The far side of a connected pair: receives `messages` messages of up to 4096 bytes, answering
@@ -126,49 +135,24 @@ private:
 TEST(SpecExamples, p2300_integration_over_a_connected_endpoint) {
     core_test::connected_pair pair;
     ASSERT_EQ(pair.open("sockets", loom::capability::msg), "");
-    auto& ep = pair.client.ep;
     auto& cq = pair.client.cq;
     // pipeline, both, send_then_recv and with_error each send one message; both and
     // send_then_recv each receive one.
     answering_peer peer(pair.server, 4, {1, 2}, std::byte{0x77});
     std::array<std::byte, 4096> reply{};
     reply.fill(std::byte{0x77});
-    using namespace loom;
-
-    // Create sender factories for operations
-    auto msg_ops = loom::async(ep);      // For messaging
-    auto rma_ops = loom::rma_async(ep);  // For RMA
-
-    // Create senders for async operations
-    std::array<std::byte, 4096> buffer{};
-    auto send_op = msg_ops.send(buffer, &cq);
-    auto recv_op = msg_ops.recv(buffer, &cq);
-
-    // Compose with P2300 algorithms
-    auto pipeline = send_op | loom::execution::then([] { std::printf("sent!\n"); });
-
-    // Parallel operations with when_all
-    std::array<std::byte, 4096> buf1{}, buf2{};
-    auto both = loom::execution::when_all(msg_ops.send(buf1, &cq), msg_ops.recv(buf2, &cq));
-
-    // Chain operations with let_value
-    auto send_then_recv = msg_ops.send(buf1, &cq) | loom::execution::let_value([&] { return msg_ops.recv(buf2, &cq); });
-
-    // Error handling
-    auto with_error = msg_ops.send(buffer, &cq) | loom::execution::upon_error([](std::error_code ec) {
-                          std::fprintf(stderr, "Error: %s\n", ec.message().c_str());
-                          return -1;
-                      });
-
-    ::testing::internal::CaptureStdout();
-    EXPECT_EQ(run(pipeline, cq), "value");
-    EXPECT_EQ(::testing::internal::GetCapturedStdout(), "sent!\n");
-    EXPECT_EQ(run(both, cq), "value");
-    EXPECT_EQ(buf2, reply);
-    buf2.fill(std::byte{0});
-    EXPECT_EQ(run(send_then_recv, cq), "value");
-    EXPECT_EQ(buf2, reply);
-    EXPECT_EQ(run(with_error, cq), "value");
+    p2300_example(pair.client.ep, cq,
+                  [&](auto& pipeline, auto& both, auto& send_then_recv, auto& with_error, auto& buf2) {
+                      ::testing::internal::CaptureStdout();
+                      EXPECT_EQ(run(pipeline, cq), "value");
+                      EXPECT_EQ(::testing::internal::GetCapturedStdout(), "sent!\n");
+                      EXPECT_EQ(run(both, cq), "value");
+                      EXPECT_EQ(buf2, reply);
+                      buf2.fill(std::byte{0});
+                      EXPECT_EQ(run(send_then_recv, cq), "value");
+                      EXPECT_EQ(buf2, reply);
+                      EXPECT_EQ(run(with_error, cq), "value");
+                  });
     EXPECT_EQ(peer.finish(), 4);
 }
 
@@ -196,6 +180,38 @@ TEST(SpecExamples, messaging_senders_with_peers_and_descriptors) {
     auto into_in = messages.tagged_recv_from(std::span{in}, in_mr.descriptor(), source, 42, 0, &cq);
     EXPECT_EQ(run(loom::execution::when_all(into_in, tagged_send), cq), "value");
     EXPECT_EQ(in, out);
+}
+
+/// The spec's example of the original RMA sender forms as written there, on `ep` and `cq`
+/// with the target at `remote` (`key`); `check` runs its senders (read_op, write_op, rmw,
+/// atomic_op).
+template <class Check>
+void original_rma_forms(loom::endpoint& ep, loom::completion_queue& cq, std::array<std::byte, 4096>& buffer,
+                        std::uint64_t remote, std::uint64_t key, const loom::memory_region& result_mr, Check check) {
+    std::span<std::byte> local_buffer{buffer};
+    const std::uint64_t remote_addr = remote, addr = remote;
+
+    auto rma_ops = loom::rma_async(ep);
+
+    // RMA read sender
+    auto read_op = rma_ops.read(local_buffer, remote_addr, key, &cq);
+
+    // RMA write sender
+    auto write_op = rma_ops.write(local_buffer, remote_addr, key, &cq);
+
+    // Read-modify-write pattern
+    auto rmw = rma_ops.read(buffer, addr, key, &cq) | loom::execution::then([&](std::size_t bytes) {
+                   // Modify buffer
+                   process(buffer);
+                   return buffer;
+               }) |
+               loom::execution::let_value([&](auto& buf) { return rma_ops.write(buf, addr, key, &cq); });
+
+    // Atomic operations
+    auto atomic_op = rma_ops.fetch_add<std::uint64_t>(addr, 1, key, result_mr, &cq) |
+                     loom::execution::then([](std::uint64_t old_val) { return old_val + 1; });
+
+    check(read_op, write_op, rmw, atomic_op);
 }
 
 TEST(SpecExamples, rma_senders) {
@@ -226,25 +242,14 @@ TEST(SpecExamples, rma_senders) {
     EXPECT_EQ(buffer, target);
 
     // The original forms: no peer, no descriptor (refused on this RDM endpoint).
-    auto rma_ops = loom::rma_async(s.ep);
-    std::span<std::byte> local_buffer{buffer};
-    const std::uint64_t remote_addr = remote.addr, key = remote.key, addr = remote.addr;
-    auto read_op = rma_ops.read(local_buffer, remote_addr, key, &cq);
-    auto write_op = rma_ops.write(local_buffer, remote_addr, key, &cq);
-    auto rmw = rma_ops.read(buffer, addr, key, &cq) | loom::execution::then([&](std::size_t bytes) {
-                   // Modify buffer
-                   process(buffer);
-                   return buffer;
-               }) |
-               loom::execution::let_value([&](auto& buf) { return rma_ops.write(buf, addr, key, &cq); });
-    EXPECT_EQ(run(read_op, cq), "error:invalid_argument");
-    EXPECT_EQ(run(rmw, cq), "error:invalid_argument");
-
     auto result_mr = std::move(local_mr);
-    auto atomic_op = rma_ops.fetch_add<std::uint64_t>(addr, 1, key, result_mr, &cq) |
-                     loom::execution::then([](std::uint64_t old_val) { return old_val + 1; });
-    // tcp has no atomics (and this RDM endpoint no connected peer): refused before submission.
-    EXPECT_EQ(run(atomic_op, cq), "error:invalid_argument");
+    original_rma_forms(s.ep, cq, buffer, remote.addr, remote.key, result_mr,
+                       [&](auto& read_op, auto&, auto& rmw, auto& atomic_op) {
+                           EXPECT_EQ(run(read_op, cq), "error:invalid_argument");
+                           EXPECT_EQ(run(rmw, cq), "error:invalid_argument");
+                           // tcp has no atomics (and this RDM endpoint no connected peer).
+                           EXPECT_EQ(run(atomic_op, cq), "error:invalid_argument");
+                       });
 }
 
 TEST(SpecExamples, rma_senders_original_forms_over_a_connected_endpoint) {
@@ -252,13 +257,9 @@ TEST(SpecExamples, rma_senders_original_forms_over_a_connected_endpoint) {
     ASSERT_EQ(pair.open("sockets", loom::capability::msg | loom::capability::rma | loom::capability::atomic |
                                        loom::capability::remote_read | loom::capability::remote_write),
               "");
-    auto& ep = pair.client.ep;
     auto& cq = pair.client.cq;
-    // The target: 4096 bytes of 7 and, after them, a counter at 40.
-    alignas(8) std::array<std::byte, 4096 + 8> target{};
-    std::fill_n(target.begin(), 4096, std::byte{7});
-    const std::uint64_t forty = 40;
-    std::memcpy(target.data() + 4096, &forty, 8);
+    alignas(8) std::array<std::byte, 4096> target{};
+    target.fill(std::byte{7});
     auto target_mr =
         loom::memory_region::register_memory(pair.server.dom, std::span{target},
                                              loom::mr_access_flags::remote_read | loom::mr_access_flags::remote_write)
@@ -269,54 +270,35 @@ TEST(SpecExamples, rma_senders_original_forms_over_a_connected_endpoint) {
     auto result_mr = loom::memory_region::register_memory(pair.client.dom, std::span{fetched},
                                                           loom::mr_access_flags::read | loom::mr_access_flags::write)
                          .value();
-    std::span<std::byte> local_buffer{buffer};
-    const std::uint64_t remote_addr = remote.addr, key = remote.key, addr = remote.addr;
-    const std::uint64_t counter = remote.addr + 4096;
-
-    auto rma_ops = loom::rma_async(ep);
-
-    // RMA read sender
-    auto read_op = rma_ops.read(local_buffer, remote_addr, key, &cq);
-
-    // RMA write sender
-    auto write_op = rma_ops.write(local_buffer, remote_addr, key, &cq);
-
-    // Read-modify-write pattern
-    auto rmw = rma_ops.read(buffer, addr, key, &cq) | loom::execution::then([&](std::size_t bytes) {
-                   // Modify buffer
-                   process(buffer);
-                   return buffer;
-               }) |
-               loom::execution::let_value([&](auto& buf) { return rma_ops.write(buf, addr, key, &cq); });
-
-    EXPECT_EQ(run(read_op, cq), "value");
-    EXPECT_TRUE(std::ranges::equal(buffer, std::span{target}.first(4096)));
-    buffer.fill(std::byte{9});
-    EXPECT_EQ(run(write_op, cq), "value");
-    EXPECT_EQ(target[4095], std::byte{9});
-    EXPECT_EQ(run(rmw, cq), "value");
-    EXPECT_EQ(target[0], std::byte{1}) << "process() marks the first byte; the write puts it back";
-    EXPECT_EQ(target[1], std::byte{9});
-
-    // Atomic operations (the example's addr, here the counter after the buffer)
-    {
-        const std::uint64_t addr = counter;
-        auto atomic_op = rma_ops.fetch_add<std::uint64_t>(addr, 1, key, result_mr, &cq) |
-                         loom::execution::then([](std::uint64_t old_val) { return old_val + 1; });
-        EXPECT_EQ(run(atomic_op, cq), "value");
-    }
-    std::uint64_t now = 0, before = 0;
-    std::memcpy(&now, target.data() + 4096, 8);
-    std::memcpy(&before, fetched.data(), 8);
-    EXPECT_EQ(before, 40u);
-    EXPECT_EQ(now, 41u);
-    // The older compare-and-swap form beside it: 41 becomes 7, the value before comes back.
-    auto cas_op = rma_ops.compare_swap<std::uint64_t>(counter, 41, 7, key, result_mr, &cq);
+    auto word = [](std::span<const std::byte> b) {
+        std::uint64_t v = 0;
+        std::memcpy(&v, b.data(), sizeof v);
+        return v;
+    };
+    original_rma_forms(pair.client.ep, cq, buffer, remote.addr, remote.key, result_mr,
+                       [&](auto& read_op, auto& write_op, auto& rmw, auto& atomic_op) {
+                           EXPECT_EQ(run(read_op, cq), "value");
+                           EXPECT_EQ(buffer, target);
+                           buffer.fill(std::byte{9});
+                           EXPECT_EQ(run(write_op, cq), "value");
+                           EXPECT_EQ(target[4095], std::byte{9});
+                           EXPECT_EQ(run(rmw, cq), "value");
+                           EXPECT_EQ(target[0], std::byte{1}) << "process() marks the first byte, written back";
+                           EXPECT_EQ(target[1], std::byte{9});
+                           // fetch_add at addr: the first eight bytes of the target, as a counter.
+                           const std::uint64_t before = word(target);
+                           EXPECT_EQ(run(atomic_op, cq), "value");
+                           EXPECT_EQ(word(fetched), before);
+                           EXPECT_EQ(word(target), before + 1);
+                       });
+    // The older compare-and-swap form beside them: the counter becomes 7, the value before
+    // comes back.
+    const std::uint64_t before = word(target);
+    auto cas_op =
+        loom::rma_async(pair.client.ep).compare_swap<std::uint64_t>(remote.addr, before, 7, remote.key, result_mr, &cq);
     EXPECT_EQ(run(cas_op, cq), "value");
-    std::memcpy(&now, target.data() + 4096, 8);
-    std::memcpy(&before, fetched.data(), 8);
-    EXPECT_EQ(before, 41u);
-    EXPECT_EQ(now, 7u);
+    EXPECT_EQ(word(fetched), before);
+    EXPECT_EQ(word(target), 7u);
 }
 
 TEST(SpecExamples, borrowed_atomic_senders) {
