@@ -2,6 +2,7 @@
 // before submission (an inherited FI_MULTI_RECV, a registration of another domain), progress
 // after a handler throws, a queue with a wait descriptor polled on the timer when asked to, and
 // what poll_once() counts.
+#include "asio_progress.hpp"
 #include "harness.hpp"
 
 #include <loom/asio.hpp>
@@ -52,17 +53,6 @@ struct loopback {
     }
 };
 
-/// Runs `ioc` until `done()` or 10 s have passed.
-template <class Done>
-auto run_until(::asio::io_context& ioc, Done done) -> bool {
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-        ioc.restart();
-        ioc.run_for(10ms);
-    }
-    return done();
-}
-
 TEST(AsioChecks, an_inherited_multi_receive_flag_is_refused_before_posting) {
     auto st = open_multi_recv_default_stack();
     if (!st) GTEST_SKIP() << "no tcp;ofi_rxm with multi-receive here: " << st.error().message();
@@ -75,7 +65,7 @@ TEST(AsioChecks, an_inherited_multi_receive_flag_is_refused_before_posting) {
     std::array<std::byte, 64> in{};
     std::optional<std::error_code> got;
     ep.async_receive(::asio::buffer(in), [&got](std::error_code ec, std::size_t) { got = ec; });
-    ASSERT_TRUE(run_until(ioc, [&] { return got.has_value(); }));
+    ASSERT_TRUE(run_until(ioc, [&] { return got.has_value(); }, 10s));
     EXPECT_EQ(*got, loom::make_error_code(loom::errc::not_supported));
     EXPECT_EQ(service.outstanding_operations(), 0u);
     EXPECT_EQ(st->cq.registry()->size(), 0u) << "nothing was registered for the provider to complete";
@@ -98,7 +88,7 @@ TEST(AsioChecks, a_registration_of_another_domain_is_refused_before_submission) 
     ep.async_send_to(foreign, *a->self, [&sent](std::error_code ec, std::size_t) { sent = ec; });
     const loom::asio::mutable_registered_buffer foreign_in{::asio::buffer(b->in.data(), 8), &b->in_mr};
     ep.async_receive(foreign_in, [&received](std::error_code ec, std::size_t) { received = ec; });
-    ASSERT_TRUE(run_until(ioc, [&] { return sent && received; }));
+    ASSERT_TRUE(run_until(ioc, [&] { return sent && received; }, 10s));
     EXPECT_EQ(*sent, loom::make_error_code(loom::errc::invalid_argument));
     EXPECT_EQ(*received, loom::make_error_code(loom::errc::invalid_argument));
     EXPECT_EQ(a->st.cq.registry()->size(), 0u);
@@ -135,7 +125,7 @@ TEST(AsioChecks, progress_goes_on_after_a_handler_throws) {
     ASSERT_TRUE(thrown) << "the handler's exception comes out of run()";
     ep.async_tagged_send_to(l->to_send(8), *l->self, 2,
                             [&finished](std::error_code ec, std::size_t) { finished += ec ? -100 : 1; });
-    EXPECT_TRUE(run_until(ioc, [&] { return finished >= 3 || finished < 0; }));
+    EXPECT_TRUE(run_until(ioc, [&] { return finished >= 3 || finished < 0; }, 10s));
     EXPECT_EQ(finished, 3) << "both sends and the second receive completed after the throw";
     EXPECT_EQ(service.outstanding_operations(), 0u);
     EXPECT_FALSE(service.deregister_cq(l->st.cq));
@@ -155,7 +145,7 @@ TEST(AsioChecks, a_queue_with_a_wait_descriptor_is_polled_on_the_timer_when_aske
     auto count = [&finished](std::error_code ec, std::size_t) { finished += ec ? -100 : 1; };
     ep.async_receive(l->to_receive(8), count);
     ep.async_send_to(l->to_send(8), *l->self, count);
-    EXPECT_TRUE(run_until(ioc, [&] { return finished >= 2 || finished < 0; }));
+    EXPECT_TRUE(run_until(ioc, [&] { return finished >= 2 || finished < 0; }, 10s));
     EXPECT_EQ(finished, 2);
     EXPECT_FALSE(service.deregister_cq(l->st.cq));
 }
