@@ -1,7 +1,8 @@
 // Fabric senders against a loom-test-peer process over tcp, shm and tcp;ofi_rxm: messages,
 // tagged messages out of order, RMA, cancellation, truncation, checks before submission,
 // unhandled events, and when_all/then/sync_wait with a progress thread. (The atomic senders
-// run in spec_examples_test.cpp: borrowed forms on shm, the older forms over sockets.)
+// against a peer process: atomic_senders_test.cpp; the older atomic forms, which address a
+// connected peer, run in spec_examples_test.cpp over sockets.)
 #include "peer_process.hpp"
 #include "sender_receiver.hpp"
 
