@@ -4,8 +4,7 @@
 // slot, close and destruction with operations outstanding, truncation, RMA moving exactly the
 // local bytes, refusals before submission, blocking forms, unhandled events, borrowed
 // endpoints.
-#include "asio_progress.hpp"
-#include "peer_process.hpp"
+#include "asio_peer_fixture.hpp"
 
 #include <loom/asio.hpp>
 
@@ -47,49 +46,16 @@ auto record(outcome& o) {
     };
 }
 
-class asio_endpoint : public ::testing::TestWithParam<asio_case> {
+class asio_endpoint : public asio_peer_fixture<asio_case> {
 protected:
-    void SetUp() override {
-        auto st = open_stack(GetParam().provider, caps, 0, {.size = 256, .wait_obj = GetParam().wait_obj});
-        ASSERT_TRUE(st) << GetParam().provider << ": " << st.error().message();
-        local_ = std::make_unique<stack>(std::move(*st));
-        bufs_ = std::make_unique<local_buffers>(local_->domain);
-        peer_ = std::make_unique<peer_process>(GetParam().provider, caps, *local_);
-        ASSERT_TRUE(peer_->ok()) << peer_->error();
-        ep_.emplace(ioc_, std::move(local_->ep), local_->cq, local_->cq);
-        ASSERT_TRUE(service().register_cq(local_->cq));
-        service().start();
-    }
-    void TearDown() override {
-        ep_.reset();
-        EXPECT_TRUE(run_until(
-            ioc_, [&] { return service().outstanding_operations() == 0; }, 10s))
-            << service().outstanding_operations() << " operations never finished";
-        service().stop();
-        EXPECT_FALSE(service().deregister_cq(local_->cq)) << "an event was left unhandled";
-        peer_.reset();
-        bufs_.reset();
-        local_.reset();
-    }
-    auto service() -> loom::asio::fabric_service& { return loom::asio::fabric_service::use(ioc_); }
-    auto peer() const -> loom::fabric_addr { return peer_->address(); }
+    asio_endpoint() : asio_peer_fixture(caps) {}
+    [[nodiscard]] auto provider_case() const -> const asio_case& override { return GetParam(); }
     auto sendable(std::size_t n, std::size_t at = 0) -> loom::asio::const_registered_buffer {
         return {::asio::buffer(bufs_->send(at + n).subspan(at).data(), n), &bufs_->send_mr};
     }
     auto receivable(std::size_t n, std::size_t at = 0) -> loom::asio::mutable_registered_buffer {
         return {::asio::buffer(bufs_->recv(at + n).subspan(at).data(), n), &bufs_->recv_mr};
     }
-    auto peer_run(const command& c) -> reply {
-        auto r = peer_->run(c);
-        EXPECT_EQ(r.status, 0) << r.text;
-        return r;
-    }
-
-    ::asio::io_context ioc_;
-    std::unique_ptr<stack> local_;
-    std::unique_ptr<local_buffers> bufs_;
-    std::unique_ptr<peer_process> peer_;
-    std::optional<loom::asio::endpoint> ep_;
 };
 
 TEST_P(asio_endpoint, the_queue_is_progressed_as_its_wait_object_allows) {

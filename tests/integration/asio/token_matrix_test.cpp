@@ -5,8 +5,8 @@
 // Each case sends to the peer and receives from it (or writes and reads its exposed region);
 // the peer checks the bytes it got, this side the bytes, the length, one handler call, and an
 // untouched byte after the message.
+#include "asio_peer_fixture.hpp"
 #include "asio_tokens.hpp"
-#include "peer_process.hpp"
 
 #include <loom/asio.hpp>
 
@@ -32,43 +32,17 @@ constexpr std::size_t room = 16384;
 
 using matrix_case = std::tuple<asio_case, token>;
 
-class token_matrix : public ::testing::TestWithParam<matrix_case> {
+class token_matrix : public asio_peer_fixture<matrix_case> {
 protected:
+    token_matrix() : asio_peer_fixture(caps) {}
+    [[nodiscard]] auto provider_case() const -> const asio_case& override { return std::get<0>(GetParam()); }
+    void release_registrations() override { area_mr_ = {}; }
     void SetUp() override {
-        const auto& c = std::get<0>(GetParam());
-        auto st = open_stack(c.provider, caps, 0, {.size = 256, .wait_obj = c.wait_obj});
-        ASSERT_TRUE(st) << c.provider << ": " << st.error().message();
-        local_ = std::make_unique<stack>(std::move(*st));
-        bufs_ = std::make_unique<local_buffers>(local_->domain);
-        peer_ = std::make_unique<peer_process>(c.provider, caps, *local_);
-        ASSERT_TRUE(peer_->ok()) << peer_->error();
-        ep_.emplace(ioc_, std::move(local_->ep), local_->cq, local_->cq);
-        ep_->set_default_peer(peer());
-        ASSERT_TRUE(service().register_cq(local_->cq));
-        service().start();
+        asio_peer_fixture::SetUp();
+        if (!HasFatalFailure()) ep_->set_default_peer(peer());
     }
-    void TearDown() override {
-        ep_.reset();
-        EXPECT_TRUE(run_until(
-            ioc_, [&] { return service().outstanding_operations() == 0; }, 10s))
-            << service().outstanding_operations() << " operations never finished";
-        service().stop();
-        if (local_) {
-            EXPECT_FALSE(service().deregister_cq(local_->cq)) << "an event was left unhandled";
-        }
-        peer_.reset();
-        bufs_.reset();
-        local_.reset();
-    }
-    auto service() -> la::fabric_service& { return la::fabric_service::use(ioc_); }
-    auto peer() const -> loom::fabric_addr { return peer_->address(); }
     auto ex() -> ::asio::io_context::executor_type { return ioc_.get_executor(); }
     auto drive() -> token_driver { return {ioc_, std::get<1>(GetParam())}; }
-    auto peer_run(const command& c) -> reply {
-        auto r = peer_->run(c);
-        EXPECT_EQ(r.status, 0) << r.text;
-        return r;
-    }
 
     /// A payload of its own for each operation, token and provider: seed_ goes to the peer,
     /// seed_ + 1 comes from it. The receive area is cleared.
@@ -125,15 +99,10 @@ protected:
         EXPECT_EQ(bufs_->recv(size_ + 1)[size_], std::byte{0}) << "a byte past the message changed";
     }
 
-    ::asio::io_context ioc_;
-    std::unique_ptr<stack> local_;
-    std::unique_ptr<local_buffers> bufs_;
-    std::unique_ptr<peer_process> peer_;
     // What the handlers write to outlives them (a failed case leaves operations behind).
     outcome first_, second_;
     std::vector<std::byte> area_;
     loom::memory_region area_mr_;
-    std::optional<la::endpoint> ep_;
     std::uint64_t seed_{0};
     std::size_t size_{0};
     std::uint64_t tag_{0};
