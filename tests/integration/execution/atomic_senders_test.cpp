@@ -2,6 +2,7 @@
 // providers here with atomics (tcp;ofi_rxm, shm, sockets): each previous value a sender
 // delivers proves what the operation before it did to the peer's word; two fetch-adds in
 // flight at once under when_all; refusals before submission.
+#include "core_support.hpp"
 #include "peer_process.hpp"
 #include "sender_receiver.hpp"
 
@@ -19,13 +20,6 @@ namespace ex = loom::execution;
 namespace {
 
 constexpr auto caps = loom::capability::msg | loom::capability::tagged | loom::capability::atomic;
-
-auto safe_name(const ::testing::TestParamInfo<std::string>& info) -> std::string {
-    std::string s = info.param;
-    for (auto& c : s)
-        if (c == ';' || c == '-') c = '_';
-    return s;
-}
 
 class atomic_senders : public ::testing::TestWithParam<std::string> {
 protected:
@@ -146,6 +140,7 @@ TEST_P(atomic_senders, refusals_come_before_submission) {
     EXPECT_EQ(run(atomics().fetch_add_to(operand, &mr_, result, &mr_, peer(), word_, &local_->cq)), initial_);
 }
 
-INSTANTIATE_TEST_SUITE_P(providers, atomic_senders, ::testing::Values("tcp;ofi_rxm", "shm", "sockets"), safe_name);
+INSTANTIATE_TEST_SUITE_P(providers, atomic_senders, ::testing::Values("tcp;ofi_rxm", "shm", "sockets"),
+                         core_test::param_name);
 
 }  // namespace

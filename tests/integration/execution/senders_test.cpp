@@ -3,6 +3,7 @@
 // unhandled events, and when_all/then/sync_wait with a progress thread. (The atomic senders
 // against a peer process: atomic_senders_test.cpp; the older atomic forms, which address a
 // connected peer, run in spec_examples_test.cpp over sockets.)
+#include "core_support.hpp"
 #include "peer_process.hpp"
 #include "sender_receiver.hpp"
 
@@ -20,13 +21,6 @@ namespace ex = loom::execution;
 namespace {
 
 constexpr auto caps = loom::capability::msg | loom::capability::tagged | loom::capability::rma;
-
-auto safe_name(const ::testing::TestParamInfo<std::string>& info) -> std::string {
-    std::string s = info.param;
-    for (auto& c : s)
-        if (c == ';' || c == '-') c = '_';
-    return s;
-}
 
 class senders : public ::testing::TestWithParam<std::string> {
 protected:
@@ -318,6 +312,6 @@ TEST_P(senders, a_serialized_domain_registers_without_a_lock_and_completes_the_s
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(providers, senders, ::testing::Values("tcp", "shm", "tcp;ofi_rxm"), safe_name);
+INSTANTIATE_TEST_SUITE_P(providers, senders, ::testing::Values("tcp", "shm", "tcp;ofi_rxm"), core_test::param_name);
 
 }  // namespace
