@@ -1,9 +1,9 @@
 // The Asio endpoint against a loom-test-peer process over tcp, shm and tcp;ofi_rxm, with the
 // queue polled on the service's timer and (tcp, tcp;ofi_rxm) through its wait descriptor:
 // every completion token, tagged receives completing out of order, cancellation through a
-// slot, close and destruction with operations outstanding, truncation, RMA moving exactly the
-// local bytes, refusals before submission, blocking forms, unhandled events, borrowed
-// endpoints.
+// slot, close (and a failed close) and destruction with operations outstanding, truncation, RMA
+// moving exactly the local bytes, refusals before submission, blocking forms, unhandled events,
+// borrowed endpoints.
 #include "asio_peer_fixture.hpp"
 
 #include <loom/asio.hpp>
@@ -18,6 +18,8 @@
 #include <asio/use_future.hpp>
 
 #include <gtest/gtest.h>
+
+#include <rdma/fabric.h>
 
 #include <array>
 #include <optional>
@@ -212,6 +214,47 @@ TEST_P(asio_endpoint, close_with_receives_outstanding_posts_them_canceled) {
     ASSERT_TRUE(run_until(ioc_, [&] { return late.done(); }));
     EXPECT_EQ(*late.ec, loom::make_error_code(loom::errc::bad_state));
     EXPECT_THROW(ep_->close(), std::system_error);
+    service().start();
+}
+
+TEST_P(asio_endpoint, a_failed_close_keeps_the_endpoint_and_its_operations_for_a_retry) {
+    outcome got;
+    ep_->async_receive(receivable(4096), record(got));
+    ioc_.poll();
+    service().stop();  // no reader while closing
+    // No provider here fails fi_close on demand: this endpoint's fid takes a copy of the
+    // provider's operations whose close reports FI_EBUSY, until the provider's are put back.
+    ::fid& native = ep_->native().native()->fid;
+    ::fi_ops* const provider_ops = native.ops;
+    ::fi_ops failing = *provider_ops;
+    failing.close = [](::fid*) { return -FI_EBUSY; };
+    native.ops = &failing;
+    std::error_code ec;
+    ep_->close(ec);
+    EXPECT_EQ(ec, loom::make_error_code(loom::errc::busy)) << ec.message();
+    EXPECT_THROW(ep_->close(), std::system_error);
+    native.ops = provider_ops;
+    EXPECT_TRUE(ep_->is_open());
+    EXPECT_EQ(ep_->outstanding_operations(), 1u);
+    EXPECT_FALSE(got.done()) << "a failed close ended the pending receive";
+    // The pending receive is still served by progress...
+    service().start();
+    peer_run({.code = op::send, .k = kind::msg, .peer = 0, .size = 1000, .seed = 17});
+    ASSERT_TRUE(run_until(ioc_, [&] { return got.done(); }));
+    EXPECT_FALSE(*got.ec) << got.ec->message();
+    EXPECT_EQ(got.bytes, 1000u);
+    EXPECT_FALSE(check_pattern(bufs_->recv(1000), 17));
+    // ... the endpoint takes new work, and a retried close succeeds and cancels it.
+    outcome later;
+    ep_->async_receive(receivable(4096), record(later));
+    ioc_.poll();
+    service().stop();
+    ep_->close(ec);
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_FALSE(ep_->is_open());
+    ASSERT_TRUE(run_until(ioc_, [&] { return later.done(); }));
+    EXPECT_EQ(*later.ec, loom::make_error_code(loom::errc::canceled)) << later.ec->message();
+    EXPECT_EQ(later.calls, 1);
     service().start();
 }
 
