@@ -40,6 +40,13 @@ struct outcome {
 inline auto record(outcome& o) {
     return [&o](std::error_code ec, std::size_t n) { o.set(ec, n); };
 }
+/// One successful handler call that moved `size` bytes.
+inline void expect_moved(const outcome& o, std::size_t size, const char* what) {
+    ASSERT_TRUE(o.done()) << what;
+    EXPECT_FALSE(o.ec) << what << ": " << o.ec.message();
+    EXPECT_EQ(o.bytes, size) << what;
+    EXPECT_EQ(o.calls, 1) << what;
+}
 
 enum class token { callback, future, deferred, tuple_callback, awaitable, tuple_awaitable };
 inline constexpr std::array all_tokens{token::callback,       token::future,    token::deferred,

@@ -92,17 +92,10 @@ protected:
         tag_ = 0x100000 + seed;
         fill_pattern(part(0, size_), seed);
     }
-    /// One successful handler call that moved the payload's size.
-    void expect_moved(const outcome& o, const char* what) const {
-        ASSERT_TRUE(o.done()) << what;
-        EXPECT_FALSE(o.ec) << what << ": " << o.ec.message();
-        EXPECT_EQ(o.bytes, size_) << what;
-        EXPECT_EQ(o.calls, 1) << what;
-    }
     /// Both ends succeeded and part 1 holds exactly the payload.
     void expect_message(const outcome& sent, const outcome& got) {
-        expect_moved(sent, "send");
-        expect_moved(got, "receive");
+        expect_moved(sent, size_, "send");
+        expect_moved(got, size_, "receive");
         EXPECT_FALSE(check_pattern(part(1, size_), seed_)) << "received bytes differ";
         EXPECT_EQ(part(1, size_ + 1)[size_], std::byte{0}) << "a byte past the message changed";
     }
@@ -160,24 +153,18 @@ TEST_P(connected_tokens, async_write_then_async_read) {
     la::endpoint client(ioc_, std::move(pair.client.ep), pair.client.cq, pair.client.cq);
     const la::const_registered_buffer out{::asio::buffer(local.data(), size), &*local_mr};
     const la::mutable_registered_buffer in{::asio::buffer(local.data() + part_size, size), &*local_mr};
-    auto expect_moved = [&](const outcome& o, const char* what) {
-        ASSERT_TRUE(o.done()) << what;
-        EXPECT_FALSE(o.ec) << what << ": " << o.ec.message();
-        EXPECT_EQ(o.bytes, size) << what;
-        EXPECT_EQ(o.calls, 1) << what;
-    };
     // The write completes first, then the read brings the written bytes back.
     outcome wrote, back;
     token_driver w(ioc_, GetParam());
     w.start([&](auto t) { return client.async_write(out, remote.addr, remote.key, std::move(t)); }, wrote);
     ASSERT_TRUE(w.finish()) << "the write never completed";
-    expect_moved(wrote, "write");
+    expect_moved(wrote, size, "write");
     EXPECT_FALSE(check_pattern(std::span{target}.first(size), seed)) << "the target's bytes differ";
     EXPECT_EQ(target[size], std::byte{0}) << "a target byte past the write changed";
     token_driver r(ioc_, GetParam());
     r.start([&](auto t) { return client.async_read(in, remote.addr, remote.key, std::move(t)); }, back);
     ASSERT_TRUE(r.finish()) << "the read never completed";
-    expect_moved(back, "read");
+    expect_moved(back, size, "read");
     EXPECT_FALSE(check_pattern(std::span{local}.subspan(part_size, size), seed)) << "the bytes read back differ";
     EXPECT_EQ(local[part_size + size], std::byte{0}) << "a byte past the read changed";
 }

@@ -64,6 +64,11 @@ protected:
         return rec.value;
     }
     auto atomics() { return loom::rma_async(local_->ep); }
+    /// Adds `operand` to the peer's word (or `at`), the previous value into `result`.
+    auto add(const std::uint64_t& operand, std::uint64_t& result, const loom::remote_memory& at) {
+        return atomics().fetch_add_to(operand, &mr_, result, &mr_, peer(), at, &local_->cq);
+    }
+    auto add(const std::uint64_t& operand, std::uint64_t& result) { return add(operand, result, word_); }
     auto peer() const -> loom::fabric_addr { return peer_->address(); }
 
     std::unique_ptr<stack> local_;
@@ -78,12 +83,12 @@ protected:
 TEST_P(atomic_senders, fetch_add_to_delivers_each_previous_value) {
     auto& [operand, result, expected, replacement, operand2, result2] = cells_;
     operand = 5;
-    EXPECT_EQ(run(atomics().fetch_add_to(operand, &mr_, result, &mr_, peer(), word_, &local_->cq)), initial_);
+    EXPECT_EQ(run(add(operand, result)), initial_);
     EXPECT_EQ(result, initial_) << "the result cell does not hold what the sender delivered";
     operand = 7;
-    EXPECT_EQ(run(atomics().fetch_add_to(operand, &mr_, result, &mr_, peer(), word_, &local_->cq)), initial_ + 5);
+    EXPECT_EQ(run(add(operand, result)), initial_ + 5);
     operand = 0;
-    EXPECT_EQ(run(atomics().fetch_add_to(operand, &mr_, result, &mr_, peer(), word_, &local_->cq)), initial_ + 12);
+    EXPECT_EQ(run(add(operand, result)), initial_ + 12);
 }
 
 TEST_P(atomic_senders, compare_swap_to_replaces_only_the_expected_value) {
@@ -100,15 +105,14 @@ TEST_P(atomic_senders, compare_swap_to_replaces_only_the_expected_value) {
     expected = 0xfeedface12345678u;
     EXPECT_EQ(run(swap()), 0xfeedface12345678u);
     operand = 0;
-    EXPECT_EQ(run(atomics().fetch_add_to(operand, &mr_, result, &mr_, peer(), word_, &local_->cq)), 1u);
+    EXPECT_EQ(run(add(operand, result)), 1u);
 }
 
 TEST_P(atomic_senders, two_fetch_adds_in_flight_under_when_all) {
     auto& [operand, result, expected, replacement, operand2, result2] = cells_;
     operand = 3;
     operand2 = 40;
-    auto both = ex::when_all(atomics().fetch_add_to(operand, &mr_, result, &mr_, peer(), word_, &local_->cq),
-                             atomics().fetch_add_to(operand2, &mr_, result2, &mr_, peer(), word_, &local_->cq)) |
+    auto both = ex::when_all(add(operand, result), add(operand2, result2)) |
                 ex::then([](std::uint64_t a, std::uint64_t b) { return std::min(a, b) + 1000 * std::max(a, b); });
     const auto packed = run(std::move(both));
     ASSERT_TRUE(packed);
@@ -118,15 +122,14 @@ TEST_P(atomic_senders, two_fetch_adds_in_flight_under_when_all) {
     EXPECT_TRUE(three_first || forty_first) << "previous values " << result << " and " << result2;
     EXPECT_EQ(*packed, std::min(result, result2) + 1000 * std::max(result, result2));
     operand = 0;
-    EXPECT_EQ(run(atomics().fetch_add_to(operand, &mr_, result, &mr_, peer(), word_, &local_->cq)), initial_ + 43);
+    EXPECT_EQ(run(add(operand, result)), initial_ + 43);
 }
 
 TEST_P(atomic_senders, refusals_come_before_submission) {
     auto& [operand, result, expected, replacement, operand2, result2] = cells_;
     auto expect_refused = [&](std::uint64_t& into, const loom::remote_memory& at, const char* what) {
         recorded<std::uint64_t> rec;
-        auto op = ex::connect(atomics().fetch_add_to(operand, &mr_, into, &mr_, peer(), at, &local_->cq),
-                              recording_receiver<std::uint64_t>{&rec});
+        auto op = ex::connect(add(operand, into, at), recording_receiver<std::uint64_t>{&rec});
         ex::start(op);
         EXPECT_EQ(rec.how.load(), completion_kind::error) << what << ": not refused at start";
         EXPECT_EQ(rec.error, loom::make_error_code(loom::errc::invalid_argument))
@@ -137,7 +140,7 @@ TEST_P(atomic_senders, refusals_come_before_submission) {
     std::uint64_t unregistered = 0;
     expect_refused(unregistered, word_, "a result outside its registration");
     // Nothing reached the peer's word.
-    EXPECT_EQ(run(atomics().fetch_add_to(operand, &mr_, result, &mr_, peer(), word_, &local_->cq)), initial_);
+    EXPECT_EQ(run(add(operand, result)), initial_);
 }
 
 INSTANTIATE_TEST_SUITE_P(providers, atomic_senders, ::testing::Values("tcp;ofi_rxm", "shm", "sockets"),
