@@ -1,7 +1,7 @@
 // What the Asio front end promises beyond moving data, each over an in-process loopback: checks
 // before submission (an inherited FI_MULTI_RECV, a registration of another domain), progress
-// after a handler throws, a queue with a wait descriptor polled on the timer when asked to, and
-// what poll_once() counts.
+// after a handler throws, a queue with a wait descriptor polled on the timer when asked to, a
+// restart before the io_context runs, and what poll_once() counts.
 #include "asio_progress.hpp"
 #include "harness.hpp"
 
@@ -10,10 +10,12 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 
 using namespace loom_test;
 using namespace std::chrono_literals;
@@ -148,6 +150,48 @@ TEST(AsioChecks, a_queue_with_a_wait_descriptor_is_polled_on_the_timer_when_aske
     EXPECT_TRUE(run_until(ioc, [&] { return finished >= 2 || finished < 0; }, 10s));
     EXPECT_EQ(finished, 2);
     EXPECT_FALSE(service.deregister_cq(l->st.cq));
+}
+
+TEST(AsioChecks, a_restart_before_the_io_context_runs_keeps_waiting_on_the_descriptor) {
+    auto a = std::make_unique<loopback>();
+    auto b = std::make_unique<loopback>();
+    ASSERT_TRUE(a->open("tcp", {.size = 64, .wait_obj = true}) && b->open("tcp"));
+    auto a_name = a->st.ep.name();
+    ASSERT_TRUE(a_name);
+    auto to_a = b->st.av.insert(*a_name);
+    ASSERT_TRUE(to_a);
+    ::asio::io_context ioc;
+    loom::asio::endpoint ep(ioc, std::move(a->st.ep), a->st.cq, a->st.cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(a->st.cq));
+    ASSERT_EQ(service.progress_of(a->st.cq), loom::asio::fabric_service::progress_kind::descriptor);
+    service.start();
+    std::optional<std::error_code> got;
+    ep.async_receive(a->to_receive(8), [&got](std::error_code ec, std::size_t) { got = ec; });
+    ioc.run_for(20ms);  // idle: waiting on the queue's descriptor
+    // stop() cancels that wait; start() comes before the io_context has run the cancellation.
+    service.stop();
+    service.start();
+    // Another endpoint sends, progressed by its own thread: only the descriptor's wait can
+    // bring the message to the receive.
+    std::atomic<bool> sent{false};
+    std::thread sender([&] {
+        loom::request_context ctx;
+        std::array<loom::completion_event, 4> events;
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (!b->st.ep.send(std::span<const std::byte>{b->out}.first(8), *to_a, b->out_mr.descriptor(), &ctx))
+            if (std::chrono::steady_clock::now() > deadline) return;
+        while (!sent && std::chrono::steady_clock::now() < deadline) {
+            auto n = b->st.cq.read(events);
+            sent = n && *n > 0;
+        }
+    });
+    const bool received = run_until(ioc, [&] { return got.has_value(); }, 10s);
+    sender.join();
+    ASSERT_TRUE(received) << "no wait was armed again";
+    EXPECT_FALSE(*got) << got->message();
+    EXPECT_TRUE(sent);
+    EXPECT_FALSE(service.deregister_cq(a->st.cq));
 }
 
 TEST(AsioChecks, poll_once_counts_the_operations_it_completed) {

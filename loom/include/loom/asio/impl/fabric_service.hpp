@@ -300,7 +300,17 @@ inline void fabric_service::timer_pass(bool zero_interval) {
 inline void fabric_service::descriptor_ready(const std::shared_ptr<queue_entry>& e, const std::error_code& ec) {
     const std::lock_guard lock(mutex_);
     e->wait_armed = false;
-    if (ec || e->removed || shut_down_) return;
+    if (e->removed || shut_down_) return;
+    if (ec) {
+        // Cancelled by stop(): a start() since then found the wait still armed and armed none.
+        if (ec == ::asio::error::operation_aborted && started_) {
+            try {
+                schedule();
+            } catch (...) {  // posting failed: the next service call or operation schedules again
+            }
+        }
+        return;
+    }
     const pass_scope pass(*this);
     if (started_ && e->active()) {
         (void)read_queue(*e);
