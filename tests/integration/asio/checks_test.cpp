@@ -1,7 +1,8 @@
 // What the Asio front end promises beyond moving data, each over an in-process loopback: checks
 // before submission (an inherited FI_MULTI_RECV, a registration of another domain), progress
-// after a handler throws, a queue with a wait descriptor polled on the timer when asked to, a
-// restart before the io_context runs, and what poll_once() counts.
+// after a handler throws, a queue with a wait descriptor polled on the timer when asked to,
+// a restart before the io_context runs, what poll_once() counts, and how long a polling pass runs
+// the operations its handlers start.
 #include "asio_progress.hpp"
 #include "harness.hpp"
 
@@ -213,6 +214,87 @@ TEST(AsioChecks, poll_once_counts_the_operations_it_completed) {
     ioc.restart();
     ioc.poll();  // the handlers, posted to the io_context this thread was not running
     EXPECT_EQ(handled, 2);
+    EXPECT_FALSE(service.deregister_cq(l->st.cq));
+}
+
+/// Send-and-receive iterations to the endpoint itself, each started by the handlers of the one
+/// before (as an Asio program or a coroutine chains its operations), until `limit` or stop.
+struct loopback_chain {
+    loom::asio::endpoint& ep;
+    loopback& l;
+    int limit;
+    int iterations{0};
+    int pending{0};
+    bool stop{false};
+    bool failed{false};
+
+    struct handler {
+        loopback_chain* c;
+        void operator()(std::error_code ec, std::size_t) const { c->completed(ec); }
+    };
+    void start() {
+        pending = 2;
+        ep.async_tagged_receive(l.to_receive(8), 1, 0, handler{this});
+        ep.async_tagged_send_to(l.to_send(8), *l.self, 1, handler{this});
+    }
+    void completed(std::error_code ec) {
+        failed = failed || ec;
+        if (--pending != 0) return;
+        ++iterations;
+        if (!failed && !stop && iterations < limit) start();
+    }
+    [[nodiscard]] auto finished() const -> bool { return pending == 0; }
+};
+
+TEST(AsioChecks, a_polling_pass_reads_on_for_the_operations_its_handlers_start) {
+    auto l = std::make_unique<loopback>();
+    if (!l->open("shm")) GTEST_SKIP() << "no shm here";
+    ::asio::io_context ioc;
+    loom::asio::endpoint ep(ioc, std::move(l->st.ep), l->st.cq, l->st.cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(l->st.cq));
+    ASSERT_EQ(service.progress_of(l->st.cq), loom::asio::fabric_service::progress_kind::timer);
+    service.start();
+    constexpr int iterations = 256;
+    loopback_chain chain{ep, *l, iterations};
+    chain.start();
+    int turns = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!chain.finished() && std::chrono::steady_clock::now() < deadline) turns += ioc.run_one() != 0 ? 1 : 0;
+    ASSERT_TRUE(chain.finished());
+    EXPECT_FALSE(chain.failed);
+    EXPECT_EQ(chain.iterations, iterations);
+    // One io_context turn per pass, and a pass goes on while its handlers keep operations
+    // outstanding: far fewer turns than iterations (one pass per completion would be >= 256).
+    EXPECT_LE(turns, iterations / 4);
+    EXPECT_EQ(service.outstanding_operations(), 0u);
+    EXPECT_FALSE(service.deregister_cq(l->st.cq));
+}
+
+TEST(AsioChecks, a_chain_of_handlers_leaves_other_handlers_their_turn) {
+    auto l = std::make_unique<loopback>();
+    if (!l->open("shm")) GTEST_SKIP() << "no shm here";
+    ::asio::io_context ioc;
+    loom::asio::endpoint ep(ioc, std::move(l->st.ep), l->st.cq, l->st.cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(l->st.cq));
+    service.start();
+    // Without a bound on a pass, the chain would run until its own limit before the posted
+    // handler; with it, the handler runs after at most the reads of the pass under way and
+    // the next (each iteration needs at least one read).
+    constexpr int limit = 100'000;
+    loopback_chain chain{ep, *l, limit};
+    int at_post = -1;
+    chain.start();
+    ::asio::post(ioc, [&] {
+        at_post = chain.iterations;
+        chain.stop = true;
+    });
+    ASSERT_TRUE(run_until(ioc, [&] { return chain.finished() && at_post >= 0; }, 30s));
+    EXPECT_FALSE(chain.failed);
+    EXPECT_LE(at_post, 2 * static_cast<int>(loom::asio::fabric_service::spin_reads));
+    EXPECT_LT(chain.iterations, limit);
+    EXPECT_EQ(service.outstanding_operations(), 0u);
     EXPECT_FALSE(service.deregister_cq(l->st.cq));
 }
 

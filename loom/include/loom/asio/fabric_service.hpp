@@ -53,7 +53,8 @@ public:
     using queue_options = loom::asio::queue_options;
     /// Back-off of zero-interval polling (queue_options::poll_interval).
     static constexpr unsigned idle_reads = 256;
-    /// Reads one zero-interval pass makes at most while nothing completes.
+    /// Reads one zero-interval pass makes at most: it reads on after completions (running their
+    /// handlers) until no operation is outstanding, so that other handlers wait no longer.
     static constexpr unsigned spin_reads = 64;
     /// The timer period zero-interval polling backs off to after idle_reads empty reads.
     static constexpr std::chrono::microseconds idle_interval{20};

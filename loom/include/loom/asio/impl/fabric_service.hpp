@@ -280,19 +280,25 @@ inline void fabric_service::timer_pass(bool zero_interval) {
     pass_scheduled_.store(false, std::memory_order_release);
     const pass_scope pass(*this);
     std::size_t progress = 0;
-    // A zero-interval pass reads again, a bounded number of times, until something completes:
-    // each pass posted costs the io_context a turn, and one with a reactor a system call.
+    // A zero-interval pass reads again, a bounded number of times, while operations are
+    // outstanding: each pass posted costs the io_context a turn (and one with a reactor a
+    // system call), so a handler that starts the next operation (a chain, a coroutine) has it
+    // read in the same pass. Other handlers wait for at most spin_reads reads.
     const unsigned max_reads = zero_interval && idle_passes_ < idle_reads ? spin_reads : 1u;
-    for (unsigned reads = 0; started_ && progress == 0 && !has_ready() && reads < max_reads; ++reads) {
-        const std::size_t count = queues_.size();
+    for (unsigned reads = 0; started_ && reads < max_reads; ++reads) {
+        const std::size_t count = has_ready() ? 0 : queues_.size();  // what completed before first
         for (std::size_t i = 0; i < count; ++i) {
             queue_entry* const e = queues_[i].get();  // stays while a pass runs (reclaim waits)
             if (!e->active() || (e->by_descriptor() && !e->needs_read)) continue;
             progress += read_queue(*e);
             e->needs_read = false;
         }
+        if (has_ready()) {
+            ++progress;
+            run_ready();
+        }
+        if (outstanding_.load(std::memory_order_acquire) == 0) break;
     }
-    if (has_ready()) ++progress;
     idle_passes_ = progress != 0 ? 0 : idle_passes_ + 1;
     run_ready();
 }
