@@ -5,6 +5,7 @@
 //   sender : loom::async(ep) senders started into reused storage, execution::poll_completions
 //   asio   : loom::asio::endpoint::async_tagged_receive / async_tagged_send with a handler,
 //            io_context::run_one with the fabric_service polling (zero interval)
+//   asio_chain : the same, each iteration started by the handlers of the one before
 // and, as bm_core_idle and bm_sender_idle, one poll of a queue with nothing in it.
 // Time per iteration here; instructions per iteration with callgrind, one benchmark at a time:
 //   valgrind --tool=callgrind --toggle-collect='*bm_asio(*' loom-front-end-bench
@@ -139,6 +140,55 @@ void bm_asio(benchmark::State& state) {
     service.stop();
 }
 
+/// bm_asio's iterations as an Asio program (or a coroutine) runs them: the handlers of one start
+/// the next, and the io_context runs until the last. A pass of the service reads on for the
+/// operations its handlers start, so one turn of the io_context is shared by the iterations run
+/// in that pass.
+struct asio_chain {
+    loom::asio::endpoint& ep;
+    loom::asio::mutable_registered_buffer in;
+    loom::asio::const_registered_buffer out;
+    loom::peer_addr to;
+    std::int64_t left{0};
+    int pending{0};
+    bool failed{false};
+
+    struct handler {
+        asio_chain* c;
+        void operator()(std::error_code ec, std::size_t) const { c->completed(ec); }
+    };
+    void start() {
+        pending = 2;
+        ep.async_tagged_receive(in, 1, 0, handler{this});
+        ep.async_tagged_send_to(out, to, 1, handler{this});
+    }
+    void completed(std::error_code ec) {
+        failed = failed || ec;
+        if (--pending == 0 && --left > 0 && !failed) start();
+    }
+    [[nodiscard]] auto finished() const -> bool { return failed || (left == 0 && pending == 0); }
+};
+
+void bm_asio_chain(benchmark::State& state) {
+    loop l;
+    if (!l.open()) return state.SkipWithError("no shm");
+    ::asio::io_context ioc;
+    loom::asio::endpoint ep(ioc, std::move(l.ep), l.cq, l.cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    (void)service.register_cq(l.cq);
+    service.start();
+    const loom::asio::mutable_registered_buffer in{::asio::buffer(l.in.data(), 8), &l.in_mr};
+    const loom::asio::const_registered_buffer out{::asio::buffer(l.out.data(), 8), &l.out_mr};
+    const auto batch = static_cast<std::int64_t>(state.max_iterations);
+    while (state.KeepRunningBatch(batch)) {
+        asio_chain c{ep, in, out, *l.self, batch};
+        c.start();
+        while (!c.finished()) ioc.run_one();
+        if (c.failed) return state.SkipWithError("operation failed");
+    }
+    service.stop();
+}
+
 // A poll that finds nothing: what a rank waiting for its peer's message repeats, so its length
 // is how long the message can sit in the queue before the waiting rank sees it. One receive
 // that nothing matches is outstanding. (The Asio service's passes read the queue through the
@@ -201,9 +251,9 @@ auto main(int argc, char** argv) -> int {
             argv[kept++] = argv[i];
     }
     argc = kept;
-    for (auto [name, fn] :
-         {std::pair{"bm_core", &bm_core}, std::pair{"bm_sender", &bm_sender}, std::pair{"bm_asio", &bm_asio},
-          std::pair{"bm_core_idle", &bm_core_idle}, std::pair{"bm_sender_idle", &bm_sender_idle}}) {
+    for (auto [name, fn] : {std::pair{"bm_core", &bm_core}, std::pair{"bm_sender", &bm_sender},
+                            std::pair{"bm_asio", &bm_asio}, std::pair{"bm_asio_chain", &bm_asio_chain},
+                            std::pair{"bm_core_idle", &bm_core_idle}, std::pair{"bm_sender_idle", &bm_sender_idle}}) {
         auto* b = benchmark::RegisterBenchmark(name, fn);
         if (iterations > 0) b->Iterations(iterations);
     }

@@ -29,7 +29,9 @@ ratio of every path to raw and the ratio's 95 % interval.
                        loom  the loom core API
                        sender  every operation a loom::execution sender (poll_completions)
                        asio  every operation a loom::asio::endpoint operation with a
-                             handler, run by io_context::run_one (fabric_service polling)
+                             handler, run by io_context::run_one (fabric_service polling);
+                             in ping-pongs each handler starts the next operation, as an
+                             Asio program chains them
                        nccl  the built libnccl-net-loom.so driven through ncclNetPlugin_v12
                        nccl2 a second NCCL plugin (--nccl2-plugin), e.g. an older build,
                              measured interleaved with nccl: an A/B run (the same plugin
