@@ -199,18 +199,20 @@ auto make_path(const std::string& name, std::size_t at, std::size_t copy) -> pat
     return make_raw_path(at, copy);
 }
 
-/// Each round opens every path anew (fresh endpoints, provider memory at new places) and
+/// Each round opens every path anew (fresh endpoints, provider memory at new places, moved by
+/// heap_pads) and
 /// rotates the order they are opened in: what one instance of a path gains or loses by where
 /// its objects landed, or by being opened first, is spread over all paths. Empty after a
 /// failure (reported).
-auto open_paths(const options& o, const path_config& cfg, buffers& buf, channel& ch, int rank, int round)
-    -> std::vector<path_ptr> {
+auto open_paths(const options& o, const path_config& cfg, buffers& buf, channel& ch, int rank, int round,
+                std::vector<std::unique_ptr<std::byte[]>>& heap_pads) -> std::vector<path_ptr> {
     const std::size_t n_paths = o.paths.size();
     std::vector<path_ptr> paths(n_paths);
     for (std::size_t j = 0; j < n_paths; ++j) {
         const std::size_t k = (j + static_cast<std::size_t>(round)) % n_paths;
         const auto& name = o.paths[k];
-        // A new layout and another copy of its code every round.
+        // A new layout and another copy of its code every round, its heap objects moved too.
+        heap_pads.push_back(std::make_unique<std::byte[]>(heap_offset(round, n_paths, k) + 16));
         auto p = make_path(name, path_offset(round, n_paths, k), code_copy(round, k));
         path_config this_cfg = cfg;
         this_cfg.nixl_backend = name == "nixl" ? "LOOM" : "UCX";
@@ -438,7 +440,8 @@ auto run_rank(const options& o, channel& ch, int rank, int ranks, const char* la
 
     bool failed = false;
     for (int round = 0; round < o.rounds && !failed; ++round) {
-        auto paths = open_paths(o, cfg, buf, ch, rank, round);
+        std::vector<std::unique_ptr<std::byte[]>> heap_pads;  // freed after the paths
+        auto paths = open_paths(o, cfg, buf, ch, rank, round, heap_pads);
         if (paths.empty()) return ch.abandon(1);
         if (round == 0) info.domain = paths.front()->domain_name();
         bool gone = false;

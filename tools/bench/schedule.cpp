@@ -170,6 +170,13 @@ auto path_offset(int round, std::size_t n_paths, std::size_t k) -> std::size_t {
     return (i * 37 % lines) * 64;
 }
 
+auto heap_offset(int round, std::size_t n_paths, std::size_t k) -> std::size_t {
+    // 23 is odd, so i -> 23 i mod 64 visits all 64 lines, in another order than path_offset's.
+    constexpr std::size_t lines = page_bytes / 64;
+    const std::size_t i = static_cast<std::size_t>(std::max(0, round)) * std::max<std::size_t>(1, n_paths) + k;
+    return ((i * 23 + 11) % lines) * 64;
+}
+
 auto stack_offset(int round, int reps, int rep, std::size_t n_paths, std::size_t k) -> std::size_t {
     // Path k's measurements in sequence: i = 0, 1, 2, ... (round by round, repetition by
     // repetition). 97 is odd, so i -> 97 i mod 256 visits all 256 offsets before repeating one;

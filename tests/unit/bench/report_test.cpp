@@ -336,6 +336,31 @@ TEST(BenchSchedule, PathOffsetsMoveEveryRoundAndKeepPathsApart) {
     }
 }
 
+TEST(BenchSchedule, HeapOffsetsMoveEveryRoundAndKeepPathsApart) {
+    for (std::size_t n : {1U, 2U, 3U, 4U, 7U}) {
+        for (int round = 0; round < 20; ++round) {
+            std::set<std::size_t> in_round;
+            for (std::size_t k = 0; k < n; ++k) {
+                const std::size_t at = heap_offset(round, n, k);
+                EXPECT_EQ(at % 64, 0U);
+                EXPECT_LT(at, page_bytes);
+                in_round.insert(at);
+                if (round > 0) {
+                    EXPECT_NE(at, heap_offset(round - 1, n, k)) << "n " << n << " round " << round;
+                }
+            }
+            EXPECT_EQ(in_round.size(), n) << "paths of a round share an offset";
+        }
+        std::set<std::size_t> seen;
+        for (int round = 0; round < 64; ++round) seen.insert(heap_offset(round, n, 0));
+        EXPECT_EQ(seen.size(), 64U / std::gcd<std::size_t>(n, 64)) << n;
+    }
+    // Not the object's own offset: the two move independently.
+    std::size_t same = 0;
+    for (int round = 0; round < 64; ++round) same += heap_offset(round, 5, 0) == path_offset(round, 5, 0) ? 1 : 0;
+    EXPECT_LT(same, 8U);
+}
+
 TEST(BenchSchedule, StackOffsetsVisitEveryPlaceInAPageAndKeepPathsApart) {
     for (std::size_t n : {1U, 2U, 3U, 4U, 7U}) {
         for (int reps : {1, 2, 3}) {
