@@ -257,8 +257,16 @@ auto completion_registry::retry_deferred() noexcept -> std::size_t {
             op->deferred_ = false;
             --deferred_count_;
         }
-        op->retry_(*op);
         ++retried;
+        if (op->retry_(*op)) {  // still busy: first in line again, and nothing passes it
+            const std::lock_guard lock(m_);
+            op->left_ = deferred_head_;
+            deferred_head_ = op;
+            if (deferred_tail_ == nullptr) deferred_tail_ = op;
+            op->deferred_ = true;
+            ++deferred_count_;
+            break;
+        }
     }
     return retried;
 }

@@ -23,9 +23,14 @@ struct op : loom::registered_completion {
         o.bytes = ev.bytes_transferred;
         if (o.on_deliver) o.on_deliver(o);
     }
-    static void retry_to(registered_completion& self) noexcept { ++static_cast<op&>(self).retried; }
+    static auto retry_to(registered_completion& self) noexcept -> bool {
+        auto& o = static_cast<op&>(self);
+        ++o.retried;
+        return o.busy_retries-- > 0;
+    }
     int delivered{0};
     int retried{0};
+    int busy_retries{0};  ///< retries that find the provider busy again
     std::size_t bytes{0};
     void (*on_deliver)(op&){nullptr};
 };
@@ -154,6 +159,28 @@ TEST(CompletionRegistry, deferred_operations_are_retried_in_order_once_per_call)
     EXPECT_EQ(reg.retry_deferred(), 0u);
     loom::registered_completion no_retry{&op::deliver_to};
     EXPECT_FALSE(reg.defer(no_retry));
+}
+
+TEST(CompletionRegistry, a_retry_that_finds_the_provider_busy_keeps_its_place_and_stops_the_round) {
+    loom::completion_registry reg;
+    op a, b, c;
+    ASSERT_TRUE(reg.defer(a) && reg.defer(b) && reg.defer(c));
+    a.busy_retries = 1;
+    EXPECT_EQ(reg.retry_deferred(), 1u) << "b and c wait behind a";
+    EXPECT_EQ(a.retried, 1);
+    EXPECT_EQ(b.retried, 0);
+    EXPECT_EQ(c.retried, 0);
+    EXPECT_EQ(reg.deferred_count(), 3u);
+    b.busy_retries = 1;
+    EXPECT_EQ(reg.retry_deferred(), 2u) << "a first again, then b, busy: c waits";
+    EXPECT_EQ(a.retried, 2);
+    EXPECT_EQ(b.retried, 1);
+    EXPECT_EQ(c.retried, 0);
+    EXPECT_EQ(reg.deferred_count(), 2u) << "b back in front of c";
+    EXPECT_EQ(reg.retry_deferred(), 2u);
+    EXPECT_EQ(b.retried, 2);
+    EXPECT_EQ(c.retried, 1);
+    EXPECT_EQ(reg.deferred_count(), 0u);
 }
 
 TEST(CompletionRegistry, held_events_come_back_in_order_beyond_the_first_capacity) {

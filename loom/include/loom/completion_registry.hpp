@@ -26,8 +26,10 @@ public:
     /// function may destroy the state or register it again.
     using deliver_fn = void (*)(registered_completion& self, const completion_event& ev) noexcept;
     /// Called by completion_registry::retry_deferred for an operation whose submission found the
-    /// provider busy (FI_EAGAIN) and was deferred: it submits again (or defers again).
-    using retry_fn = void (*)(registered_completion& self) noexcept;
+    /// provider busy (FI_EAGAIN) and was deferred: it submits again, or ends. True when the
+    /// provider is still busy: the registry keeps the operation first in line (nothing is
+    /// submitted ahead of it) and stops retrying until its next call.
+    using retry_fn = bool (*)(registered_completion& self) noexcept;
 
     /// `owner`: what the operation belongs to (an endpoint of a front end), for
     /// completion_registry::remove_owned and visit_owned; null for none.
@@ -104,13 +106,16 @@ public:
     /// list first and passed with deferred = true out of the lock. Returns how many.
     auto visit_owned(const void* owner, owned_fn fn, void* arg) noexcept -> std::size_t;
     /// Queues `op`, which is not registered, for a later submission by retry_deferred (its
-    /// submission returned FI_EAGAIN); false when it is registered, queued, or has no retry_fn.
+    /// submission returned FI_EAGAIN, or operations deferred before it are still waiting: a
+    /// front end submits nothing ahead of those, so that operations reach the provider in the
+    /// order they were started); false when it is registered, queued, or has no retry_fn.
     auto defer(registered_completion& op) noexcept -> bool;
     /// Takes `op` out of the deferred list; false when it is not queued there (e.g. a retry has
     /// taken it already). Whoever succeeds owns its completion.
     auto withdraw_deferred(registered_completion& op) noexcept -> bool;
-    /// Calls the retry_fn of every operation deferred before this call, in order (outside the
-    /// lock: a retry may defer again, for the next call). Returns how many were retried. Whoever
+    /// Calls the retry_fn of the operations deferred before this call, in order (outside the
+    /// lock), until one finds the provider still busy: that one goes back to the front of the
+    /// line and the rest wait behind it for the next call. Returns how many were retried. Whoever
     /// polls the queue calls it after reading (loom::execution::poll_completions, the Asio
     /// service).
     auto retry_deferred() noexcept -> std::size_t;

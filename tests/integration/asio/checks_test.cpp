@@ -1,9 +1,11 @@
 // What the Asio front end promises beyond moving data, each over an in-process loopback: checks
 // before submission (an inherited FI_MULTI_RECV, a registration of another domain), progress
 // after a handler throws, a queue with a wait descriptor polled on the timer when asked to,
-// a restart before the io_context runs, what poll_once() counts, and how long a polling pass runs
-// the operations its handlers start.
+// a restart before the io_context runs, what poll_once() counts, how long a polling pass runs
+// the operations its handlers start, and sends the provider refuses as busy reaching it in the
+// order they were started.
 #include "asio_progress.hpp"
+#include "busy_tagged_sends.hpp"
 #include "harness.hpp"
 
 #include <loom/asio.hpp>
@@ -295,6 +297,35 @@ TEST(AsioChecks, a_chain_of_handlers_leaves_other_handlers_their_turn) {
     EXPECT_LE(at_post, 2 * static_cast<int>(loom::asio::fabric_service::spin_reads));
     EXPECT_LT(chain.iterations, limit);
     EXPECT_EQ(service.outstanding_operations(), 0u);
+    EXPECT_FALSE(service.deregister_cq(l->st.cq));
+}
+
+TEST(AsioChecks, sends_refused_as_busy_reach_the_provider_in_the_order_started) {
+    auto l = std::make_unique<loopback>();
+    if (!l->open("shm")) GTEST_SKIP() << "no shm here";
+    ::asio::io_context ioc;
+    loom::asio::endpoint ep(ioc, std::move(l->st.ep), l->st.cq, l->st.cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(l->st.cq));
+    service.start();
+    std::array<std::byte, 8> first{}, second{}, in0{}, in1{};
+    first.fill(std::byte{0xa1});
+    second.fill(std::byte{0xb2});
+    int finished = 0;
+    auto count = [&finished](std::error_code ec, std::size_t) { finished += ec ? -100 : 1; };
+    ep.async_tagged_receive(::asio::buffer(in0), 7, count);
+    ep.async_tagged_receive(::asio::buffer(in1), 7, count);
+    {
+        const busy_tagged_sends busy(ep.native().native(), 1);
+        ep.async_tagged_send_to(::asio::buffer(first), *l->self, 7, count);   // refused: deferred
+        ep.async_tagged_send_to(::asio::buffer(second), *l->self, 7, count);  // must not pass it
+        EXPECT_EQ(busy_tagged_sends::calls(), 1) << "the second send went to the provider ahead of the first";
+        EXPECT_EQ(l->st.cq.registry()->deferred_count(), 2u);
+        ASSERT_TRUE(run_until(ioc, [&] { return finished >= 4 || finished < 0; }, 10s));
+    }
+    EXPECT_EQ(finished, 4);
+    EXPECT_EQ(in0, first) << "the first receive got the second message";
+    EXPECT_EQ(in1, second);
     EXPECT_FALSE(service.deregister_cq(l->st.cq));
 }
 

@@ -1,6 +1,8 @@
 // What the sender front end promises beyond moving data, over in-process loopbacks: a receive
-// on an endpoint whose receive defaults carry FI_MULTI_RECV is refused before posting, and
-// poll_completions counts what it delivered.
+// on an endpoint whose receive defaults carry FI_MULTI_RECV is refused before posting,
+// poll_completions counts what it delivered, and sends the provider refuses as busy reach it in
+// the order they were started.
+#include "busy_tagged_sends.hpp"
 #include "harness.hpp"
 #include "sender_receiver.hpp"
 
@@ -59,6 +61,44 @@ TEST(SenderChecks, poll_completions_counts_what_it_delivered) {
     EXPECT_EQ(*received.value, 8u);
     EXPECT_EQ(sent.how.load(), completion_kind::value);
     EXPECT_EQ(in, out);
+}
+
+TEST(SenderChecks, sends_refused_as_busy_reach_the_provider_in_the_order_started) {
+    auto st = open_stack("shm", loom::capability::msg | loom::capability::tagged);
+    if (!st) GTEST_SKIP() << "no shm here";
+    const auto self = st->av.insert(st->ep.name().value()).value();
+    std::array<std::byte, 8> first{}, second{}, in0{}, in1{};
+    first.fill(std::byte{0xa1});
+    second.fill(std::byte{0xb2});
+    auto messages = loom::async(st->ep);
+    recorded<std::size_t> got0, got1;
+    recorded<> sent0, sent1;
+    auto r0 = ex::connect(messages.tagged_recv_from(in0, nullptr, loom::fabric_addrs::unspecified, 7, 0, &st->cq),
+                          recording_receiver<std::size_t>{&got0});
+    auto r1 = ex::connect(messages.tagged_recv_from(in1, nullptr, loom::fabric_addrs::unspecified, 7, 0, &st->cq),
+                          recording_receiver<std::size_t>{&got1});
+    ex::start(r0);
+    ex::start(r1);
+    const busy_tagged_sends busy(st->ep.native(), 1);
+    auto s0 = ex::connect(messages.tagged_send_to(first, nullptr, self, 7, &st->cq), recording_receiver<>{&sent0});
+    auto s1 = ex::connect(messages.tagged_send_to(second, nullptr, self, 7, &st->cq), recording_receiver<>{&sent1});
+    ex::start(s0);  // refused: deferred
+    ex::start(s1);  // must not pass it
+    EXPECT_EQ(busy_tagged_sends::calls(), 1) << "the second send went to the provider ahead of the first";
+    EXPECT_EQ(st->cq.registry()->deferred_count(), 2u);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (got1.how.load() == completion_kind::none && std::chrono::steady_clock::now() < deadline)
+        ASSERT_FALSE(ex::poll_completions(st->cq).unhandled);
+    ASSERT_EQ(got0.how.load(), completion_kind::value);
+    ASSERT_EQ(got1.how.load(), completion_kind::value);
+    EXPECT_EQ(in0, first) << "the first receive got the second message";
+    EXPECT_EQ(in1, second);
+    EXPECT_GE(busy_tagged_sends::calls(), 3);  // shm may refuse the first send to a peer itself
+    while ((sent0.how.load() == completion_kind::none || sent1.how.load() == completion_kind::none) &&
+           std::chrono::steady_clock::now() < deadline)
+        (void)ex::poll_completions(st->cq);
+    EXPECT_EQ(sent0.how.load(), completion_kind::value);
+    EXPECT_EQ(sent1.how.load(), completion_kind::value);
 }
 
 }  // namespace

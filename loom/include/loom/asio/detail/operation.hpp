@@ -143,15 +143,22 @@ protected:
     ~operation_base() = default;
 
     /// Registers, then submits; a refusal ends the operation (FI_EAGAIN: deferred until the
-    /// queue's next reader resubmits it).
+    /// queue's next reader resubmits it). Behind operations deferred before it, in the order
+    /// started.
     void submit() noexcept {
         completion_registry& reg = *target_.cq->registry();
+        if (reg.deferred_count() == 0 && !try_submit(reg)) return;
+        if (!reg.defer(*this)) completed(make_error_code(errc::again), 0);
+    }
+    /// Registers and submits; true when the provider is busy (FI_EAGAIN), the operation unchanged.
+    auto try_submit(completion_registry& reg) noexcept -> bool {
         (void)reg.add(*this);  // before submission: the completion may come at once
         const void_result r = submit_operation(*target_.ep, kind_, params_, iov_, desc_, context());
-        if (r) return;
+        if (r) return false;
         (void)reg.remove(*this);  // refused: no completion will come
-        if (is_again(r.error()) && reg.defer(*this)) return;
+        if (is_again(r.error())) return true;
         completed(r.error(), 0);
+        return false;
     }
     /// Records the result and hands the operation to whoever runs its handler.
     void completed(std::error_code ec, std::size_t bytes) noexcept {
@@ -193,7 +200,10 @@ private:
         const std::size_t n = op.kind_ == op_kind::receive ? ev.bytes_transferred : (ec ? 0 : op.total_);
         op.completed(ec, n);
     }
-    static void retry(registered_completion& self) noexcept { static_cast<operation_base&>(self).submit(); }
+    static auto retry(registered_completion& self) noexcept -> bool {
+        auto& op = static_cast<operation_base&>(self);
+        return op.try_submit(*op.target_.cq->registry());
+    }
 };
 
 /// Calls a handler with its result; carries the handler's executor (the I/O executor where the

@@ -73,23 +73,28 @@ private:
 
     void submit() noexcept {
         completion_registry& reg = *cq_->registry();
+        // Behind operations the provider refused (FI_EAGAIN), in the order started: the next
+        // poll_completions submits them again.
+        if (reg.deferred_count() != 0 || try_submit(reg)) (void)reg.defer(*this);
+    }
+    /// Registers and submits; true when the provider is busy (FI_EAGAIN), the operation unchanged.
+    auto try_submit(completion_registry& reg) noexcept -> bool {
         (void)reg.add(*this);  // before submission: the completion may come at once
         const void_result r = desc_.submit(*ep_, context());
-        if (r) return;
+        if (r) return false;
         (void)reg.remove(*this);  // refused: no completion will come
-        if (is_again(r.error())) {
-            (void)reg.defer(*this);  // the next poll_completions submits it again
-            return;
-        }
+        if (is_again(r.error())) return true;
         fail(r.error());
+        return false;
     }
-    static void retry(registered_completion& self) noexcept {
+    static auto retry(registered_completion& self) noexcept -> bool {
         auto& op = static_cast<fabric_operation&>(self);
         if (execution::get_stop_token(execution::get_env(op.r_)).stop_requested()) {
             op.callback_.reset();
-            return execution::set_stopped(std::move(op.r_));
+            execution::set_stopped(std::move(op.r_));
+            return false;
         }
-        op.submit();
+        return op.try_submit(*op.cq_->registry());
     }
     static void deliver(registered_completion& self, const completion_event& ev) noexcept {
         auto& op = static_cast<fabric_operation&>(self);
