@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 using namespace loom_test;
@@ -248,21 +249,34 @@ struct loopback_chain {
     [[nodiscard]] auto finished() const -> bool { return pending == 0; }
 };
 
-TEST(AsioChecks, a_polling_pass_reads_on_for_the_operations_its_handlers_start) {
-    auto l = std::make_unique<loopback>();
-    if (!l->open("shm")) GTEST_SKIP() << "no shm here";
+/// A loopback on `provider` behind an Asio endpoint, its queue served by the io_context's
+/// fabric service (started).
+struct served_loopback {
+    std::unique_ptr<loopback> l = std::make_unique<loopback>();
     ::asio::io_context ioc;
-    loom::asio::endpoint ep(ioc, std::move(l->st.ep), l->st.cq, l->st.cq);
-    auto& service = loom::asio::fabric_service::use(ioc);
-    ASSERT_TRUE(service.register_cq(l->st.cq));
-    ASSERT_EQ(service.progress_of(l->st.cq), loom::asio::fabric_service::progress_kind::timer);
-    service.start();
+    std::optional<loom::asio::endpoint> ep;
+
+    auto open(const std::string& provider) -> bool {
+        if (!l->open(provider)) return false;
+        ep.emplace(ioc, std::move(l->st.ep), l->st.cq, l->st.cq);
+        if (!service().register_cq(l->st.cq)) return false;
+        service().start();
+        return true;
+    }
+    auto service() -> loom::asio::fabric_service& { return loom::asio::fabric_service::use(ioc); }
+};
+
+TEST(AsioChecks, a_polling_pass_reads_on_for_the_operations_its_handlers_start) {
+    served_loopback s;
+    if (!s.open("shm")) GTEST_SKIP() << "no shm here";
+    auto& service = s.service();
+    ASSERT_EQ(service.progress_of(s.l->st.cq), loom::asio::fabric_service::progress_kind::timer);
     constexpr int iterations = 256;
-    loopback_chain chain{ep, *l, iterations};
+    loopback_chain chain{*s.ep, *s.l, iterations};
     chain.start();
     int turns = 0;
     const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (!chain.finished() && std::chrono::steady_clock::now() < deadline) turns += ioc.run_one() != 0 ? 1 : 0;
+    while (!chain.finished() && std::chrono::steady_clock::now() < deadline) turns += s.ioc.run_one() != 0 ? 1 : 0;
     ASSERT_TRUE(chain.finished());
     EXPECT_FALSE(chain.failed);
     EXPECT_EQ(chain.iterations, iterations);
@@ -270,44 +284,36 @@ TEST(AsioChecks, a_polling_pass_reads_on_for_the_operations_its_handlers_start) 
     // outstanding: far fewer turns than iterations (one pass per completion would be >= 256).
     EXPECT_LE(turns, iterations / 4);
     EXPECT_EQ(service.outstanding_operations(), 0u);
-    EXPECT_FALSE(service.deregister_cq(l->st.cq));
+    EXPECT_FALSE(service.deregister_cq(s.l->st.cq));
 }
 
 TEST(AsioChecks, a_chain_of_handlers_leaves_other_handlers_their_turn) {
-    auto l = std::make_unique<loopback>();
-    if (!l->open("shm")) GTEST_SKIP() << "no shm here";
-    ::asio::io_context ioc;
-    loom::asio::endpoint ep(ioc, std::move(l->st.ep), l->st.cq, l->st.cq);
-    auto& service = loom::asio::fabric_service::use(ioc);
-    ASSERT_TRUE(service.register_cq(l->st.cq));
-    service.start();
+    served_loopback s;
+    if (!s.open("shm")) GTEST_SKIP() << "no shm here";
+    auto& service = s.service();
     // Without a bound on a pass, the chain would run until its own limit before the posted
     // handler; with it, the handler runs after at most the reads of the pass under way and
     // the next (each iteration needs at least one read).
     constexpr int limit = 100'000;
-    loopback_chain chain{ep, *l, limit};
+    loopback_chain chain{*s.ep, *s.l, limit};
     int at_post = -1;
     chain.start();
-    ::asio::post(ioc, [&] {
+    ::asio::post(s.ioc, [&] {
         at_post = chain.iterations;
         chain.stop = true;
     });
-    ASSERT_TRUE(run_until(ioc, [&] { return chain.finished() && at_post >= 0; }, 30s));
+    ASSERT_TRUE(run_until(s.ioc, [&] { return chain.finished() && at_post >= 0; }, 30s));
     EXPECT_FALSE(chain.failed);
     EXPECT_LE(at_post, 2 * static_cast<int>(loom::asio::fabric_service::spin_reads));
     EXPECT_LT(chain.iterations, limit);
     EXPECT_EQ(service.outstanding_operations(), 0u);
-    EXPECT_FALSE(service.deregister_cq(l->st.cq));
+    EXPECT_FALSE(service.deregister_cq(s.l->st.cq));
 }
 
 TEST(AsioChecks, sends_refused_as_busy_reach_the_provider_in_the_order_started) {
-    auto l = std::make_unique<loopback>();
-    if (!l->open("shm")) GTEST_SKIP() << "no shm here";
-    ::asio::io_context ioc;
-    loom::asio::endpoint ep(ioc, std::move(l->st.ep), l->st.cq, l->st.cq);
-    auto& service = loom::asio::fabric_service::use(ioc);
-    ASSERT_TRUE(service.register_cq(l->st.cq));
-    service.start();
+    served_loopback s;
+    if (!s.open("shm")) GTEST_SKIP() << "no shm here";
+    auto& ep = *s.ep;
     std::array<std::byte, 8> first{}, second{}, in0{}, in1{};
     first.fill(std::byte{0xa1});
     second.fill(std::byte{0xb2});
@@ -317,16 +323,16 @@ TEST(AsioChecks, sends_refused_as_busy_reach_the_provider_in_the_order_started) 
     ep.async_tagged_receive(::asio::buffer(in1), 7, count);
     {
         const busy_tagged_sends busy(ep.native().native(), 1);
-        ep.async_tagged_send_to(::asio::buffer(first), *l->self, 7, count);   // refused: deferred
-        ep.async_tagged_send_to(::asio::buffer(second), *l->self, 7, count);  // must not pass it
+        ep.async_tagged_send_to(::asio::buffer(first), *s.l->self, 7, count);   // refused: deferred
+        ep.async_tagged_send_to(::asio::buffer(second), *s.l->self, 7, count);  // must not pass it
         EXPECT_EQ(busy_tagged_sends::calls(), 1) << "the second send went to the provider ahead of the first";
-        EXPECT_EQ(l->st.cq.registry()->deferred_count(), 2u);
-        ASSERT_TRUE(run_until(ioc, [&] { return finished >= 4 || finished < 0; }, 10s));
+        EXPECT_EQ(s.l->st.cq.registry()->deferred_count(), 2u);
+        ASSERT_TRUE(run_until(s.ioc, [&] { return finished >= 4 || finished < 0; }, 10s));
     }
     EXPECT_EQ(finished, 4);
     EXPECT_EQ(in0, first) << "the first receive got the second message";
     EXPECT_EQ(in1, second);
-    EXPECT_FALSE(service.deregister_cq(l->st.cq));
+    EXPECT_FALSE(s.service().deregister_cq(s.l->st.cq));
 }
 
 }  // namespace

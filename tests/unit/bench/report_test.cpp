@@ -314,47 +314,36 @@ TEST(BenchSchedule, RunOrderBalancesPlacesAndPredecessors) {
     EXPECT_EQ(run_order(0, 0, 1, 0, 0), 0U);
 }
 
-TEST(BenchSchedule, PathOffsetsMoveEveryRoundAndKeepPathsApart) {
+/// What path_offset and heap_offset promise: a 64-byte multiple below a page, another one every
+/// round, the paths of a round apart, and every line of the page visited.
+void expect_offsets_move_and_keep_paths_apart(std::size_t (*offset)(int, std::size_t, std::size_t)) {
     for (std::size_t n : {1U, 2U, 3U, 4U, 7U}) {
         for (int round = 0; round < 20; ++round) {
             std::set<std::size_t> in_round;
             for (std::size_t k = 0; k < n; ++k) {
-                const std::size_t at = path_offset(round, n, k);
+                const std::size_t at = offset(round, n, k);
                 EXPECT_EQ(at % 64, 0U);
                 EXPECT_LT(at, page_bytes);
                 in_round.insert(at);
                 if (round > 0) {
-                    EXPECT_NE(at, path_offset(round - 1, n, k)) << "n " << n << " round " << round;
+                    EXPECT_NE(at, offset(round - 1, n, k)) << "n " << n << " round " << round;
                 }
             }
             EXPECT_EQ(in_round.size(), n) << "paths of a round share an offset";
         }
         // A path visits page_bytes / 64 / gcd(n, 64) offsets over that many rounds.
         std::set<std::size_t> seen;
-        for (int round = 0; round < 64; ++round) seen.insert(path_offset(round, n, 0));
+        for (int round = 0; round < 64; ++round) seen.insert(offset(round, n, 0));
         EXPECT_EQ(seen.size(), 64U / std::gcd<std::size_t>(n, 64)) << n;
     }
 }
 
+TEST(BenchSchedule, PathOffsetsMoveEveryRoundAndKeepPathsApart) {
+    expect_offsets_move_and_keep_paths_apart(&path_offset);
+}
+
 TEST(BenchSchedule, HeapOffsetsMoveEveryRoundAndKeepPathsApart) {
-    for (std::size_t n : {1U, 2U, 3U, 4U, 7U}) {
-        for (int round = 0; round < 20; ++round) {
-            std::set<std::size_t> in_round;
-            for (std::size_t k = 0; k < n; ++k) {
-                const std::size_t at = heap_offset(round, n, k);
-                EXPECT_EQ(at % 64, 0U);
-                EXPECT_LT(at, page_bytes);
-                in_round.insert(at);
-                if (round > 0) {
-                    EXPECT_NE(at, heap_offset(round - 1, n, k)) << "n " << n << " round " << round;
-                }
-            }
-            EXPECT_EQ(in_round.size(), n) << "paths of a round share an offset";
-        }
-        std::set<std::size_t> seen;
-        for (int round = 0; round < 64; ++round) seen.insert(heap_offset(round, n, 0));
-        EXPECT_EQ(seen.size(), 64U / std::gcd<std::size_t>(n, 64)) << n;
-    }
+    expect_offsets_move_and_keep_paths_apart(&heap_offset);
     // Not the object's own offset: the two move independently.
     std::size_t same = 0;
     for (int round = 0; round < 64; ++round) same += heap_offset(round, 5, 0) == path_offset(round, 5, 0) ? 1 : 0;
