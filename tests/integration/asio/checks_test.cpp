@@ -3,9 +3,9 @@
 // after a handler throws, a queue with a wait descriptor polled on the timer when asked to,
 // a restart before the io_context runs, what poll_once() counts, how long a polling pass runs
 // the operations its handlers start, and sends the provider refuses as busy reaching it in the
-// order they were started.
+// order they were started (a blocking send included).
 #include "asio_progress.hpp"
-#include "busy_tagged_sends.hpp"
+#include "busy_sends.hpp"
 #include "harness.hpp"
 
 #include <loom/asio.hpp>
@@ -322,15 +322,41 @@ TEST(AsioChecks, sends_refused_as_busy_reach_the_provider_in_the_order_started) 
     ep.async_tagged_receive(::asio::buffer(in0), 7, count);
     ep.async_tagged_receive(::asio::buffer(in1), 7, count);
     {
-        const busy_tagged_sends busy(ep.native().native(), 1);
+        const busy_sends busy(ep.native().native(), 1);
         ep.async_tagged_send_to(::asio::buffer(first), *s.l->self, 7, count);   // refused: deferred
         ep.async_tagged_send_to(::asio::buffer(second), *s.l->self, 7, count);  // must not pass it
-        EXPECT_EQ(busy_tagged_sends::calls(), 1) << "the second send went to the provider ahead of the first";
+        EXPECT_EQ(busy_sends::calls(), 1) << "the second send went to the provider ahead of the first";
         EXPECT_EQ(s.l->st.cq.registry()->deferred_count(), 2u);
         ASSERT_TRUE(run_until(s.ioc, [&] { return finished >= 4 || finished < 0; }, 10s));
     }
     EXPECT_EQ(finished, 4);
     EXPECT_EQ(in0, first) << "the first receive got the second message";
+    EXPECT_EQ(in1, second);
+    EXPECT_FALSE(s.service().deregister_cq(s.l->st.cq));
+}
+
+TEST(AsioChecks, a_blocking_send_waits_behind_sends_refused_as_busy) {
+    served_loopback s;
+    if (!s.open("shm")) GTEST_SKIP() << "no shm here";
+    auto& ep = *s.ep;
+    ep.set_default_peer(*s.l->self);
+    std::array<std::byte, 8> first{}, second{}, in0{}, in1{};
+    first.fill(std::byte{0xa1});
+    second.fill(std::byte{0xb2});
+    int finished = 0;
+    auto count = [&finished](std::error_code ec, std::size_t) { finished += ec ? -100 : 1; };
+    ep.async_receive(::asio::buffer(in0), count);
+    ep.async_receive(::asio::buffer(in1), count);
+    {
+        const busy_sends busy(ep.native().native(), 1);
+        ep.async_send(::asio::buffer(first), count);  // refused: deferred
+        std::error_code ec;
+        EXPECT_EQ(ep.send(::asio::buffer(second), ec), 8u);  // submits the deferred send first
+        EXPECT_FALSE(ec) << ec.message();
+        ASSERT_TRUE(run_until(s.ioc, [&] { return finished >= 3 || finished < 0; }, 10s));
+    }
+    EXPECT_EQ(finished, 3);
+    EXPECT_EQ(in0, first) << "the first receive got the blocking send's message";
     EXPECT_EQ(in1, second);
     EXPECT_FALSE(s.service().deregister_cq(s.l->st.cq));
 }

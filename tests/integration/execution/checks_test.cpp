@@ -2,7 +2,7 @@
 // on an endpoint whose receive defaults carry FI_MULTI_RECV is refused before posting,
 // poll_completions counts what it delivered, and sends the provider refuses as busy reach it in
 // the order they were started.
-#include "busy_tagged_sends.hpp"
+#include "busy_sends.hpp"
 #include "harness.hpp"
 #include "sender_receiver.hpp"
 
@@ -79,12 +79,12 @@ TEST(SenderChecks, sends_refused_as_busy_reach_the_provider_in_the_order_started
                           recording_receiver<std::size_t>{&got1});
     ex::start(r0);
     ex::start(r1);
-    const busy_tagged_sends busy(st->ep.native(), 1);
+    const busy_sends busy(st->ep.native(), 1);
     auto s0 = ex::connect(messages.tagged_send_to(first, nullptr, self, 7, &st->cq), recording_receiver<>{&sent0});
     auto s1 = ex::connect(messages.tagged_send_to(second, nullptr, self, 7, &st->cq), recording_receiver<>{&sent1});
     ex::start(s0);  // refused: deferred
     ex::start(s1);  // must not pass it
-    EXPECT_EQ(busy_tagged_sends::calls(), 1) << "the second send went to the provider ahead of the first";
+    EXPECT_EQ(busy_sends::calls(), 1) << "the second send went to the provider ahead of the first";
     EXPECT_EQ(st->cq.registry()->deferred_count(), 2u);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (got1.how.load() == completion_kind::none && std::chrono::steady_clock::now() < deadline)
@@ -93,7 +93,7 @@ TEST(SenderChecks, sends_refused_as_busy_reach_the_provider_in_the_order_started
     ASSERT_EQ(got1.how.load(), completion_kind::value);
     EXPECT_EQ(in0, first) << "the first receive got the second message";
     EXPECT_EQ(in1, second);
-    EXPECT_GE(busy_tagged_sends::calls(), 3);  // shm may refuse the first send to a peer itself
+    EXPECT_GE(busy_sends::calls(), 3);  // shm may refuse the first send to a peer itself
     while ((sent0.how.load() == completion_kind::none || sent1.how.load() == completion_kind::none) &&
            std::chrono::steady_clock::now() < deadline)
         (void)ex::poll_completions(st->cq);

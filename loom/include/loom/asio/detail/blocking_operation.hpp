@@ -37,6 +37,11 @@ public:
         if (ec) return 0;
         completion_registry& reg = *cq_.registry();
         for (;;) {
+            // Operations refused before this one (FI_EAGAIN) go to the provider first.
+            if (reg.deferred_count() != 0 && (reg.retry_deferred(), reg.deferred_count() != 0)) {
+                drive(reg, false);
+                continue;
+            }
             (void)reg.add(*this);
             const void_result r = submit_operation(ep_, kind, params, list.iov(), list.desc(), context());
             if (r) break;
