@@ -54,7 +54,22 @@ struct loop {
         in_mr = loom::memory_region::register_memory(domain, std::span{in}, loom::mr_access_flags::recv).value();
         return true;
     }
+    [[nodiscard]] auto to_receive() -> loom::asio::mutable_registered_buffer {
+        return {::asio::buffer(in.data(), 8), &in_mr};
+    }
+    [[nodiscard]] auto to_send() -> loom::asio::const_registered_buffer {
+        return {::asio::buffer(out.data(), 8), &out_mr};
+    }
 };
+
+/// The loop's endpoint as an Asio endpoint of `ioc`, its queue read by the started fabric service.
+auto serve(::asio::io_context& ioc, loop& l) -> loom::asio::endpoint {
+    loom::asio::endpoint ep(ioc, std::move(l.ep), l.cq, l.cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    (void)service.register_cq(l.cq);
+    service.start();
+    return ep;
+}
 
 void bm_core(benchmark::State& state) {
     loop l;
@@ -123,12 +138,9 @@ void bm_asio(benchmark::State& state) {
     // The loop below drives run_one between operations: without work of its own the io_context
     // would stop (and be restarted) whenever no operation is outstanding.
     auto work = ::asio::make_work_guard(ioc);
-    loom::asio::endpoint ep(ioc, std::move(l.ep), l.cq, l.cq);
-    auto& service = loom::asio::fabric_service::use(ioc);
-    (void)service.register_cq(l.cq);
-    service.start();
-    const loom::asio::mutable_registered_buffer in{::asio::buffer(l.in.data(), 8), &l.in_mr};
-    const loom::asio::const_registered_buffer out{::asio::buffer(l.out.data(), 8), &l.out_mr};
+    auto ep = serve(ioc, l);
+    const auto in = l.to_receive();
+    const auto out = l.to_send();
     for (auto _ : state) {
         int done = 0;
         auto count = [&done](std::error_code ec, std::size_t) { done += ec ? -1000 : 1; };
@@ -137,7 +149,7 @@ void bm_asio(benchmark::State& state) {
         while (done >= 0 && done < 2) ioc.run_one();
         if (done < 0) return state.SkipWithError("operation failed");
     }
-    service.stop();
+    loom::asio::fabric_service::use(ioc).stop();
 }
 
 /// bm_asio's iterations as an Asio program (or a coroutine) runs them: the handlers of one start
@@ -173,20 +185,15 @@ void bm_asio_chain(benchmark::State& state) {
     loop l;
     if (!l.open()) return state.SkipWithError("no shm");
     ::asio::io_context ioc;
-    loom::asio::endpoint ep(ioc, std::move(l.ep), l.cq, l.cq);
-    auto& service = loom::asio::fabric_service::use(ioc);
-    (void)service.register_cq(l.cq);
-    service.start();
-    const loom::asio::mutable_registered_buffer in{::asio::buffer(l.in.data(), 8), &l.in_mr};
-    const loom::asio::const_registered_buffer out{::asio::buffer(l.out.data(), 8), &l.out_mr};
+    auto ep = serve(ioc, l);
     const auto batch = static_cast<std::int64_t>(state.max_iterations);
     while (state.KeepRunningBatch(batch)) {
-        asio_chain c{ep, in, out, *l.self, batch};
+        asio_chain c{ep, l.to_receive(), l.to_send(), *l.self, batch};
         c.start();
         while (!c.finished()) ioc.run_one();
         if (c.failed) return state.SkipWithError("operation failed");
     }
-    service.stop();
+    loom::asio::fabric_service::use(ioc).stop();
 }
 
 // A poll that finds nothing: what a rank waiting for its peer's message repeats, so its length

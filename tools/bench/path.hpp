@@ -227,6 +227,11 @@ struct alignas(64) slot_state {
                 if (now > deadline) return timed_out(slot, error);
             }
         }
+        return consume(slot, error);
+    }
+    /// Takes `slot`'s completion: false with `error` set when a receive did not bring the length
+    /// posted.
+    auto consume(int slot, std::string& error) -> bool {
         done[slot] = false;
         if (is_receive_slot(slot) && len[slot] != expect[slot]) return wrong_length(slot, error);
         return true;

@@ -385,10 +385,7 @@ private:
         if (chain_.initiator) (void)post_send(s, 0, chain_.n, chain_.tagged, false);
     }
     void chain_advance(int slot) {
-        st_.done[slot] = false;
-        if (is_receive_slot(slot) && st_.len[slot] != st_.expect[slot]) {
-            error_ = "receive of " + std::to_string(st_.expect[slot]) + " bytes completed with " +
-                     std::to_string(st_.len[slot]);
+        if (!st_.consume(slot, error_)) {
             sender_failed_ = true;
             return;
         }
