@@ -13,15 +13,18 @@ namespace loom::asio::detail {
 /// post it found only smaller blocks and went to the heap. A cache per state type always fits.
 template <class T>
 struct state_cache {
-    static constexpr int capacity = 8;
+    /// As many as a window of operations in flight on one thread (a stream of 16 sends or
+    /// receives found only 8 here and took the rest from the heap each time).
+    static constexpr int capacity = 64;
     // Trivially destructible, constant-initialized: read without a guard, still usable while
-    // the thread's other objects are destroyed (then it no longer keeps blocks).
+    // the thread's other objects are destroyed (then it no longer keeps blocks). The count
+    // shares its cache line with the blocks taken and kept most often.
     struct slots {
-        void* block[capacity];
         int count;
         bool closed;
+        void* block[capacity];
     };
-    static thread_local constinit inline slots local{{}, 0, false};
+    static thread_local constinit inline slots local{0, false, {}};
 
     /// Frees what the thread kept when it ends.
     struct cleaner {
