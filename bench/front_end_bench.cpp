@@ -7,6 +7,11 @@
 //            io_context::run_one with the fabric_service polling (zero interval)
 //   asio_chain : the same, each iteration started by the handlers of the one before
 // and, as bm_core_idle and bm_sender_idle, one poll of a queue with nothing in it.
+// bm_core, bm_sender and bm_asio take an argument: KiB of memory read before each iteration
+// (bm_evict alone) — with 4096, every iteration starts with the caches holding none of its
+// state, as in a stream whose copies pass through them; D1 and LL misses per iteration with
+// callgrind's cache simulation (--cache-sim=yes --LL=2097152,16,64, the eviction not
+// collected: --toggle-collect='*evict*' as well).
 // Time per iteration here; instructions per iteration with callgrind, one benchmark at a time:
 //   valgrind --tool=callgrind --toggle-collect='*bm_asio(*' loom-front-end-bench
 //       --benchmark_filter=bm_asio/ --iterations=20000
@@ -20,9 +25,26 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 namespace {
+
+/// Reads `kib` KiB of memory of its own: what a stream's copies do to the caches between the
+/// operations of one rank. Out of line, for callgrind's --toggle-collect.
+[[gnu::noinline]] void evict(std::int64_t kib) {
+    static std::vector<std::uint64_t> memory;
+    const auto words = static_cast<std::size_t>(kib) * 1024 / sizeof(std::uint64_t);
+    if (memory.size() < words) memory.resize(words, 1);
+    std::uint64_t sum = 0;
+    for (std::size_t i = 0; i < words; i += 8) sum += memory[i];  // one word a cache line
+    benchmark::DoNotOptimize(sum);
+}
+
+void bm_evict(benchmark::State& state) {
+    for (auto _ : state) evict(state.range(0));
+}
 
 /// A loopback shm endpoint whose own address is its peer.
 struct loop {
@@ -84,6 +106,7 @@ void bm_core(benchmark::State& state) {
         return true;
     };
     for (auto _ : state) {
+        evict(state.range(0));
         done = 0;
         while (!l.ep.tagged_recv(std::span{l.in}.first(8), 1, 0, loom::fabric_addrs::unspecified, l.in_mr.descriptor(),
                                  &recv_ctx))
@@ -113,6 +136,7 @@ void bm_sender(benchmark::State& state) {
     std::optional<recv_op> r;
     std::optional<send_op> s;
     for (auto _ : state) {
+        evict(state.range(0));
         int done = 0;
         auto& ro = r.emplace(ex::detail::emplace_from{[&] {
             return ex::connect(messages.tagged_recv_from(std::span{l.in}.first(8), l.in_mr.descriptor(),
@@ -142,6 +166,7 @@ void bm_asio(benchmark::State& state) {
     const auto in = l.to_receive();
     const auto out = l.to_send();
     for (auto _ : state) {
+        evict(state.range(0));
         int done = 0;
         auto count = [&done](std::error_code ec, std::size_t) { done += ec ? -1000 : 1; };
         ep.async_tagged_receive(in, 1, count);
@@ -258,10 +283,13 @@ auto main(int argc, char** argv) -> int {
             argv[kept++] = argv[i];
     }
     argc = kept;
-    for (auto [name, fn] : {std::pair{"bm_core", &bm_core}, std::pair{"bm_sender", &bm_sender},
-                            std::pair{"bm_asio", &bm_asio}, std::pair{"bm_asio_chain", &bm_asio_chain},
-                            std::pair{"bm_core_idle", &bm_core_idle}, std::pair{"bm_sender_idle", &bm_sender_idle}}) {
+    for (auto [name, fn, evicts] :
+         {std::tuple{"bm_core", &bm_core, true}, std::tuple{"bm_sender", &bm_sender, true},
+          std::tuple{"bm_asio", &bm_asio, true}, std::tuple{"bm_asio_chain", &bm_asio_chain, false},
+          std::tuple{"bm_core_idle", &bm_core_idle, false}, std::tuple{"bm_sender_idle", &bm_sender_idle, false},
+          std::tuple{"bm_evict", &bm_evict, true}}) {
         auto* b = benchmark::RegisterBenchmark(name, fn);
+        if (evicts) b->Arg(0)->Arg(4096);
         if (iterations > 0) b->Iterations(iterations);
     }
     benchmark::Initialize(&argc, argv);

@@ -184,14 +184,16 @@ private:
     [[nodiscard]] static auto register_native(domain& dom, ::fi_mr_attr& attr, std::uint64_t flags, std::byte* base,
                                               std::size_t length, const memory_registration& request,
                                               std::pmr::memory_resource* mr) -> result<memory_region>;
-    detail::unique_fid<::fid_mr> h_;
+    // What every operation given this registration reads (covers(), descriptor()) side by side,
+    // the handle's pointer last: in one cache line unless the object's placement splits them.
     void* desc_{nullptr};
     std::byte* base_{nullptr};
     std::size_t length_{0};
+    ::fid_domain* domain_{nullptr};
+    detail::unique_fid<::fid_mr> h_;
     std::uint64_t offset_{0};
     mr_access_flags access_{};
     mr_mode_flags mode_{};
-    ::fid_domain* domain_{nullptr};
     std::pmr::memory_resource* mr_{nullptr};
     bool rma_events_{false};
     bool needs_enable_{false};
