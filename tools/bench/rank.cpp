@@ -200,10 +200,9 @@ auto make_path(const std::string& name, std::size_t at, std::size_t copy) -> pat
 }
 
 /// Each round opens every path anew (fresh endpoints, provider memory at new places, moved by
-/// heap_pads) and
-/// rotates the order they are opened in: what one instance of a path gains or loses by where
-/// its objects landed, or by being opened first, is spread over all paths. Empty after a
-/// failure (reported).
+/// heap_pads) and rotates the order they are opened in: what one instance of a path gains or
+/// loses by where its objects landed, or by being opened first, is spread over all paths. Empty
+/// after a failure (reported).
 auto open_paths(const options& o, const path_config& cfg, buffers& buf, channel& ch, int rank, int round,
                 std::vector<std::unique_ptr<std::byte[]>>& heap_pads) -> std::vector<path_ptr> {
     const std::size_t n_paths = o.paths.size();
