@@ -7,9 +7,10 @@
 //            io_context::run_one with the fabric_service polling (zero interval)
 //   asio_chain : the same, each iteration started by the handlers of the one before
 // and, as bm_core_idle and bm_sender_idle, one poll of a queue with nothing in it.
-// bm_core, bm_sender and bm_asio take an argument: KiB of memory read before each iteration
-// (bm_evict alone) — with 4096, every iteration starts with the caches holding none of its
-// state, as in a stream whose copies pass through them; D1 and LL misses per iteration with
+// bm_core, bm_sender and bm_asio take an argument: KiB of memory read between starting the two
+// operations and reading their completions (bm_evict alone). With 4096 the caches then hold
+// none of the state either step touches, as in a stream whose copies pass through them between
+// a window's receives being posted and completed. D1 and LL misses per iteration with
 // callgrind's cache simulation (--cache-sim=yes --LL=2097152,16,64, the eviction not
 // collected: --toggle-collect='*evict*' as well).
 // Time per iteration here; instructions per iteration with callgrind, one benchmark at a time:
@@ -106,13 +107,13 @@ void bm_core(benchmark::State& state) {
         return true;
     };
     for (auto _ : state) {
-        evict(state.range(0));
         done = 0;
         while (!l.ep.tagged_recv(std::span{l.in}.first(8), 1, 0, loom::fabric_addrs::unspecified, l.in_mr.descriptor(),
                                  &recv_ctx))
             if (!read()) return state.SkipWithError("read failed");
         while (!l.ep.tagged_send(std::span{l.out}.first(8), 1, *l.self, l.out_mr.descriptor(), &send_ctx))  // again
             if (!read()) return state.SkipWithError("read failed");
+        evict(state.range(0));
         while (done < 2)
             if (!read()) return state.SkipWithError("read failed");
     }
@@ -136,7 +137,6 @@ void bm_sender(benchmark::State& state) {
     std::optional<recv_op> r;
     std::optional<send_op> s;
     for (auto _ : state) {
-        evict(state.range(0));
         int done = 0;
         auto& ro = r.emplace(ex::detail::emplace_from{[&] {
             return ex::connect(messages.tagged_recv_from(std::span{l.in}.first(8), l.in_mr.descriptor(),
@@ -150,6 +150,7 @@ void bm_sender(benchmark::State& state) {
                 count_receiver{&done});
         }});
         ex::start(so);
+        evict(state.range(0));
         while (done >= 0 && done < 2) (void)ex::poll_completions(l.cq);
         if (done < 0) return state.SkipWithError("operation failed");
     }
@@ -166,11 +167,11 @@ void bm_asio(benchmark::State& state) {
     const auto in = l.to_receive();
     const auto out = l.to_send();
     for (auto _ : state) {
-        evict(state.range(0));
         int done = 0;
         auto count = [&done](std::error_code ec, std::size_t) { done += ec ? -1000 : 1; };
         ep.async_tagged_receive(in, 1, count);
         ep.async_tagged_send_to(out, *l.self, 1, count);
+        evict(state.range(0));
         while (done >= 0 && done < 2) ioc.run_one();
         if (done < 0) return state.SkipWithError("operation failed");
     }
