@@ -13,8 +13,8 @@ namespace loom::asio::detail {
 /// post it found only smaller blocks and went to the heap. A cache per state type always fits.
 template <class T>
 struct state_cache {
-    /// As many as a window of operations in flight on one thread (a stream of 16 sends or
-    /// receives found only 8 here and took the rest from the heap each time).
+    /// Enough for a window of operations in flight on one thread (a stream keeps 16 or more):
+    /// those beyond it go back to the heap, and the next window's come from there.
     static constexpr int capacity = 64;
     // Trivially destructible, constant-initialized: read without a guard, still usable while
     // the thread's other objects are destroyed (then it no longer keeps blocks). The count
