@@ -23,8 +23,8 @@ auto service_for(const Executor& ex, const completion_queue& cq) -> fabric_servi
 template <bool Writable, class Executor, class Seq, class Token>
 auto initiate_borrowed(const Executor& ex, loom::endpoint& ep, completion_queue& cq, op_kind kind,
                        const op_params& params, const Seq& buffers, Token&& token) {
-    return initiate<Writable>(ex, op_target{&ep, &cq, service_for(ex, cq), nullptr}, kind, params, buffers,
-                              static_cast<Token&&>(token));
+    return initiate<Writable>(ex, op_target{.service = service_for(ex, cq), .owner = nullptr, .cq = &cq, .ep = &ep},
+                              kind, params, buffers, static_cast<Token&&>(token));
 }
 }  // namespace detail
 

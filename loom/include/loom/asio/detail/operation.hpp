@@ -51,12 +51,12 @@ struct op_params {
     remote_memory remote{};                ///< RMA: the remote range (at least the local total)
 };
 
-/// Where an operation goes and who drives it.
+/// Where an operation goes and who drives it (what its completion reads first).
 struct op_target {
-    loom::endpoint* ep;
-    completion_queue* cq;     ///< the queue its completion arrives on (bound for its direction)
     fabric_service* service;  ///< runs the handler; null: the handler is posted to its executor
     endpoint_state* owner;    ///< kept alive until completion; null for a borrowed endpoint
+    completion_queue* cq;     ///< the queue its completion arrives on (bound for its direction)
+    loom::endpoint* ep;
 };
 
 /// Checks made before submission that do not depend on the buffers (`total`: their bytes); an
@@ -137,8 +137,8 @@ protected:
     operation_base(finish_fn finish, const op_target& target, op_kind kind, const op_params& params) noexcept
         : registered_completion(&deliver, &retry, target.owner),
           finish_(finish),
-          target_(target),
           kind_(kind),
+          target_(target),
           params_(params) {}
     ~operation_base() = default;
 
@@ -179,17 +179,20 @@ protected:
         }
     }
 
+    // What the completion reads first, after the registry's links (a stream's copies leave
+    // none of it cached: each line costs a miss).
     finish_fn finish_;
-    op_target target_;
     op_kind kind_;
+    bool owns_ref_{false};  ///< holds a reference on target_.owner
+    bool counted_{false};   ///< counted by target_.service as outstanding
+    std::size_t total_{0};
+    std::size_t bytes_{0};
+    std::error_code ec_{};
+    op_target target_;
+    // What submission (and a retry) reads.
     op_params params_;
     std::span<const ::iovec> iov_{};
     std::span<void* const> desc_{};
-    std::size_t total_{0};
-    std::error_code ec_{};
-    std::size_t bytes_{0};
-    bool owns_ref_{false};  ///< holds a reference on target_.owner
-    bool counted_{false};   ///< counted by target_.service as outstanding
 
 private:
     static void deliver(registered_completion& self, const completion_event& ev) noexcept {

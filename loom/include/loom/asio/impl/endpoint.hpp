@@ -44,7 +44,8 @@ inline auto endpoint::outstanding_operations() const noexcept -> std::size_t {
 
 inline auto endpoint::target(bool transmit) const noexcept -> detail::op_target {
     if (state_ == nullptr || !state_->ep.valid()) return {nullptr, nullptr, nullptr, nullptr};
-    return {&state_->ep, transmit ? state_->tx_cq : state_->rx_cq, state_->service, state_};
+    return {
+        .service = state_->service, .owner = state_, .cq = transmit ? state_->tx_cq : state_->rx_cq, .ep = &state_->ep};
 }
 
 template <bool Writable, class Seq, class Token>
