@@ -105,10 +105,17 @@ public:
     /// the registry; fi_cancel is what it is for); deferred ones are taken out of the deferred
     /// list first and passed with deferred = true out of the lock. Returns how many.
     auto visit_owned(const void* owner, owned_fn fn, void* arg) noexcept -> std::size_t;
-    /// Queues `op`, which is not registered, for a later submission by retry_deferred (its
-    /// submission returned FI_EAGAIN, or operations deferred before it are still waiting: a
-    /// front end submits nothing ahead of those, so that operations reach the provider in the
-    /// order they were started); false when it is registered, queued, or has no retry_fn.
+    /// How a front end submits a new operation: `try_submit()` (registers and submits; true
+    /// when the provider is busy, FI_EAGAIN) runs only when nothing is deferred, and `op` is
+    /// deferred when something is or the provider was busy, so that operations reach the
+    /// provider in the order they were started. False only when `op` could not be deferred.
+    template <class TrySubmit>
+    auto submit_in_order(registered_completion& op, TrySubmit&& try_submit) noexcept -> bool {
+        if (deferred_count() == 0 && !try_submit()) return true;
+        return defer(op);
+    }
+    /// Queues `op`, which is not registered, for a later submission by retry_deferred; false
+    /// when it is registered, queued, or has no retry_fn.
     auto defer(registered_completion& op) noexcept -> bool;
     /// Takes `op` out of the deferred list; false when it is not queued there (e.g. a retry has
     /// taken it already). Whoever succeeds owns its completion.

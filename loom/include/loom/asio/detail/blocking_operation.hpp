@@ -38,9 +38,12 @@ public:
         completion_registry& reg = *cq_.registry();
         for (;;) {
             // Operations refused before this one (FI_EAGAIN) go to the provider first.
-            if (reg.deferred_count() != 0 && (reg.retry_deferred(), reg.deferred_count() != 0)) {
-                drive(reg, false);
-                continue;
+            if (reg.deferred_count() != 0) {
+                reg.retry_deferred();
+                if (reg.deferred_count() != 0) {
+                    drive(reg, false);
+                    continue;
+                }
             }
             (void)reg.add(*this);
             const void_result r = submit_operation(ep_, kind, params, list.iov(), list.desc(), context());

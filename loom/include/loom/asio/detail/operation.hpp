@@ -147,8 +147,7 @@ protected:
     /// started.
     void submit() noexcept {
         completion_registry& reg = *target_.cq->registry();
-        if (reg.deferred_count() == 0 && !try_submit(reg)) return;
-        if (!reg.defer(*this)) completed(make_error_code(errc::again), 0);
+        if (!reg.submit_in_order(*this, [&] { return try_submit(reg); })) completed(make_error_code(errc::again), 0);
     }
     /// Registers and submits; true when the provider is busy (FI_EAGAIN), the operation unchanged.
     auto try_submit(completion_registry& reg) noexcept -> bool {

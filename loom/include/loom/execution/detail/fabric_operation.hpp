@@ -72,10 +72,9 @@ private:
     void fail(errc e) noexcept { fail(make_error_code(e)); }
 
     void submit() noexcept {
+        // A deferred operation is submitted again by the next poll_completions.
         completion_registry& reg = *cq_->registry();
-        // Behind operations the provider refused (FI_EAGAIN), in the order started: the next
-        // poll_completions submits them again.
-        if (reg.deferred_count() != 0 || try_submit(reg)) (void)reg.defer(*this);
+        (void)reg.submit_in_order(*this, [&] { return try_submit(reg); });
     }
     /// Registers and submits; true when the provider is busy (FI_EAGAIN), the operation unchanged.
     auto try_submit(completion_registry& reg) noexcept -> bool {
