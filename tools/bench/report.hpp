@@ -118,10 +118,9 @@ inline constexpr std::size_t page_bytes = 4096;
 /// How many bytes (a multiple of 64 below page_bytes) are allocated from the heap, and kept for
 /// the round, before path `k` of `n_paths` opens in round `round`. The provider's and loom's
 /// objects of a path come from the heap, and where they fall within a page depends on all the
-/// program's data before them: builds whose sender path was the same code measured it from
-/// 1.07 to 1.22 of raw (8 B on shm, 8 rounds each), raw2 unchanged. Moving every path's heap
-/// objects by another amount each round spreads that over the rounds as well (two such builds
-/// then measured 1.04 and 1.08).
+/// program's data before them, which a build changes; moving every path's heap objects by
+/// another amount each round spreads what a layout gains or loses over the rounds (measured in
+/// docs/results/2026-12-07-asio-handler-chains.md).
 [[nodiscard]] auto heap_offset(int round, std::size_t n_paths, std::size_t k) -> std::size_t;
 /// How far below its usual place (bytes, a multiple of 16 below page_bytes) the stack is moved
 /// for measurement `rep` of round `round` of path `k` of `n_paths`. Where the stack falls within

@@ -163,18 +163,23 @@ auto iterations_for(operation op, std::size_t size, const schedule_params& p) ->
     return std::max(min_it, static_cast<int>(n));
 }
 
-auto path_offset(int round, std::size_t n_paths, std::size_t k) -> std::size_t {
-    // 37 is odd, so i -> 37 i mod 64 visits all 64 lines; consecutive rounds and paths land far apart.
+namespace {
+/// Path k of round `round` numbered in sequence (i = round * n_paths + k) and placed on a line of
+/// a page: an odd `step` makes i -> step * i mod 64 visit all 64 lines before one repeats.
+auto spread_over_lines(int round, std::size_t n_paths, std::size_t k, std::size_t step, std::size_t start)
+    -> std::size_t {
     constexpr std::size_t lines = page_bytes / 64;
     const std::size_t i = static_cast<std::size_t>(std::max(0, round)) * std::max<std::size_t>(1, n_paths) + k;
-    return (i * 37 % lines) * 64;
+    return ((i * step + start) % lines) * 64;
+}
+}  // namespace
+
+auto path_offset(int round, std::size_t n_paths, std::size_t k) -> std::size_t {
+    return spread_over_lines(round, n_paths, k, 37, 0);  // consecutive rounds and paths land far apart
 }
 
 auto heap_offset(int round, std::size_t n_paths, std::size_t k) -> std::size_t {
-    // 23 is odd, so i -> 23 i mod 64 visits all 64 lines, in another order than path_offset's.
-    constexpr std::size_t lines = page_bytes / 64;
-    const std::size_t i = static_cast<std::size_t>(std::max(0, round)) * std::max<std::size_t>(1, n_paths) + k;
-    return ((i * 23 + 11) % lines) * 64;
+    return spread_over_lines(round, n_paths, k, 23, 11);  // another order than path_offset's
 }
 
 auto stack_offset(int round, int reps, int rep, std::size_t n_paths, std::size_t k) -> std::size_t {
