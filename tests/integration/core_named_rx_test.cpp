@@ -9,12 +9,12 @@
 #include <array>
 #include <atomic>
 #include <climits>
-#include <cstring>
 #include <loom/scalable_endpoint.hpp>
 #include <string>
 #include <vector>
 
 #include "core_support.hpp"
+#include "ops_swap.hpp"
 
 using namespace core_test;
 using namespace std::chrono_literals;
@@ -82,34 +82,27 @@ TEST(core_named_rx_encoding, closed_vector_is_bad_state) {
 /// Counts av_open and scalable_ep calls of a domain (copy of its fi_ops_domain).
 class domain_spy {
 public:
-    explicit domain_spy(loom::domain& d) : dom_(d.native()), original_(dom_->ops) {
-        std::memcpy(&copy_, original_, sizeof copy_);
-        copy_.av_open = &domain_spy::av_open;
-        copy_.scalable_ep = &domain_spy::scalable_ep;
+    explicit domain_spy(loom::domain& d) : ops_(d.native()->ops) {
+        ops_.copy().av_open = &domain_spy::av_open;
+        ops_.copy().scalable_ep = &domain_spy::scalable_ep;
         active_ = this;
-        dom_->ops = &copy_;
     }
     domain_spy(const domain_spy&) = delete;
     auto operator=(const domain_spy&) -> domain_spy& = delete;
-    ~domain_spy() {
-        dom_->ops = original_;
-        active_ = nullptr;
-    }
+    ~domain_spy() { active_ = nullptr; }
     std::atomic<int> av_opens{0};
     std::atomic<int> sep_opens{0};
 
 private:
     static auto av_open(::fid_domain* d, ::fi_av_attr* a, ::fid_av** av, void* ctx) -> int {
         active_->av_opens.fetch_add(1);
-        return active_->original_->av_open(d, a, av, ctx);
+        return active_->ops_.provider()->av_open(d, a, av, ctx);
     }
     static auto scalable_ep(::fid_domain* d, ::fi_info* i, ::fid_ep** ep, void* ctx) -> int {
         active_->sep_opens.fetch_add(1);
-        return active_->original_->scalable_ep(d, i, ep, ctx);
+        return active_->ops_.provider()->scalable_ep(d, i, ep, ctx);
     }
-    ::fid_domain* dom_;
-    ::fi_ops_domain* original_;
-    ::fi_ops_domain copy_{};
+    loom_test::ops_swap<::fi_ops_domain> ops_;
     static inline domain_spy* active_ = nullptr;
 };
 

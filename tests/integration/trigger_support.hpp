@@ -7,12 +7,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <loom/trigger.hpp>
 #include <string>
 #include <thread>
 
 #include "core_support.hpp"
+#include "ops_swap.hpp"
 
 namespace trigger_test {
 
@@ -27,18 +27,13 @@ constexpr auto trigger_caps = loom::capability::msg | loom::capability::tagged |
 /// fi_ops with `control` wrapped; restores the original on destruction. One at a time.
 class control_spy {
 public:
-    explicit control_spy(loom::domain& d) : fid_(&d.native()->fid), original_(fid_->ops) {
-        std::memcpy(&copy_, original_, sizeof copy_);
-        copy_.control = &control_spy::control;
+    explicit control_spy(loom::domain& d) : ops_(d.native()->fid.ops) {
+        ops_.copy().control = &control_spy::control;
         active_ = this;
-        fid_->ops = &copy_;
     }
     control_spy(const control_spy&) = delete;
     auto operator=(const control_spy&) -> control_spy& = delete;
-    ~control_spy() {
-        fid_->ops = original_;
-        active_ = nullptr;
-    }
+    ~control_spy() { active_ = nullptr; }
     [[nodiscard]] auto calls() const -> int { return calls_.load(); }
     [[nodiscard]] auto last_command() const -> int { return last_.load(); }
 
@@ -50,11 +45,9 @@ private:
         active_->calls_.fetch_add(1);
         active_->last_.store(command);
         if (active_->refuse_with != 0) return active_->refuse_with;
-        return active_->original_->control(f, command, arg);
+        return active_->ops_.provider()->control(f, command, arg);
     }
-    ::fid* fid_;
-    ::fi_ops* original_;
-    ::fi_ops copy_{};
+    loom_test::ops_swap<::fi_ops> ops_;
     std::atomic<int> calls_{0};
     std::atomic<int> last_{-1};
     static inline control_spy* active_ = nullptr;

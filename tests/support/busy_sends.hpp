@@ -4,6 +4,8 @@
 // together), then passes each call on.
 #pragma once
 
+#include "ops_swap.hpp"
+
 #include <rdma/fabric.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_tagged.h>
@@ -17,23 +19,16 @@ namespace loom_test {
 /// One at a time (the refusals left are shared by every copy).
 class busy_sends {
 public:
-    busy_sends(::fid_ep* ep, int refusals) noexcept
-        : ep_(ep), provider_msg_(ep->msg), provider_tagged_(ep->tagged), msg_(*ep->msg), tagged_(*ep->tagged) {
-        msg_provider_ = provider_msg_;
-        tagged_provider_ = provider_tagged_;
+    busy_sends(::fid_ep* ep, int refusals) noexcept : msg_(ep->msg), tagged_(ep->tagged) {
+        msg_.copy().send = &send;
+        tagged_.copy().send = &tagged_send;
         refusals_left_ = refusals;
         calls_ = 0;
-        msg_.send = &send;
-        tagged_.send = &tagged_send;
-        ep_->msg = &msg_;
-        ep_->tagged = &tagged_;
+        active_ = this;
     }
     busy_sends(const busy_sends&) = delete;
     auto operator=(const busy_sends&) -> busy_sends& = delete;
-    ~busy_sends() {
-        ep_->msg = provider_msg_;
-        ep_->tagged = provider_tagged_;
-    }
+    ~busy_sends() { active_ = nullptr; }
 
     /// fi_send and fi_tsend calls seen, refused ones included.
     [[nodiscard]] static auto calls() noexcept -> int { return calls_; }
@@ -47,20 +42,16 @@ private:
     }
     static auto send(::fid_ep* ep, const void* buf, std::size_t len, void* desc, ::fi_addr_t dest, void* context)
         -> ::ssize_t {
-        return refuse() ? -FI_EAGAIN : msg_provider_->send(ep, buf, len, desc, dest, context);
+        return refuse() ? -FI_EAGAIN : active_->msg_.provider()->send(ep, buf, len, desc, dest, context);
     }
     static auto tagged_send(::fid_ep* ep, const void* buf, std::size_t len, void* desc, ::fi_addr_t dest,
                             std::uint64_t tag, void* context) -> ::ssize_t {
-        return refuse() ? -FI_EAGAIN : tagged_provider_->send(ep, buf, len, desc, dest, tag, context);
+        return refuse() ? -FI_EAGAIN : active_->tagged_.provider()->send(ep, buf, len, desc, dest, tag, context);
     }
 
-    ::fid_ep* ep_;
-    ::fi_ops_msg* provider_msg_;
-    ::fi_ops_tagged* provider_tagged_;
-    ::fi_ops_msg msg_;
-    ::fi_ops_tagged tagged_;
-    static inline ::fi_ops_msg* msg_provider_{nullptr};
-    static inline ::fi_ops_tagged* tagged_provider_{nullptr};
+    ops_swap<::fi_ops_msg> msg_;
+    ops_swap<::fi_ops_tagged> tagged_;
+    static inline busy_sends* active_{nullptr};
     static inline int refusals_left_{0};
     static inline int calls_{0};
 };

@@ -5,6 +5,7 @@
 // moving exactly the local bytes, refusals before submission, blocking forms, unhandled events,
 // borrowed endpoints.
 #include "asio_peer_fixture.hpp"
+#include "ops_swap.hpp"
 
 #include <loom/asio.hpp>
 
@@ -224,16 +225,14 @@ TEST_P(asio_endpoint, a_failed_close_keeps_the_endpoint_and_its_operations_for_a
     service().stop();  // no reader while closing
     // No provider here fails fi_close on demand: this endpoint's fid takes a copy of the
     // provider's operations whose close reports FI_EBUSY, until the provider's are put back.
-    ::fid& native = ep_->native().native()->fid;
-    ::fi_ops* const provider_ops = native.ops;
-    ::fi_ops failing = *provider_ops;
-    failing.close = [](::fid*) { return -FI_EBUSY; };
-    native.ops = &failing;
     std::error_code ec;
-    ep_->close(ec);
-    EXPECT_EQ(ec, loom::make_error_code(loom::errc::busy)) << ec.message();
-    EXPECT_THROW(ep_->close(), std::system_error);
-    native.ops = provider_ops;
+    {
+        loom_test::ops_swap<::fi_ops> failing(ep_->native().native()->fid.ops);
+        failing.copy().close = [](::fid*) { return -FI_EBUSY; };
+        ep_->close(ec);
+        EXPECT_EQ(ec, loom::make_error_code(loom::errc::busy)) << ec.message();
+        EXPECT_THROW(ep_->close(), std::system_error);
+    }
     EXPECT_TRUE(ep_->is_open());
     EXPECT_EQ(ep_->outstanding_operations(), 1u);
     EXPECT_FALSE(got.done()) << "a failed close ended the pending receive";
