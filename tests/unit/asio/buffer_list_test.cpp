@@ -1,5 +1,6 @@
 // What an Asio operation keeps of its buffers: four IOVs inline, more through the handler's
-// allocator (one allocation per array, freed with the state); registered views.
+// allocator (one allocation per array, freed with the state); one buffer in the state itself
+// (one_buffer); registered views.
 #include <loom/asio/detail/buffer_list.hpp>
 
 #include <gtest/gtest.h>
@@ -87,6 +88,30 @@ TEST(AsioBufferList, a_registered_piece_outside_its_registration_is_refused) {
     const loom::asio::const_registered_buffer piece{::asio::buffer(area), &unregistered};
     EXPECT_EQ(list.assign<false>(piece, ep), loom::make_error_code(loom::errc::invalid_argument));
     EXPECT_EQ(list.assign_within<false>(::asio::buffer(area), unregistered, ep),
+              loom::make_error_code(loom::errc::invalid_argument));
+}
+
+TEST(AsioOneBuffer, a_plain_buffer_is_one_iov_without_a_descriptor) {
+    const loom::endpoint ep;
+    std::array<std::byte, 32> area{};
+    loom::asio::detail::one_buffer one;
+    EXPECT_FALSE(one.assign<true>(::asio::buffer(area.data() + 4, 20), ep));
+    ASSERT_EQ(one.iov().size(), 1u);
+    EXPECT_EQ(one.iov()[0].iov_base, area.data() + 4);
+    EXPECT_EQ(one.iov()[0].iov_len, 20u);
+    EXPECT_EQ(one.total(), 20u);
+    EXPECT_TRUE(one.desc().empty());
+}
+
+TEST(AsioOneBuffer, a_registered_buffer_outside_its_registration_is_refused) {
+    const loom::endpoint ep;
+    const loom::memory_region unregistered;
+    std::array<std::byte, 16> area{};
+    loom::asio::detail::one_buffer one;
+    const loom::asio::const_registered_buffer piece{::asio::buffer(area), &unregistered};
+    EXPECT_EQ(one.assign<false>(piece, ep), loom::make_error_code(loom::errc::invalid_argument));
+    ASSERT_EQ(one.desc().size(), 1u) << "a registered buffer carries its descriptor";
+    EXPECT_EQ(one.assign_within<false>(::asio::buffer(area), unregistered, ep),
               loom::make_error_code(loom::errc::invalid_argument));
 }
 

@@ -149,10 +149,10 @@ public:
 
 private:
     [[nodiscard]] auto target(bool transmit) const noexcept -> detail::op_target;
-    template <bool Writable, class Seq, class Token>
-    auto start(bool transmit, detail::op_kind kind, const detail::op_params& params, const Seq& buffers, Token&& token);
-    template <bool Writable, class Seq>
-    auto run_blocking(bool transmit, detail::op_kind kind, const Seq& buffers, std::error_code& ec) -> std::size_t;
+    template <detail::op_kind Kind, class Seq, class Token>
+    auto start(bool transmit, const detail::op_params& params, const Seq& buffers, Token&& token);
+    template <detail::op_kind Kind, class Seq>
+    auto run_blocking(bool transmit, const Seq& buffers, std::error_code& ec) -> std::size_t;
     void cancel_all() noexcept;
 
     executor_type ex_;

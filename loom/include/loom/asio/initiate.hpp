@@ -20,11 +20,11 @@ auto service_for(const Executor& ex, const completion_queue& cq) -> fabric_servi
     auto& s = fabric_service::use(*ioc);
     return s.serves(cq) ? &s : nullptr;
 }
-template <bool Writable, class Executor, class Seq, class Token>
-auto initiate_borrowed(const Executor& ex, loom::endpoint& ep, completion_queue& cq, op_kind kind,
-                       const op_params& params, const Seq& buffers, Token&& token) {
-    return initiate<Writable>(ex, op_target{.service = service_for(ex, cq), .owner = nullptr, .cq = &cq, .ep = &ep},
-                              kind, params, buffers, static_cast<Token&&>(token));
+template <op_kind Kind, class Executor, class Seq, class Token>
+auto initiate_borrowed(const Executor& ex, loom::endpoint& ep, completion_queue& cq, const op_params& params,
+                       const Seq& buffers, Token&& token) {
+    return initiate<Kind>(ex, op_target{.service = service_for(ex, cq), .owner = nullptr, .cq = &cq, .ep = &ep}, params,
+                          buffers, static_cast<Token&&>(token));
 }
 }  // namespace detail
 
@@ -41,8 +41,8 @@ template <class Executor, class ConstBufferSequence, detail::completion_token To
 auto initiate_fabric_send(const Executor& ex, loom::endpoint& ep, completion_queue& cq,
                           const ConstBufferSequence& buffers, Token&& token,
                           fabric_addr peer = fabric_addrs::unspecified) {
-    return detail::initiate_borrowed<false>(ex, ep, cq, detail::op_kind::send, {.peer = peer}, buffers,
-                                            static_cast<Token&&>(token));
+    return detail::initiate_borrowed<detail::op_kind::send>(ex, ep, cq, {.peer = peer}, buffers,
+                                                            static_cast<Token&&>(token));
 }
 
 /// Receives a message into the buffers on `ep` (from `source` only, when given), completing on `cq`.
@@ -50,8 +50,8 @@ template <class Executor, class MutableBufferSequence, detail::completion_token 
 auto initiate_fabric_receive(const Executor& ex, loom::endpoint& ep, completion_queue& cq,
                              const MutableBufferSequence& buffers, Token&& token,
                              fabric_addr source = fabric_addrs::unspecified) {
-    return detail::initiate_borrowed<true>(ex, ep, cq, detail::op_kind::receive, {.peer = source}, buffers,
-                                           static_cast<Token&&>(token));
+    return detail::initiate_borrowed<detail::op_kind::receive>(ex, ep, cq, {.peer = source}, buffers,
+                                                               static_cast<Token&&>(token));
 }
 
 /// Sends the buffers on `ep` as a tagged message to `peer`, completing on `cq`.
@@ -59,9 +59,8 @@ template <class Executor, class ConstBufferSequence, detail::completion_token To
 auto initiate_fabric_tagged_send(const Executor& ex, loom::endpoint& ep, completion_queue& cq,
                                  const ConstBufferSequence& buffers, std::uint64_t tag, Token&& token,
                                  fabric_addr peer = fabric_addrs::unspecified) {
-    return detail::initiate_borrowed<false>(ex, ep, cq, detail::op_kind::send,
-                                            {.peer = peer, .tag = tag, .tagged = true}, buffers,
-                                            static_cast<Token&&>(token));
+    return detail::initiate_borrowed<detail::op_kind::send>(ex, ep, cq, {.peer = peer, .tag = tag, .tagged = true},
+                                                            buffers, static_cast<Token&&>(token));
 }
 
 /// Receives a tagged message on `ep` whose tag equals `tag` in every bit not set in `ignore`, completing on `cq`.
@@ -69,9 +68,9 @@ template <class Executor, class MutableBufferSequence, detail::completion_token 
 auto initiate_fabric_tagged_receive(const Executor& ex, loom::endpoint& ep, completion_queue& cq,
                                     const MutableBufferSequence& buffers, std::uint64_t tag, std::uint64_t ignore,
                                     Token&& token, fabric_addr source = fabric_addrs::unspecified) {
-    return detail::initiate_borrowed<true>(ex, ep, cq, detail::op_kind::receive,
-                                           {.peer = source, .tag = tag, .ignore = ignore, .tagged = true}, buffers,
-                                           static_cast<Token&&>(token));
+    return detail::initiate_borrowed<detail::op_kind::receive>(
+        ex, ep, cq, {.peer = source, .tag = tag, .ignore = ignore, .tagged = true}, buffers,
+        static_cast<Token&&>(token));
 }
 
 }  // namespace loom::asio

@@ -28,12 +28,12 @@ public:
 
     /// Submits and waits; the message length (receives, partial bytes with an error included)
     /// or the bytes sent. No timeout: a provider that never retires the operation blocks it.
-    template <bool Writable, class Seq>
-    auto run(op_kind kind, op_params params, const Seq& buffers, std::error_code& ec) -> std::size_t {
+    template <op_kind Kind, class Seq>
+    auto run(op_params params, const Seq& buffers, std::error_code& ec) -> std::size_t {
         buffer_list<std::allocator<void>> list{std::allocator<void>{}};
-        ec =
-            cq_.registry() == nullptr ? make_error_code(errc::bad_state) : list.template assign<Writable>(buffers, ep_);
-        if (!ec) ec = check_operation(ep_, cq_, kind, params, list.total());
+        ec = cq_.registry() == nullptr ? make_error_code(errc::bad_state)
+                                       : list.template assign<writes_local(Kind)>(buffers, ep_);
+        if (!ec) ec = check_operation<Kind>(ep_, cq_, params, list.total());
         if (ec) return 0;
         completion_registry& reg = *cq_.registry();
         for (;;) {
@@ -46,7 +46,7 @@ public:
                 }
             }
             (void)reg.add(*this);
-            const void_result r = submit_operation(ep_, kind, params, list.iov(), list.desc(), context());
+            const void_result r = submit_operation<Kind>(ep_, params, list.iov(), list.desc(), context());
             if (r) break;
             (void)reg.remove(*this);
             if (!is_again(r.error())) {
@@ -57,7 +57,7 @@ public:
         }
         while (!done_.load(std::memory_order_acquire)) drive(reg, true);
         ec = error_;
-        return kind == op_kind::receive ? bytes_ : (ec ? 0 : list.total());
+        return Kind == op_kind::receive ? bytes_ : (ec ? 0 : list.total());
     }
 
 private:

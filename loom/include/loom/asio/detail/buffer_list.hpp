@@ -56,6 +56,53 @@ void for_each_piece(const Seq& seq, F&& f) {
     }
 }
 
+/// Puts `p` in `iov` with its registration's descriptor (`all`'s where given) in `desc`; false
+/// when that registration does not hold it or is not usable with `ep`.
+inline auto describe_piece(const buffer_piece& p, const memory_region* all, const endpoint& ep, ::iovec& iov,
+                           void*& desc) noexcept -> bool {
+    const memory_region* mr = all != nullptr ? all : p.mr;
+    iov = {p.data, p.size};
+    desc = mr != nullptr ? mr->descriptor() : nullptr;
+    return mr == nullptr || (mr->contains(p.data, p.size) && (all != nullptr || mr->usable_with(ep)));
+}
+
+/// What an operation on one buffer (plain or registered) keeps: its IOV and descriptor, in the
+/// operation state. The same interface as buffer_list, with nothing to allocate or release.
+class one_buffer {
+public:
+    one_buffer() noexcept = default;
+    one_buffer(const one_buffer&) = delete;
+    auto operator=(const one_buffer&) -> one_buffer& = delete;
+    ~one_buffer() = default;
+
+    template <bool Writable, single_buffer B>
+    auto assign(const B& b, const endpoint& ep) noexcept -> std::error_code {
+        return fill<Writable>(b, nullptr, ep);
+    }
+    template <bool Writable, single_buffer B>
+    auto assign_within(const B& b, const memory_region& mr, const endpoint& ep) noexcept -> std::error_code {
+        if (!mr.usable_with(ep)) return make_error_code(errc::invalid_argument);
+        return fill<Writable>(b, &mr, ep);
+    }
+    [[nodiscard]] auto iov() const noexcept -> std::span<const ::iovec> { return {&iov_, 1}; }
+    [[nodiscard]] auto desc() const noexcept -> std::span<void* const> {
+        return {&desc_, has_desc_ ? std::size_t{1} : std::size_t{0}};
+    }
+    [[nodiscard]] auto total() const noexcept -> std::size_t { return iov_.iov_len; }
+
+private:
+    template <bool Writable, class B>
+    auto fill(const B& b, const memory_region* all, const endpoint& ep) noexcept -> std::error_code {
+        const buffer_piece p = piece_of<Writable>(b);
+        has_desc_ = all != nullptr || p.mr != nullptr;
+        return describe_piece(p, all, ep, iov_, desc_) ? std::error_code{} : make_error_code(errc::invalid_argument);
+    }
+
+    ::iovec iov_{};
+    void* desc_{nullptr};
+    bool has_desc_{false};
+};
+
 /// The retained arrays. Allocator: the handler's associated allocator (std::allocator for the
 /// blocking forms); each array beyond the inline capacity is allocated once, at assign.
 template <class Allocator>
@@ -124,12 +171,8 @@ private:
     /// Puts `p` at index i with its registration's descriptor (`all`'s where given); false when
     /// that registration does not hold it or is not usable with `ep`.
     auto store(std::size_t i, const buffer_piece& p, const memory_region* all, const endpoint& ep) noexcept -> bool {
-        const memory_region* mr = all != nullptr ? all : p.mr;
-        iov_[i] = {p.data, p.size};
-        desc_[i] = mr != nullptr ? mr->descriptor() : nullptr;
-        if (mr == nullptr) return true;
-        has_desc_ = true;
-        return mr->contains(p.data, p.size) && (all != nullptr || mr->usable_with(ep));
+        if (all != nullptr || p.mr != nullptr) has_desc_ = true;
+        return describe_piece(p, all, ep, iov_[i], desc_[i]);
     }
     void reserve(std::size_t n) {
         if (n <= capacity_) return;

@@ -18,13 +18,13 @@ public:
     initiate_operation(const IoExecutor& ex, const op_target& target) noexcept : ex_(ex), target_(target) {}
     [[nodiscard]] auto get_executor() const noexcept -> executor_type { return ex_; }
 
-    template <class Handler, bool Writable, class Seq>
-    void operator()(Handler&& h, std::bool_constant<Writable>, op_kind kind, const op_params& params,
+    template <class Handler, op_kind Kind, class Seq>
+    void operator()(Handler&& h, std::integral_constant<op_kind, Kind>, const op_params& params,
                     const Seq& buffers) const {
         using handler_type = std::decay_t<Handler>;
         handler_type handler(static_cast<Handler&&>(h));
-        operation<handler_type, IoExecutor>::template start<Writable>(std::move(handler), ex_, target_, kind, params,
-                                                                      buffers);
+        operation<handler_type, IoExecutor, single_buffer<Seq>>::template start<Kind>(std::move(handler), ex_, target_,
+                                                                                      params, buffers);
     }
 
 private:
@@ -33,11 +33,11 @@ private:
 };
 
 /// Starts one operation for `token` (signature void(std::error_code, std::size_t)).
-template <bool Writable, class IoExecutor, class Seq, class Token>
-auto initiate(const IoExecutor& ex, const op_target& target, op_kind kind, const op_params& params, const Seq& buffers,
+template <op_kind Kind, class IoExecutor, class Seq, class Token>
+auto initiate(const IoExecutor& ex, const op_target& target, const op_params& params, const Seq& buffers,
               Token&& token) {
     return ::asio::async_initiate<Token, void(std::error_code, std::size_t)>(
-        initiate_operation<IoExecutor>{ex, target}, token, std::bool_constant<Writable>{}, kind, params, buffers);
+        initiate_operation<IoExecutor>{ex, target}, token, std::integral_constant<op_kind, Kind>{}, params, buffers);
 }
 
 /// Tokens are anything but a tag or an address (keeps the overloads with and without ignore

@@ -59,15 +59,20 @@ struct op_target {
     loom::endpoint* ep;
 };
 
+/// Receives and reads fill the local buffers; sends and writes read them.
+[[nodiscard]] constexpr auto writes_local(op_kind kind) noexcept -> bool {
+    return kind == op_kind::receive || kind == op_kind::read;
+}
+
 /// Checks made before submission that do not depend on the buffers (`total`: their bytes); an
 /// RMA operation's remote range is cut to exactly `total` (the IOV totals must match).
-[[nodiscard]] inline auto check_operation(const loom::endpoint& ep, const completion_queue& cq, op_kind kind,
-                                          op_params& params, std::size_t total) noexcept -> std::error_code {
-    if (kind == op_kind::receive) {
+template <op_kind Kind>
+[[nodiscard]] auto check_operation(const loom::endpoint& ep, const completion_queue& cq, op_params& params,
+                                   std::size_t total) noexcept -> std::error_code {
+    if constexpr (Kind == op_kind::receive) {
         if (cq.format() == cq_format::context) return make_error_code(errc::invalid_argument);  // no length
         if (ep.rx_op_flags().any(op_flag::multi_recv)) return make_error_code(errc::not_supported);
-    }
-    if (kind == op_kind::read || kind == op_kind::write) {
+    } else if constexpr (Kind == op_kind::read || Kind == op_kind::write) {
         if (!params.remote.holds(total)) return make_error_code(errc::invalid_argument);
         params.remote = {params.remote.addr, params.remote.key, total};
     }
@@ -75,25 +80,34 @@ struct op_target {
 }
 
 /// Submits with `ctx` (the operation's registered context).
+template <op_kind Kind>
+[[nodiscard]] auto submit_operation(loom::endpoint& ep, const op_params& p, std::span<const ::iovec> iov,
+                                    std::span<void* const> desc, void* ctx) noexcept -> void_result {
+    void* const one_desc = desc.empty() ? nullptr : desc[0];
+    if constexpr (Kind == op_kind::send) {
+        if (iov.size() == 1) [[likely]]
+            return loom::detail::submit_send_one(ep, {static_cast<const std::byte*>(iov[0].iov_base), iov[0].iov_len},
+                                                 one_desc, p.peer, p.tag, p.tagged, ctx);
+        return loom::detail::submit_send(ep, {iov, desc, p.peer, p.tag, 0, p.tagged}, ctx);
+    } else if constexpr (Kind == op_kind::receive) {
+        if (iov.size() == 1) [[likely]]
+            return loom::detail::submit_receive_one(ep, {static_cast<std::byte*>(iov[0].iov_base), iov[0].iov_len},
+                                                    one_desc, p.peer, p.tag, p.ignore, p.tagged, ctx);
+        return loom::detail::submit_receive(ep, {iov, desc, p.peer, p.tag, p.ignore, p.tagged}, ctx);
+    } else {
+        return loom::detail::submit_rma(ep, Kind == op_kind::read, iov, desc, p.peer, p.remote, ctx);
+    }
+}
+
+/// The same for a kind known only at run time (a resubmission).
 [[nodiscard]] inline auto submit_operation(loom::endpoint& ep, op_kind kind, const op_params& p,
                                            std::span<const ::iovec> iov, std::span<void* const> desc,
                                            void* ctx) noexcept -> void_result {
-    void* const one_desc = desc.empty() ? nullptr : desc[0];
     switch (kind) {
-        case op_kind::send:
-            if (iov.size() == 1) [[likely]]
-                return loom::detail::submit_send_one(ep,
-                                                     {static_cast<const std::byte*>(iov[0].iov_base), iov[0].iov_len},
-                                                     one_desc, p.peer, p.tag, p.tagged, ctx);
-            return loom::detail::submit_send(ep, {iov, desc, p.peer, p.tag, 0, p.tagged}, ctx);
-        case op_kind::receive:
-            if (iov.size() == 1) [[likely]]
-                return loom::detail::submit_receive_one(ep, {static_cast<std::byte*>(iov[0].iov_base), iov[0].iov_len},
-                                                        one_desc, p.peer, p.tag, p.ignore, p.tagged, ctx);
-            return loom::detail::submit_receive(ep, {iov, desc, p.peer, p.tag, p.ignore, p.tagged}, ctx);
-        case op_kind::read:
-        case op_kind::write:
-            return loom::detail::submit_rma(ep, kind == op_kind::read, iov, desc, p.peer, p.remote, ctx);
+        case op_kind::send: return submit_operation<op_kind::send>(ep, p, iov, desc, ctx);
+        case op_kind::receive: return submit_operation<op_kind::receive>(ep, p, iov, desc, ctx);
+        case op_kind::read: return submit_operation<op_kind::read>(ep, p, iov, desc, ctx);
+        case op_kind::write: return submit_operation<op_kind::write>(ep, p, iov, desc, ctx);
     }
     return make_unexpected(errc::invalid_argument);
 }
@@ -145,15 +159,25 @@ protected:
     /// Registers, then submits; a refusal ends the operation (FI_EAGAIN: deferred until the
     /// queue's next reader resubmits it). Behind operations deferred before it, in the order
     /// started.
+    template <op_kind Kind>
     void submit() noexcept {
         completion_registry& reg = *target_.cq->registry();
-        if (!reg.submit_in_order(*this, [&] { return try_submit(reg); })) completed(make_error_code(errc::again), 0);
+        if (!reg.submit_in_order(*this, [&] {
+                (void)reg.add(*this);  // before submission: the completion may come at once
+                return submitted(reg, submit_operation<Kind>(*target_.ep, params_, iov_, desc_, context()));
+            }))
+            completed(make_error_code(errc::again), 0);
     }
     /// Registers and submits; true when the provider is busy (FI_EAGAIN), the operation unchanged.
     auto try_submit(completion_registry& reg) noexcept -> bool {
-        (void)reg.add(*this);  // before submission: the completion may come at once
-        const void_result r = submit_operation(*target_.ep, kind_, params_, iov_, desc_, context());
-        if (r) return false;
+        (void)reg.add(*this);
+        return submitted(reg, submit_operation(*target_.ep, kind_, params_, iov_, desc_, context()));
+    }
+    /// What a submission's result `r` means: true when the provider is busy; a refusal ends the
+    /// operation.
+    auto submitted(completion_registry& reg, const void_result& r) noexcept -> bool {
+        if (r) [[likely]]
+            return false;
         (void)reg.remove(*this);  // refused: no completion will come
         if (is_again(r.error())) return true;
         completed(r.error(), 0);
@@ -219,23 +243,26 @@ struct bound_completion {
     void operator()() { std::move(handler)(ec, bytes); }
 };
 
-/// One operation for a handler of signature void(std::error_code, std::size_t).
-template <class Handler, class IoExecutor>
+/// One operation for a handler of signature void(std::error_code, std::size_t); `Single`: its
+/// buffer sequence is one buffer, kept in the state itself.
+template <class Handler, class IoExecutor, bool Single>
 class operation final : public operation_base {
 public:
     using allocator_type = ::asio::associated_allocator_t<Handler, state_allocator<void>>;
     using handler_executor = ::asio::associated_executor_t<Handler, IoExecutor>;
+    using buffers_type = std::conditional_t<Single, one_buffer, buffer_list<allocator_type>>;
 
     /// Allocates (through the handler's allocator), checks, submits; the handler runs later,
     /// never inside this call. Throws only what allocation throws.
-    template <bool Writable, class Seq>
-    static void start(Handler&& handler, const IoExecutor& io_ex, const op_target& target, op_kind kind,
-                      const op_params& params, const Seq& buffers) {
+    template <op_kind Kind, class Seq>
+    static void start(Handler&& handler, const IoExecutor& io_ex, const op_target& target, const op_params& params,
+                      const Seq& buffers) {
+        constexpr bool writable = writes_local(Kind);
         using rebound = typename std::allocator_traits<allocator_type>::template rebind_alloc<operation>;
         rebound alloc(::asio::get_associated_allocator(handler, state_allocator<void>()));
         operation* op = std::allocator_traits<rebound>::allocate(alloc, 1);
         try {
-            ::new (static_cast<void*>(op)) operation(std::move(handler), io_ex, target, kind, params);
+            ::new (static_cast<void*>(op)) operation(std::move(handler), io_ex, target, Kind, params);
         } catch (...) {
             std::allocator_traits<rebound>::deallocate(alloc, op, 1);
             throw;
@@ -246,8 +273,8 @@ public:
         } else {
             try {
                 ec = params.rma_mr != nullptr
-                         ? op->buffers_.template assign_within<Writable>(buffers, *params.rma_mr, *target.ep)
-                         : op->buffers_.template assign<Writable>(buffers, *target.ep);
+                         ? op->buffers_.template assign_within<writable>(buffers, *params.rma_mr, *target.ep)
+                         : op->buffers_.template assign<writable>(buffers, *target.ep);
             } catch (...) {
                 op->finish(completion_mode::destroy);
                 throw;
@@ -255,7 +282,7 @@ public:
             op->iov_ = op->buffers_.iov();
             op->desc_ = op->buffers_.desc();
             op->total_ = op->buffers_.total();
-            if (!ec) ec = check_operation(*target.ep, *target.cq, kind, op->params_, op->total_);
+            if (!ec) ec = check_operation<Kind>(*target.ep, *target.cq, op->params_, op->total_);
         }
         if (ec) {  // refused before submission: the handler is posted with the reason
             op->ec_ = ec;
@@ -273,7 +300,7 @@ public:
         }
         auto slot = ::asio::get_associated_cancellation_slot(op->handler_);
         if (slot.is_connected()) slot.template emplace<cancel_handler>(op);
-        op->submit();  // the state may be gone from here on
+        op->template submit<Kind>();  // the state may be gone from here on
         // Armed after submission: a message is not held back by posting the first pass.
         if (arm) service_arm_polling(*target.service);
     }
@@ -292,10 +319,16 @@ private:
         : operation_base(&do_finish, target, kind, params),
           handler_(std::move(h)),
           ex_(::asio::get_associated_executor(handler_, io_ex)),
-          buffers_(::asio::get_associated_allocator(handler_, state_allocator<void>())) {
+          buffers_(make_buffers(handler_)) {
         // Another executor is kept running while the operation is outstanding; the endpoint's
         // own io_context is, by the service's polling.
         if (tracks_work(ex_, io_ex)) work_.emplace(ex_);
+    }
+    static auto make_buffers(const Handler& h) -> buffers_type {
+        if constexpr (Single)
+            return buffers_type{};
+        else
+            return buffers_type(::asio::get_associated_allocator(h, state_allocator<void>()));
     }
     static auto tracks_work(const handler_executor& ex, const IoExecutor& io_ex) noexcept -> bool {
         if constexpr (std::is_same_v<handler_executor, IoExecutor>)
@@ -342,7 +375,7 @@ private:
     Handler handler_;
     handler_executor ex_;
     std::optional<::asio::executor_work_guard<handler_executor>> work_;
-    buffer_list<allocator_type> buffers_;
+    buffers_type buffers_;
 };
 
 }  // namespace loom::asio::detail

@@ -48,10 +48,9 @@ inline auto endpoint::target(bool transmit) const noexcept -> detail::op_target 
         .service = state_->service, .owner = state_, .cq = transmit ? state_->tx_cq : state_->rx_cq, .ep = &state_->ep};
 }
 
-template <bool Writable, class Seq, class Token>
-auto endpoint::start(bool transmit, detail::op_kind kind, const detail::op_params& params, const Seq& buffers,
-                     Token&& token) {
-    return detail::initiate<Writable>(ex_, target(transmit), kind, params, buffers, static_cast<Token&&>(token));
+template <detail::op_kind Kind, class Seq, class Token>
+auto endpoint::start(bool transmit, const detail::op_params& params, const Seq& buffers, Token&& token) {
+    return detail::initiate<Kind>(ex_, target(transmit), params, buffers, static_cast<Token&&>(token));
 }
 
 // ---------------------------------------------------------------- messages
@@ -65,11 +64,11 @@ auto endpoint::async_receive(const MutableBufferSequence& buffers, Token&& token
 }
 template <class ConstBufferSequence, detail::completion_token Token>
 auto endpoint::async_send_to(const ConstBufferSequence& buffers, fabric_addr peer, Token&& token) {
-    return start<false>(true, detail::op_kind::send, {.peer = peer}, buffers, static_cast<Token&&>(token));
+    return start<detail::op_kind::send>(true, {.peer = peer}, buffers, static_cast<Token&&>(token));
 }
 template <class MutableBufferSequence, detail::completion_token Token>
 auto endpoint::async_receive_from(const MutableBufferSequence& buffers, fabric_addr source, Token&& token) {
-    return start<true>(false, detail::op_kind::receive, {.peer = source}, buffers, static_cast<Token&&>(token));
+    return start<detail::op_kind::receive>(false, {.peer = source}, buffers, static_cast<Token&&>(token));
 }
 
 // ---------------------------------------------------------------- tagged messages
@@ -89,14 +88,14 @@ auto endpoint::async_tagged_receive(const MutableBufferSequence& buffers, std::u
 template <class ConstBufferSequence, detail::completion_token Token>
 auto endpoint::async_tagged_send_to(const ConstBufferSequence& buffers, fabric_addr peer, std::uint64_t tag,
                                     Token&& token) {
-    return start<false>(true, detail::op_kind::send, {.peer = peer, .tag = tag, .tagged = true}, buffers,
-                        static_cast<Token&&>(token));
+    return start<detail::op_kind::send>(true, {.peer = peer, .tag = tag, .tagged = true}, buffers,
+                                        static_cast<Token&&>(token));
 }
 template <class MutableBufferSequence, detail::completion_token Token>
 auto endpoint::async_tagged_receive_from(const MutableBufferSequence& buffers, fabric_addr source, std::uint64_t tag,
                                          std::uint64_t ignore, Token&& token) {
-    return start<true>(false, detail::op_kind::receive, {.peer = source, .tag = tag, .ignore = ignore, .tagged = true},
-                       buffers, static_cast<Token&&>(token));
+    return start<detail::op_kind::receive>(false, {.peer = source, .tag = tag, .ignore = ignore, .tagged = true},
+                                           buffers, static_cast<Token&&>(token));
 }
 template <class MutableBufferSequence, detail::completion_token Token>
 auto endpoint::async_tagged_receive_from(const MutableBufferSequence& buffers, fabric_addr source, std::uint64_t tag,
@@ -108,32 +107,31 @@ auto endpoint::async_tagged_receive_from(const MutableBufferSequence& buffers, f
 template <class MutableBufferSequence, detail::completion_token Token>
 auto endpoint::async_read_from(const MutableBufferSequence& buffers, const memory_region& local_mr, fabric_addr peer,
                                const remote_memory& remote, Token&& token) {
-    return start<true>(true, detail::op_kind::read, {.peer = peer, .rma_mr = &local_mr, .remote = remote}, buffers,
-                       static_cast<Token&&>(token));
+    return start<detail::op_kind::read>(true, {.peer = peer, .rma_mr = &local_mr, .remote = remote}, buffers,
+                                        static_cast<Token&&>(token));
 }
 template <class ConstBufferSequence, detail::completion_token Token>
 auto endpoint::async_write_to(const ConstBufferSequence& buffers, const memory_region& local_mr, fabric_addr peer,
                               const remote_memory& remote, Token&& token) {
-    return start<false>(true, detail::op_kind::write, {.peer = peer, .rma_mr = &local_mr, .remote = remote}, buffers,
-                        static_cast<Token&&>(token));
+    return start<detail::op_kind::write>(true, {.peer = peer, .rma_mr = &local_mr, .remote = remote}, buffers,
+                                         static_cast<Token&&>(token));
 }
 template <class MutableBufferSequence, detail::completion_token Token>
 auto endpoint::async_read(const MutableBufferSequence& buffers, std::uint64_t remote_addr, std::uint64_t key,
                           Token&& token) {
     const remote_memory remote{remote_addr, key, ~std::size_t{0} - remote_addr};  // as long as the buffers
-    return start<true>(true, detail::op_kind::read, {.remote = remote}, buffers, static_cast<Token&&>(token));
+    return start<detail::op_kind::read>(true, {.remote = remote}, buffers, static_cast<Token&&>(token));
 }
 template <class ConstBufferSequence, detail::completion_token Token>
 auto endpoint::async_write(const ConstBufferSequence& buffers, std::uint64_t remote_addr, std::uint64_t key,
                            Token&& token) {
     const remote_memory remote{remote_addr, key, ~std::size_t{0} - remote_addr};
-    return start<false>(true, detail::op_kind::write, {.remote = remote}, buffers, static_cast<Token&&>(token));
+    return start<detail::op_kind::write>(true, {.remote = remote}, buffers, static_cast<Token&&>(token));
 }
 
 // ---------------------------------------------------------------- blocking forms
-template <bool Writable, class Seq>
-auto endpoint::run_blocking(bool transmit, detail::op_kind kind, const Seq& buffers, std::error_code& ec)
-    -> std::size_t {
+template <detail::op_kind Kind, class Seq>
+auto endpoint::run_blocking(bool transmit, const Seq& buffers, std::error_code& ec) -> std::size_t {
     const detail::op_target t = target(transmit);
     if (t.ep == nullptr || t.cq == nullptr) {
         ec = make_error_code(errc::bad_state);
@@ -141,11 +139,11 @@ auto endpoint::run_blocking(bool transmit, detail::op_kind kind, const Seq& buff
     }
     detail::blocking_operation op(*t.ep, *t.cq);
     const detail::op_params params{.peer = transmit ? default_peer() : fabric_addrs::unspecified};
-    return op.template run<Writable>(kind, params, buffers, ec);
+    return op.template run<Kind>(params, buffers, ec);
 }
 template <class ConstBufferSequence>
 auto endpoint::send(const ConstBufferSequence& buffers, std::error_code& ec) -> std::size_t {
-    return run_blocking<false>(true, detail::op_kind::send, buffers, ec);
+    return run_blocking<detail::op_kind::send>(true, buffers, ec);
 }
 template <class ConstBufferSequence>
 auto endpoint::send(const ConstBufferSequence& buffers) -> std::size_t {
@@ -156,7 +154,7 @@ auto endpoint::send(const ConstBufferSequence& buffers) -> std::size_t {
 }
 template <class MutableBufferSequence>
 auto endpoint::receive(const MutableBufferSequence& buffers, std::error_code& ec) -> std::size_t {
-    return run_blocking<true>(false, detail::op_kind::receive, buffers, ec);
+    return run_blocking<detail::op_kind::receive>(false, buffers, ec);
 }
 template <class MutableBufferSequence>
 auto endpoint::receive(const MutableBufferSequence& buffers) -> std::size_t {
