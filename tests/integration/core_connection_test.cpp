@@ -1,7 +1,8 @@
 // MSG connection setup between two processes (a forked listener and the test as the
 // connecting side) on tcp and sockets: connection data both ways, a message each way over the
-// connection, shutdown seen by the listener; a rejected request with its data; and every
-// refusal of the set-up calls, before the provider is asked.
+// connection, shutdown seen by the listener; a rejected request with its data; every refusal
+// of the set-up calls, before the provider is asked; and a queue that closes once the objects
+// bound to it are closed.
 #include <loom/loom.hpp>
 
 #include <gtest/gtest.h>
@@ -245,4 +246,26 @@ TEST(ConnectionRefusals, calls_out_of_order_or_on_the_wrong_object_are_refused) 
     EXPECT_FALSE(quiet->has_value()) << "a timeout is no event and no error";
     loom::event_queue empty;
     EXPECT_EQ(outcome(empty.read()), "bad_state");
+}
+
+TEST(ConnectionClose, closing_the_bound_listener_and_endpoint_lets_their_queue_close) {
+    auto info = msg_info("tcp");
+    ASSERT_TRUE(info);
+    auto fab = loom::fabric::create(*info);
+    ASSERT_TRUE(fab);
+    auto eq = loom::event_queue::create(*fab);
+    ASSERT_TRUE(eq);
+    auto pep = loom::passive_endpoint::create(*fab, *info);
+    ASSERT_TRUE(pep);
+    ASSERT_EQ(outcome(pep->bind(*eq)), "ok");
+    connection c;
+    ASSERT_EQ(c.open(*fab, *info, *eq), "");
+    EXPECT_EQ(outcome(eq->close()), "busy") << "a listener and an endpoint are bound to it";
+    ASSERT_EQ(outcome(pep->close()), "ok");
+    EXPECT_EQ(outcome(eq->close()), "busy") << "the endpoint is still open";
+    ASSERT_EQ(outcome(c.ep.close()), "ok");
+    EXPECT_EQ(outcome(eq->close()), "ok") << "closed objects still counted as bound";
+    EXPECT_EQ(outcome(c.cq.close()), "ok");
+    EXPECT_EQ(outcome(c.dom.close()), "ok");
+    EXPECT_EQ(outcome(fab->close()), "ok");
 }

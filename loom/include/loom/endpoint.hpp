@@ -199,6 +199,7 @@ public:
             enabled_ = false;
             refresh_gates();
             srx_link_.reset();
+            eq_link_.reset();
             owner_link_.reset();
         }
         return r;

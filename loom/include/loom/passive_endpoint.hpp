@@ -36,7 +36,11 @@ public:
     /// The resource the factory was given (a listener allocates no state of its own).
     [[nodiscard]] auto memory_resource() const noexcept -> std::pmr::memory_resource* { return mr_; }
     /// Closes the native listener now; on failure it stays open and the call can be retried.
-    auto close() noexcept -> void_result { return h_.close(); }
+    auto close() noexcept -> void_result {
+        auto r = h_.close();
+        if (r) eq_link_.reset();
+        return r;
+    }
 
 private:
     detail::child_link eq_link_;  // declared first: released after the native object closes
