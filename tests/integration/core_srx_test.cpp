@@ -2,13 +2,11 @@
 // one SRX receive messages sent from an endpoint of another domain; each completion comes
 // on the CQ of the endpoint that received. Receives go through every receive_target helper;
 // cancel; close order (SRX busy while bound endpoints are open; endpoints, SRX, domain).
-// Providers without SRX must fail creation cleanly with an error code.
-#include <arpa/inet.h>
+// Native tcp connects its endpoints first (loom's event queue and passive endpoint). Providers
+// without SRX must fail creation cleanly with an error code.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_eq.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <loom/msg.hpp>
@@ -19,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "core_connection_support.hpp"
 #include "core_support.hpp"
 
 using namespace core_test;
@@ -44,10 +43,9 @@ auto pick(const loom::provider_range& all) -> loom::fabric_info {
     return best ? *best : *all.begin();
 }
 
-/// The entry for an SRX of `provider`: RDM (or MSG, listening on / connecting to
-/// 127.0.0.1:`service`) with fabric_hints::shared_receive_context.
-auto srx_info(const std::string& provider, bool msg, bool source, const std::string& service = {})
-    -> loom::result<loom::fabric_info> {
+/// The entry for an SRX of `provider`: RDM (or MSG on 127.0.0.1, a port of the provider's
+/// choosing) with fabric_hints::shared_receive_context.
+auto srx_info(const std::string& provider, bool msg) -> loom::result<loom::fabric_info> {
     loom::fabric_hints h{.capabilities = caps,
                          .ep_type = msg ? loom::endpoint_types::msg : loom::endpoint_types::rdm,
                          .provider = provider,
@@ -55,82 +53,11 @@ auto srx_info(const std::string& provider, bool msg, bool source, const std::str
     if (msg) {
         h.addr_format = loom::address_format::sockaddr_in;
         h.node = "127.0.0.1";
-        h.service = service;
-        h.node_is_source = source;
+        h.node_is_source = true;
     }
     auto all = loom::query_all(h);
     if (!all) return std::unexpected(all.error());
     return pick(*all);
-}
-
-// Native connection management for the MSG case (loom has no EQ / passive endpoint yet).
-struct eq_closer {
-    void operator()(::fid_eq* p) const noexcept {
-        if (p) (void)::fi_close(&p->fid);
-    }
-};
-struct pep_closer {
-    void operator()(::fid_pep* p) const noexcept {
-        if (p) (void)::fi_close(&p->fid);
-    }
-};
-using eq_ptr = std::unique_ptr<::fid_eq, eq_closer>;
-using pep_ptr = std::unique_ptr<::fid_pep, pep_closer>;
-
-auto open_eq(loom::fabric& fab, eq_ptr& out) -> std::string {
-    ::fi_eq_attr attr{};
-    attr.size = 16;
-    attr.wait_obj = FI_WAIT_UNSPEC;
-    ::fid_eq* eq = nullptr;
-    if (const int rc = ::fi_eq_open(fab.native(), &attr, &eq, nullptr); rc != 0)
-        return "fi_eq_open: " + outcome(loom::native_error(rc));
-    out.reset(eq);
-    return {};
-}
-
-/// Reads the next CM event of `eq` (within 5 s), reading `other` meanwhile: connection
-/// management progresses only while each side's EQ is read. Events of `other` are kept in
-/// `other_events` for later.
-struct cm_event {
-    std::uint32_t event{0};
-    ::fi_eq_cm_entry entry{};
-};
-auto read_cm(::fid_eq* eq, cm_event& out) -> int {
-    out = {};
-    const auto rc = ::fi_eq_read(eq, &out.event, &out.entry, sizeof out.entry, 0);
-    if (rc == -FI_EAVAIL) {
-        ::fi_eq_err_entry err{};
-        (void)::fi_eq_readerr(eq, &err, 0);
-        return -(err.err != 0 ? err.err : FI_EIO);
-    }
-    return rc < 0 ? static_cast<int>(rc) : 1;
-}
-auto next_cm_event(::fid_eq* eq, std::uint32_t expected, ::fi_eq_cm_entry& entry, ::fid_eq* other,
-                   std::vector<cm_event>& other_events) -> std::string {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (std::chrono::steady_clock::now() < deadline) {
-        cm_event ev;
-        if (other != nullptr) {
-            const int orc = read_cm(other, ev);
-            if (orc == 1)
-                other_events.push_back(ev);
-            else if (orc != -FI_EAGAIN)
-                return "other side: " + outcome(loom::native_error(orc));
-        }
-        const int rc = read_cm(eq, ev);
-        if (rc == -FI_EAGAIN) {
-            std::this_thread::yield();
-            continue;
-        }
-        if (rc < 0) return "eq: " + outcome(loom::native_error(rc));
-        if (ev.event != expected) {
-            if (ev.entry.info) ::fi_freeinfo(ev.entry.info);
-            return "unexpected CM event " + std::to_string(ev.event);
-        }
-        entry = ev.entry;
-        return {};
-    }
-    return "no CM event " + std::to_string(expected);
 }
 
 /// Side A: one domain, one SRX, two endpoints (each with its own CQ). RDM endpoints share
@@ -140,19 +67,12 @@ struct srx_side {
     loom::fabric_info info;
     loom::fabric fabric;
     loom::domain domain;
-    eq_ptr eq;
-    pep_ptr pep;
+    loom::event_queue eq;
+    loom::passive_endpoint pep;
     loom::completion_queue cq1, cq2;
     loom::address_vector av;
     loom::shared_rx_context srx;
     loom::endpoint ep1, ep2;
-    std::string port;  ///< MSG: where the passive endpoint listens
-
-    /// Closes the native connection-management objects (before the fabric).
-    void close_cm() {
-        pep.reset();
-        eq.reset();
-    }
 };
 
 /// Side B (the sender): RDM — one endpoint with A's two addresses in its AV; MSG — two
@@ -161,7 +81,7 @@ struct sender_side {
     loom::fabric_info info;
     loom::fabric fabric;
     loom::domain domain;
-    eq_ptr eq;
+    loom::event_queue eq;
     loom::completion_queue cq;
     loom::address_vector av;
     loom::shared_rx_context srx;
@@ -176,11 +96,10 @@ struct sender_side {
         const auto dest = msg ? loom::fabric_addrs::unspecified : to[static_cast<std::size_t>(i)];
         return tagged ? ep.tagged_send(data, tag, dest, nullptr, ctx) : ep.send(data, dest, nullptr, ctx);
     }
-    void close_cm() { eq.reset(); }
 };
 
 auto open_rdm(const std::string& provider, srx_side& a, sender_side& b) -> std::string {
-    auto info = srx_info(provider, false, false);
+    auto info = srx_info(provider, false);
     if (!info) return "query: " + outcome(info.error());
     a.info = *info;
     if (auto e = open_fabric_domain(a.info, a.fabric, a.domain); !e.empty()) return e;
@@ -233,91 +152,98 @@ auto open_rdm(const std::string& provider, srx_side& a, sender_side& b) -> std::
     return {};
 }
 
+/// A MSG endpoint of `dom` completing on `cq`, its connection events on `eq`, receiving
+/// through `srx`; enabled.
+auto open_msg_endpoint(loom::domain& dom, const loom::fabric_info& info, loom::completion_queue& cq,
+                       loom::event_queue& eq, loom::shared_rx_context& srx, loom::endpoint& out) -> std::string {
+    auto e = loom::endpoint::create(dom, info);
+    if (!e) return "endpoint: " + outcome(e.error());
+    out = std::move(*e);
+    if (auto r = out.bind_cq(cq, loom::cq_bind::transmit | loom::cq_bind::recv); !r) return "bind_cq: " + outcome(r);
+    if (auto r = out.bind_eq(eq); !r) return "bind_eq: " + outcome(r);
+    if (auto r = out.bind_srx(srx); !r) return "bind_srx: " + outcome(r);
+    if (auto r = out.enable(); !r) return "enable: " + outcome(r);
+    return {};
+}
+
+/// A's and B's fabric, domain, connection events, queues and SRX for the MSG case.
+auto open_msg_objects(const std::string& provider, loom::fabric_info& info, loom::fabric& fab, loom::domain& dom,
+                      loom::event_queue& eq, loom::shared_rx_context& srx) -> std::string {
+    auto i = srx_info(provider, true);
+    if (!i) return "query: " + outcome(i.error());
+    info = *i;
+    if (auto e = open_fabric_domain(info, fab, dom); !e.empty()) return e;
+    auto q = loom::event_queue::create(fab);
+    if (!q) return "event queue: " + outcome(q.error());
+    eq = std::move(*q);
+    auto x = loom::shared_rx_context::create(dom, info);
+    if (!x) return "srx: " + outcome(x.error());
+    srx = std::move(*x);
+    return {};
+}
+
+/// The next event of `kind` on `eq`, reading `other` meanwhile (connection management moves
+/// only while each side's queue is read; the two sides are separate fabrics): `other`'s events
+/// are kept in `kept`. Nullopt after 10 s or at an event of another kind.
+auto next_reading_both(loom::event_queue& eq, loom::cm_event_kind kind, loom::event_queue& other,
+                       std::vector<loom::cm_event>& kept) -> std::optional<loom::cm_event> {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (auto o = other.read(); o && *o) kept.push_back(std::move(**o));
+        auto ev = eq.read();
+        if (!ev || (*ev && (*ev)->kind != kind)) return std::nullopt;
+        if (*ev) return std::move(**ev);
+        std::this_thread::yield();
+    }
+    return std::nullopt;
+}
+
+/// Takes the kept event of `kind`; false when none was kept.
+auto take_kept(std::vector<loom::cm_event>& kept, loom::cm_event_kind kind) -> bool {
+    const auto it = std::ranges::find(kept, kind, &loom::cm_event::kind);
+    if (it == kept.end()) return false;
+    kept.erase(it);
+    return true;
+}
+
 auto open_msg(const std::string& provider, srx_side& a, sender_side& b) -> std::string {
     b.msg = true;
-    auto info = srx_info(provider, true, true);
-    if (!info) return "query: " + outcome(info.error());
-    a.info = *info;
-    if (auto e = open_fabric_domain(a.info, a.fabric, a.domain); !e.empty()) return e;
-    if (auto e = open_eq(a.fabric, a.eq); !e.empty()) return e;
-    ::fid_pep* pep = nullptr;
-    if (const int rc = ::fi_passive_ep(a.fabric.native(), const_cast<::fi_info*>(a.info.native()), &pep, nullptr);
-        rc != 0)
-        return "fi_passive_ep: " + outcome(loom::native_error(rc));
-    a.pep.reset(pep);
-    if (const int rc = ::fi_pep_bind(pep, &a.eq->fid, 0); rc != 0)
-        return "fi_pep_bind: " + outcome(loom::native_error(rc));
-    if (const int rc = ::fi_listen(pep); rc != 0) return "fi_listen: " + outcome(loom::native_error(rc));
-    ::sockaddr_in sin{};
-    std::size_t len = sizeof sin;
-    if (const int rc = ::fi_getname(&pep->fid, &sin, &len); rc != 0)
-        return "fi_getname: " + outcome(loom::native_error(rc));
-    a.port = std::to_string(ntohs(sin.sin_port));
+    if (auto e = open_msg_objects(provider, a.info, a.fabric, a.domain, a.eq, a.srx); !e.empty()) return e;
+    auto pep = loom::passive_endpoint::create(a.fabric, a.info);
+    if (!pep) return "passive endpoint: " + outcome(pep.error());
+    a.pep = std::move(*pep);
+    if (auto r = a.pep.bind(a.eq); !r) return "pep bind: " + outcome(r);
+    if (auto r = a.pep.listen(); !r) return "listen: " + outcome(r);
+    auto listening = a.pep.name();
+    if (!listening) return "pep name: " + outcome(listening.error());
     for (auto* cq : {&a.cq1, &a.cq2}) {
         auto c = loom::completion_queue::create(a.domain, {.size = 64});
         if (!c) return "cq: " + outcome(c.error());
         *cq = std::move(*c);
     }
-    auto srx = loom::shared_rx_context::create(a.domain, a.info);
-    if (!srx) return "srx: " + outcome(srx.error());
-    a.srx = std::move(*srx);
-
     // The sender: connects twice; each connection request becomes one of A's endpoints.
-    auto binfo = srx_info(provider, true, false, a.port);
-    if (!binfo) return "sender query: " + outcome(binfo.error());
-    b.info = *binfo;
-    if (auto e = open_fabric_domain(b.info, b.fabric, b.domain); !e.empty()) return "sender " + e;
-    if (auto e = open_eq(b.fabric, b.eq); !e.empty()) return "sender " + e;
+    if (auto e = open_msg_objects(provider, b.info, b.fabric, b.domain, b.eq, b.srx); !e.empty()) return "sender " + e;
     auto cq = loom::completion_queue::create(b.domain, {.size = 64});
     if (!cq) return "sender cq: " + outcome(cq.error());
     b.cq = std::move(*cq);
-    auto bsrx = loom::shared_rx_context::create(b.domain, b.info);
-    if (!bsrx) return "sender srx: " + outcome(bsrx.error());
-    b.srx = std::move(*bsrx);
     for (std::size_t i = 0; i < 2; ++i) {
-        auto ep = loom::endpoint::create(b.domain, b.info);
-        if (!ep) return "sender endpoint: " + outcome(ep.error());
-        auto& be = b.conn[i];
-        be = std::move(*ep);
-        if (auto r = be.bind_cq(b.cq, loom::cq_bind::transmit | loom::cq_bind::recv); !r)
-            return "sender bind_cq: " + outcome(r);
-        if (const int rc = ::fi_ep_bind(be.native(), &b.eq->fid, 0); rc != 0)
-            return "sender bind eq: " + outcome(loom::native_error(rc));
-        if (auto r = be.bind_srx(b.srx); !r) return "sender bind_srx: " + outcome(r);
-        if (auto r = be.enable(); !r) return "sender enable: " + outcome(r);
-        if (const int rc = ::fi_connect(be.native(), b.info.native()->dest_addr, nullptr, 0); rc != 0)
-            return "fi_connect: " + outcome(loom::native_error(rc));
-
-        std::vector<cm_event> b_events;
-        ::fi_eq_cm_entry req{};
-        if (auto e = next_cm_event(a.eq.get(), FI_CONNREQ, req, b.eq.get(), b_events); !e.empty())
-            return "accept side: " + e;
-        auto conn_info = loom::fabric_info::copy_native(req.info);
-        ::fi_freeinfo(req.info);
-        if (!conn_info) return "copy_native: " + outcome(conn_info.error());
+        if (auto e = open_msg_endpoint(b.domain, b.info, b.cq, b.eq, b.srx, b.conn[i]); !e.empty())
+            return "sender " + e;
+        if (auto r = b.conn[i].connect(*listening); !r) return "connect: " + outcome(r);
+        std::vector<loom::cm_event> b_events;
+        auto req = next_reading_both(a.eq, loom::cm_event_kind::connreq, b.eq, b_events);
+        if (!req) return "no connection request";
         auto& ae = i == 0 ? a.ep1 : a.ep2;
-        auto aep = loom::endpoint::create(a.domain, *conn_info);
-        if (!aep) return "endpoint: " + outcome(aep.error());
-        ae = std::move(*aep);
-        if (auto r = ae.bind_cq(i == 0 ? a.cq1 : a.cq2, loom::cq_bind::transmit | loom::cq_bind::recv); !r)
-            return "bind_cq: " + outcome(r);
-        if (const int rc = ::fi_ep_bind(ae.native(), &a.eq->fid, 0); rc != 0)
-            return "bind eq: " + outcome(loom::native_error(rc));
-        if (auto r = ae.bind_srx(a.srx); !r) return "bind_srx: " + outcome(r);
-        if (auto r = ae.enable(); !r) return "enable: " + outcome(r);
-        if (const int rc = ::fi_accept(ae.native(), nullptr, 0); rc != 0)
-            return "fi_accept: " + outcome(loom::native_error(rc));
-        ::fi_eq_cm_entry done{};
-        if (auto e = next_cm_event(a.eq.get(), FI_CONNECTED, done, b.eq.get(), b_events); !e.empty())
-            return "accept side: " + e;
-        std::vector<cm_event> a_events;
-        if (b_events.empty()) {
-            if (auto e = next_cm_event(b.eq.get(), FI_CONNECTED, done, a.eq.get(), a_events); !e.empty())
-                return "connect side: " + e;
-            b_events.push_back(cm_event{FI_CONNECTED, done});
-        }
-        if (b_events.size() != 1 || b_events.front().event != FI_CONNECTED || !a_events.empty())
-            return "unexpected CM events while connecting";
+        if (auto e = open_msg_endpoint(a.domain, req->info, i == 0 ? a.cq1 : a.cq2, a.eq, a.srx, ae); !e.empty())
+            return e;
+        if (auto r = ae.accept(); !r) return "accept: " + outcome(r);
+        if (!next_reading_both(a.eq, loom::cm_event_kind::connected, b.eq, b_events))
+            return "accept side not connected";
+        std::vector<loom::cm_event> a_events;
+        if (!take_kept(b_events, loom::cm_event_kind::connected) &&
+            !next_reading_both(b.eq, loom::cm_event_kind::connected, a.eq, a_events))
+            return "connect side not connected";
+        if (!b_events.empty() || !a_events.empty()) return "unexpected connection events";
     }
     return {};
 }
@@ -605,7 +531,8 @@ TEST_P(core_srx, close_order_endpoints_then_srx_then_domain) {
     EXPECT_EQ(outcome(loom::recv(a_.srx, pending, loom::fabric_addrs::unspecified, nullptr, &pctx)), "bad_state");
     EXPECT_EQ(outcome(a_.srx.close()), "ok") << "closing twice is a no-op";
     EXPECT_EQ(outcome(a_.domain.close()), "ok");
-    a_.close_cm();
+    EXPECT_EQ(outcome(a_.pep.close()), "ok");  // the MSG case's listener (a no-op for RDM)
+    EXPECT_EQ(outcome(a_.eq.close()), "ok");
     EXPECT_EQ(outcome(a_.fabric.close()), "ok");
 }
 
@@ -615,7 +542,7 @@ INSTANTIATE_TEST_SUITE_P(providers, core_srx, ::testing::Values("tcp", "sockets"
 class core_srx_unsupported : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(core_srx_unsupported, creation_fails_cleanly_with_an_error_code) {
-    auto hinted = srx_info(GetParam(), false, false);
+    auto hinted = srx_info(GetParam(), false);
     EXPECT_FALSE(hinted.has_value()) << "the provider now matches shared_receive_context hints";
     if (!hinted) quirk(GetParam(), "shared_receive_context hints -> " + outcome(hinted.error()));
     auto info = loom_test::find_info(GetParam(), caps);
