@@ -185,6 +185,13 @@ inline auto next_event(loom::completion_queue& cq, std::chrono::milliseconds tim
     }
 }
 
+/// Requires that nothing shows up on the queue for a short while (an operation loom refused
+/// must not have reached the provider; a canceled one completes once).
+inline void expect_quiet(loom::completion_queue& cq) {
+    auto ev = next_event(cq, std::chrono::milliseconds{20});
+    EXPECT_FALSE(ev.has_value()) << "unexpected completion: " << (ev ? outcome(ev->error) : "");
+}
+
 inline auto bytes_of(std::span<const std::byte> s) -> std::vector<std::byte> { return {s.begin(), s.end()}; }
 
 }  // namespace core_test
