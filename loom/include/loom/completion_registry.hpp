@@ -111,7 +111,15 @@ public:
     /// provider in the order they were started. False only when `op` could not be deferred.
     template <class TrySubmit>
     auto submit_in_order(registered_completion& op, TrySubmit&& try_submit) noexcept -> bool {
+        return submit_in_order(op, static_cast<TrySubmit&&>(try_submit), [] noexcept {});
+    }
+    /// The same, calling `prepare_retry()` before `op` is deferred (what its retry_fn will need
+    /// that the first submission took from elsewhere).
+    template <class TrySubmit, class PrepareRetry>
+    auto submit_in_order(registered_completion& op, TrySubmit&& try_submit, PrepareRetry&& prepare_retry) noexcept
+        -> bool {
         if (deferred_count() == 0 && !try_submit()) return true;
+        prepare_retry();
         return defer(op);
     }
     /// Queues `op`, which is not registered, for a later submission by retry_deferred; false

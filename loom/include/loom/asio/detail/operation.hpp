@@ -99,19 +99,6 @@ template <op_kind Kind>
     }
 }
 
-/// The same for a kind known only at run time (a resubmission).
-[[nodiscard]] inline auto submit_operation(loom::endpoint& ep, op_kind kind, const op_params& p,
-                                           std::span<const ::iovec> iov, std::span<void* const> desc,
-                                           void* ctx) noexcept -> void_result {
-    switch (kind) {
-        case op_kind::send: return submit_operation<op_kind::send>(ep, p, iov, desc, ctx);
-        case op_kind::receive: return submit_operation<op_kind::receive>(ep, p, iov, desc, ctx);
-        case op_kind::read: return submit_operation<op_kind::read>(ep, p, iov, desc, ctx);
-        case op_kind::write: return submit_operation<op_kind::write>(ep, p, iov, desc, ctx);
-    }
-    return make_unexpected(errc::invalid_argument);
-}
-
 /// How finish() hands over the handler.
 enum class completion_mode {
     dispatch,  ///< asio::dispatch on the handler's executor (the service's own passes)
@@ -148,30 +135,35 @@ public:
 protected:
     using finish_fn = void (*)(operation_base& self, completion_mode mode);
 
-    operation_base(finish_fn finish, const op_target& target, op_kind kind, const op_params& params) noexcept
-        : registered_completion(&deliver, &retry, target.owner),
-          finish_(finish),
-          kind_(kind),
-          target_(target),
-          params_(params) {}
+    operation_base(finish_fn finish, retry_fn retry, const op_target& target, op_kind kind) noexcept
+        : registered_completion(&deliver, retry, target.owner), finish_(finish), kind_(kind), target_(target) {}
     ~operation_base() = default;
 
     /// Registers, then submits; a refusal ends the operation (FI_EAGAIN: deferred until the
     /// queue's next reader resubmits it). Behind operations deferred before it, in the order
     /// started.
+    /// `p`, `iov` and `desc` are read during this call; a deferred operation keeps a copy of `p`
+    /// in `kept` for its resubmission (its buffers stay in the derived state).
     template <op_kind Kind>
-    void submit() noexcept {
+    void submit(const op_params& p, std::span<const ::iovec> iov, std::span<void* const> desc,
+                op_params* kept) noexcept {
         completion_registry& reg = *target_.cq->registry();
-        if (!reg.submit_in_order(*this, [&] {
+        const bool placed = reg.submit_in_order(
+            *this,
+            [&] {
                 (void)reg.add(*this);  // before submission: the completion may come at once
-                return submitted(reg, submit_operation<Kind>(*target_.ep, params_, iov_, desc_, context()));
-            }))
-            completed(make_error_code(errc::again), 0);
+                return submitted(reg, submit_operation<Kind>(*target_.ep, p, iov, desc, context()));
+            },
+            [&] noexcept { std::construct_at(kept, p); });
+        if (!placed) completed(make_error_code(errc::again), 0);
     }
-    /// Registers and submits; true when the provider is busy (FI_EAGAIN), the operation unchanged.
-    auto try_submit(completion_registry& reg) noexcept -> bool {
+    /// A resubmission: registers and submits again; true when the provider is still busy
+    /// (FI_EAGAIN), the operation unchanged.
+    template <op_kind Kind>
+    auto resubmit(completion_registry& reg, const op_params& p, std::span<const ::iovec> iov,
+                  std::span<void* const> desc) noexcept -> bool {
         (void)reg.add(*this);
-        return submitted(reg, submit_operation(*target_.ep, kind_, params_, iov_, desc_, context()));
+        return submitted(reg, submit_operation<Kind>(*target_.ep, p, iov, desc, context()));
     }
     /// What a submission's result `r` means: true when the provider is busy; a refusal ends the
     /// operation.
@@ -212,10 +204,6 @@ protected:
     std::size_t bytes_{0};
     std::error_code ec_{};
     op_target target_;
-    // What submission (and a retry) reads.
-    op_params params_;
-    std::span<const ::iovec> iov_{};
-    std::span<void* const> desc_{};
 
 private:
     static void deliver(registered_completion& self, const completion_event& ev) noexcept {
@@ -225,10 +213,6 @@ private:
         // A receive reports the message length, partial bytes with an error included.
         const std::size_t n = op.kind_ == op_kind::receive ? ev.bytes_transferred : (ec ? 0 : op.total_);
         op.completed(ec, n);
-    }
-    static auto retry(registered_completion& self) noexcept -> bool {
-        auto& op = static_cast<operation_base&>(self);
-        return op.try_submit(*op.target_.cq->registry());
     }
 };
 
@@ -262,11 +246,12 @@ public:
         rebound alloc(::asio::get_associated_allocator(handler, state_allocator<void>()));
         operation* op = std::allocator_traits<rebound>::allocate(alloc, 1);
         try {
-            ::new (static_cast<void*>(op)) operation(std::move(handler), io_ex, target, Kind, params);
+            ::new (static_cast<void*>(op)) operation(std::move(handler), io_ex, target, Kind, &resubmit_as<Kind>);
         } catch (...) {
             std::allocator_traits<rebound>::deallocate(alloc, op, 1);
             throw;
         }
+        op_params p = params;  // RMA: its remote range is cut to the buffers' total
         std::error_code ec;
         if (target.ep == nullptr || target.cq == nullptr || target.cq->registry() == nullptr) {
             ec = make_error_code(errc::bad_state);  // a closed or moved-from endpoint
@@ -279,10 +264,8 @@ public:
                 op->finish(completion_mode::destroy);
                 throw;
             }
-            op->iov_ = op->buffers_.iov();
-            op->desc_ = op->buffers_.desc();
             op->total_ = op->buffers_.total();
-            if (!ec) ec = check_operation<Kind>(*target.ep, *target.cq, op->params_, op->total_);
+            if (!ec) ec = check_operation<Kind>(*target.ep, *target.cq, p, op->total_);
         }
         if (ec) {  // refused before submission: the handler is posted with the reason
             op->ec_ = ec;
@@ -300,7 +283,8 @@ public:
         }
         auto slot = ::asio::get_associated_cancellation_slot(op->handler_);
         if (slot.is_connected()) slot.template emplace<cancel_handler>(op);
-        op->template submit<Kind>();  // the state may be gone from here on
+        // The state may be gone once this returns.
+        op->template submit<Kind>(p, op->buffers_.iov(), op->buffers_.desc(), &op->params_);
         // Armed after submission: a message is not held back by posting the first pass.
         if (arm) service_arm_polling(*target.service);
     }
@@ -315,14 +299,21 @@ private:
         }
     };
 
-    operation(Handler&& h, const IoExecutor& io_ex, const op_target& target, op_kind kind, const op_params& params)
-        : operation_base(&do_finish, target, kind, params),
+    operation(Handler&& h, const IoExecutor& io_ex, const op_target& target, op_kind kind, retry_fn retry)
+        : operation_base(&do_finish, retry, target, kind),
           handler_(std::move(h)),
           ex_(::asio::get_associated_executor(handler_, io_ex)),
           buffers_(make_buffers(handler_)) {
         // Another executor is kept running while the operation is outstanding; the endpoint's
         // own io_context is, by the service's polling.
         if (tracks_work(ex_, io_ex)) work_.emplace(ex_);
+    }
+    /// The registry's retry_fn for an operation of kind `Kind`.
+    template <op_kind Kind>
+    static auto resubmit_as(registered_completion& self) noexcept -> bool {
+        auto& op = static_cast<operation&>(self);
+        return op.template resubmit<Kind>(*op.target_.cq->registry(), op.params_, op.buffers_.iov(),
+                                          op.buffers_.desc());
     }
     static auto make_buffers(const Handler& h) -> buffers_type {
         if constexpr (Single)
@@ -376,6 +367,10 @@ private:
     handler_executor ex_;
     std::optional<::asio::executor_work_guard<handler_executor>> work_;
     buffers_type buffers_;
+    // Last, written only when the operation is deferred (submit): what its resubmission reads.
+    union {
+        op_params params_;
+    };
 };
 
 }  // namespace loom::asio::detail
