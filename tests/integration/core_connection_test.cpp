@@ -131,6 +131,28 @@ struct client {
 
 class Connection : public ::testing::TestWithParam<std::string> {};
 
+/// What the single-process cases start from: tcp's MSG entry, its fabric, an event queue and a
+/// passive endpoint bound to nothing yet (declared so that they close in the reverse order).
+struct listener_objects {
+    loom::result<loom::fabric_info> info = loom::make_unexpected(loom::errc::other);
+    loom::result<loom::fabric> fab = loom::make_unexpected(loom::errc::other);
+    loom::result<loom::event_queue> eq = loom::make_unexpected(loom::errc::other);
+    loom::result<loom::passive_endpoint> pep = loom::make_unexpected(loom::errc::other);
+
+    /// Empty on success, else the step that failed.
+    auto open() -> std::string {
+        info = msg_info("tcp");
+        if (!info) return "msg_info: " + outcome(info.error());
+        fab = loom::fabric::create(*info);
+        if (!fab) return "fabric: " + outcome(fab.error());
+        eq = loom::event_queue::create(*fab);
+        if (!eq) return "event queue: " + outcome(eq.error());
+        pep = loom::passive_endpoint::create(*fab, *info);
+        if (!pep) return "passive endpoint: " + outcome(pep.error());
+        return {};
+    }
+};
+
 }  // namespace
 
 TEST_P(Connection, connects_exchanges_data_and_shuts_down) {
@@ -180,15 +202,9 @@ INSTANTIATE_TEST_SUITE_P(Providers, Connection, ::testing::Values("tcp", "socket
                          [](const auto& p) { return p.param; });
 
 TEST(ConnectionRefusals, calls_out_of_order_or_on_the_wrong_object_are_refused) {
-    auto info = msg_info("tcp");
-    ASSERT_TRUE(info);
-    auto fab = loom::fabric::create(*info);
-    ASSERT_TRUE(fab);
-    auto eq = loom::event_queue::create(*fab);
-    ASSERT_TRUE(eq);
-
-    auto pep = loom::passive_endpoint::create(*fab, *info);
-    ASSERT_TRUE(pep);
+    listener_objects objects;
+    ASSERT_EQ(objects.open(), "");
+    auto& [info, fab, eq, pep] = objects;
     EXPECT_EQ(outcome(pep->listen()), "bad_state") << "requests need a queue";
     ASSERT_EQ(outcome(pep->bind(*eq)), "ok");
     EXPECT_EQ(outcome(pep->bind(*eq)), "bad_state");
@@ -249,14 +265,9 @@ TEST(ConnectionRefusals, calls_out_of_order_or_on_the_wrong_object_are_refused) 
 }
 
 TEST(ConnectionClose, closing_the_bound_listener_and_endpoint_lets_their_queue_close) {
-    auto info = msg_info("tcp");
-    ASSERT_TRUE(info);
-    auto fab = loom::fabric::create(*info);
-    ASSERT_TRUE(fab);
-    auto eq = loom::event_queue::create(*fab);
-    ASSERT_TRUE(eq);
-    auto pep = loom::passive_endpoint::create(*fab, *info);
-    ASSERT_TRUE(pep);
+    listener_objects objects;
+    ASSERT_EQ(objects.open(), "");
+    auto& [info, fab, eq, pep] = objects;
     ASSERT_EQ(outcome(pep->bind(*eq)), "ok");
     connection c;
     ASSERT_EQ(c.open(*fab, *info, *eq), "");

@@ -19,8 +19,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr std::uint64_t any_tag = 0x5A5A;
-
 // ================================================================ pre-submission checks
 class core_checks : public ::testing::TestWithParam<std::string> {};
 

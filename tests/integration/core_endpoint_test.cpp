@@ -20,8 +20,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr std::uint64_t any_tag = 0x5A5A;
-
 // ================================================================ 1. cancel
 class core_cancel : public ::testing::TestWithParam<std::string> {};
 

@@ -185,6 +185,9 @@ inline auto next_event(loom::completion_queue& cq, std::chrono::milliseconds tim
     }
 }
 
+/// A tag the endpoint tests receive with and send.
+inline constexpr std::uint64_t any_tag = 0x5A5A;
+
 /// Requires that nothing shows up on the queue for a short while (an operation loom refused
 /// must not have reached the provider; a canceled one completes once).
 inline void expect_quiet(loom::completion_queue& cq) {
