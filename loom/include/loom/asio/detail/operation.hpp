@@ -141,9 +141,8 @@ protected:
 
     /// Registers, then submits; a refusal ends the operation (FI_EAGAIN: deferred until the
     /// queue's next reader resubmits it). Behind operations deferred before it, in the order
-    /// started.
-    /// `p`, `iov` and `desc` are read during this call; a deferred operation keeps a copy of `p`
-    /// in `kept` for its resubmission (its buffers stay in the derived state).
+    /// started. `p`, `iov` and `desc` are read during this call only: a deferred operation keeps
+    /// a copy of `p` in `kept` (its buffers stay in the derived state).
     template <op_kind Kind>
     void submit(const op_params& p, std::span<const ::iovec> iov, std::span<void* const> desc,
                 op_params* kept) noexcept {
