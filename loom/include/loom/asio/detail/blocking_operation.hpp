@@ -29,8 +29,8 @@ public:
     /// Submits and waits; the message length (receives, partial bytes with an error included)
     /// or the bytes sent. No timeout: a provider that never retires the operation blocks it.
     template <op_kind Kind, class Seq>
-    auto run(op_params params, const Seq& buffers, std::error_code& ec) -> std::size_t {
-        buffer_list<std::allocator<void>> list{std::allocator<void>{}};
+    auto run(const op_params& params, const Seq& buffers, std::error_code& ec) -> std::size_t {
+        auto list = make_buffer_storage<single_buffer<Seq>>(std::allocator<void>{});
         ec = cq_.registry() == nullptr ? make_error_code(errc::bad_state)
                                        : list.template assign<writes_local(Kind)>(buffers, ep_);
         if (!ec) ec = check_operation<Kind>(ep_, cq_, params, list.total());

@@ -144,12 +144,6 @@ private:
     template <bool Writable, class Seq>
     auto fill(const Seq& seq, const memory_region* all, const endpoint& ep) -> std::error_code {
         has_desc_ = all != nullptr;
-        if constexpr (single_buffer<Seq>) {  // the inline arrays always hold one: no walk, no reserve
-            const buffer_piece p = piece_of<Writable>(seq);
-            count_ = 1;
-            total_ = p.size;
-            return store(0, p, all, ep) ? std::error_code{} : make_error_code(errc::invalid_argument);
-        }
         std::size_t n = 0;
         for_each_piece<Writable>(seq, [&](const buffer_piece&) { ++n; });
         reserve(n == 0 ? 1 : n);
@@ -210,5 +204,19 @@ private:
     std::size_t total_{0};
     bool has_desc_{false};
 };
+
+/// What an operation keeps of its buffers: one_buffer for a single buffer (`Single`), else a
+/// buffer_list allocating through `Allocator`.
+template <bool Single, class Allocator>
+using buffer_storage = std::conditional_t<Single, one_buffer, buffer_list<Allocator>>;
+
+/// A buffer_storage; `a` serves the buffer_list (a single buffer allocates nothing).
+template <bool Single, class Allocator>
+auto make_buffer_storage(const Allocator& a) -> buffer_storage<Single, Allocator> {
+    if constexpr (Single)
+        return one_buffer{};
+    else
+        return buffer_list<Allocator>(a);
+}
 
 }  // namespace loom::asio::detail

@@ -64,22 +64,22 @@ struct op_target {
     return kind == op_kind::receive || kind == op_kind::read;
 }
 
-/// Checks made before submission that do not depend on the buffers (`total`: their bytes); an
-/// RMA operation's remote range is cut to exactly `total` (the IOV totals must match).
+/// Checks made before submission that do not depend on the buffers (`total`: their bytes).
 template <op_kind Kind>
-[[nodiscard]] auto check_operation(const loom::endpoint& ep, const completion_queue& cq, op_params& params,
+[[nodiscard]] auto check_operation(const loom::endpoint& ep, const completion_queue& cq, const op_params& params,
                                    std::size_t total) noexcept -> std::error_code {
     if constexpr (Kind == op_kind::receive) {
         if (cq.format() == cq_format::context) return make_error_code(errc::invalid_argument);  // no length
         if (ep.rx_op_flags().any(op_flag::multi_recv)) return make_error_code(errc::not_supported);
     } else if constexpr (Kind == op_kind::read || Kind == op_kind::write) {
         if (!params.remote.holds(total)) return make_error_code(errc::invalid_argument);
-        params.remote = {params.remote.addr, params.remote.key, total};
     }
     return {};
 }
 
-/// Submits with `ctx` (the operation's registered context).
+/// Submits with `ctx` (the operation's registered context). An RMA operation's remote range
+/// is cut to exactly the buffers' total (the IOV totals must match; check_operation made sure it
+/// holds them).
 template <op_kind Kind>
 [[nodiscard]] auto submit_operation(loom::endpoint& ep, const op_params& p, std::span<const ::iovec> iov,
                                     std::span<void* const> desc, void* ctx) noexcept -> void_result {
@@ -95,7 +95,8 @@ template <op_kind Kind>
                                                     one_desc, p.peer, p.tag, p.ignore, p.tagged, ctx);
         return loom::detail::submit_receive(ep, {iov, desc, p.peer, p.tag, p.ignore, p.tagged}, ctx);
     } else {
-        return loom::detail::submit_rma(ep, Kind == op_kind::read, iov, desc, p.peer, p.remote, ctx);
+        const remote_memory exact{p.remote.addr, p.remote.key, loom::endpoint::total_length(iov)};
+        return loom::detail::submit_rma(ep, Kind == op_kind::read, iov, desc, p.peer, exact, ctx);
     }
 }
 
@@ -233,7 +234,7 @@ class operation final : public operation_base {
 public:
     using allocator_type = ::asio::associated_allocator_t<Handler, state_allocator<void>>;
     using handler_executor = ::asio::associated_executor_t<Handler, IoExecutor>;
-    using buffers_type = std::conditional_t<Single, one_buffer, buffer_list<allocator_type>>;
+    using buffers_type = buffer_storage<Single, allocator_type>;
 
     /// Allocates (through the handler's allocator), checks, submits; the handler runs later,
     /// never inside this call. Throws only what allocation throws.
@@ -250,7 +251,6 @@ public:
             std::allocator_traits<rebound>::deallocate(alloc, op, 1);
             throw;
         }
-        op_params p = params;  // RMA: its remote range is cut to the buffers' total
         std::error_code ec;
         if (target.ep == nullptr || target.cq == nullptr || target.cq->registry() == nullptr) {
             ec = make_error_code(errc::bad_state);  // a closed or moved-from endpoint
@@ -264,7 +264,7 @@ public:
                 throw;
             }
             op->total_ = op->buffers_.total();
-            if (!ec) ec = check_operation<Kind>(*target.ep, *target.cq, p, op->total_);
+            if (!ec) ec = check_operation<Kind>(*target.ep, *target.cq, params, op->total_);
         }
         if (ec) {  // refused before submission: the handler is posted with the reason
             op->ec_ = ec;
@@ -283,7 +283,7 @@ public:
         auto slot = ::asio::get_associated_cancellation_slot(op->handler_);
         if (slot.is_connected()) slot.template emplace<cancel_handler>(op);
         // The state may be gone once this returns.
-        op->template submit<Kind>(p, op->buffers_.iov(), op->buffers_.desc(), &op->params_);
+        op->template submit<Kind>(params, op->buffers_.iov(), op->buffers_.desc(), &op->params_);
         // Armed after submission: a message is not held back by posting the first pass.
         if (arm) service_arm_polling(*target.service);
     }
@@ -302,7 +302,7 @@ private:
         : operation_base(&do_finish, retry, target, kind),
           handler_(std::move(h)),
           ex_(::asio::get_associated_executor(handler_, io_ex)),
-          buffers_(make_buffers(handler_)) {
+          buffers_(make_buffer_storage<Single>(::asio::get_associated_allocator(handler_, state_allocator<void>()))) {
         // Another executor is kept running while the operation is outstanding; the endpoint's
         // own io_context is, by the service's polling.
         if (tracks_work(ex_, io_ex)) work_.emplace(ex_);
@@ -313,12 +313,6 @@ private:
         auto& op = static_cast<operation&>(self);
         return op.template resubmit<Kind>(*op.target_.cq->registry(), op.params_, op.buffers_.iov(),
                                           op.buffers_.desc());
-    }
-    static auto make_buffers(const Handler& h) -> buffers_type {
-        if constexpr (Single)
-            return buffers_type{};
-        else
-            return buffers_type(::asio::get_associated_allocator(h, state_allocator<void>()));
     }
     static auto tracks_work(const handler_executor& ex, const IoExecutor& io_ex) noexcept -> bool {
         if constexpr (std::is_same_v<handler_executor, IoExecutor>)
