@@ -430,17 +430,21 @@ private:
     detail::child_link eq_link_;     // likewise
     detail::child_link owner_link_;  // likewise
     detail::unique_fid<::fid_ep> h_;
+    // What every operation reads, together after the handle (valid()): a stream's copies evict
+    // the endpoint between operations, and each line it spans costs a miss.
+    ::fid_domain* domain_{nullptr};  // memory_region::usable_with
+    op_flag tx_flags_{};
+    op_flag rx_flags_{};
+    bool selective_tx_{false};
+    bool selective_rx_{false};
     detail::op_gates gates_{};
     [[nodiscard]] auto tx_msg() const noexcept -> ::fid_ep* { return gates_.send(capability::msg); }
     [[nodiscard]] auto tx_tagged() const noexcept -> ::fid_ep* { return gates_.send(capability::tagged); }
-    ::fid_domain* domain_{nullptr};
     ::fid_fabric* fabric_{nullptr};
     std::pmr::memory_resource* mr_{nullptr};
     capability caps_{};
     endpoint_types type_{endpoint_types::unspecified};
     address_format format_{address_format::unspecified};
-    op_flag tx_flags_{};
-    op_flag rx_flags_{};
     loom::iov_limits limits_{};
     std::size_t inject_size_{0};
     std::size_t max_msg_size_{0};
@@ -450,8 +454,6 @@ private:
     /// (bad_state) instead of handing the provider a null handle.
     detail::zero_on_move<bool> enabled_{false};
     bool has_av_{false};
-    bool selective_tx_{false};
-    bool selective_rx_{false};
     provider_quirks quirks_{};
     /// The gates, derived from enabled_, caps_, max_msg_size_, needs_context_ and the quirks
     /// whenever enabled_ changes (a move takes them along and leaves the source refusing).

@@ -135,9 +135,10 @@ private:
     ::asio::io_context& ioc_;
     mutable std::recursive_mutex mutex_;
     std::vector<std::shared_ptr<queue_entry>> queues_;
-    std::optional<::asio::steady_timer> timer_;  // made at first need (zero intervals need none)
-    unsigned depth_{0};                          // passes under way on the thread holding mutex_
-    unsigned idle_passes_{0};                    // timer passes in a row that completed nothing
+    // What passes and operations read, in two lines after the vector; the timer (large, used
+    // only by timed passes) last.
+    unsigned depth_{0};        // passes under way on the thread holding mutex_
+    unsigned idle_passes_{0};  // timer passes in a row that completed nothing
     bool started_{false};
     std::atomic<bool> pass_scheduled_{false};  // the timer is armed or a pass is posted
     // Started, and every active queue is read in zero-interval passes that have not backed
@@ -153,6 +154,7 @@ private:
     detail::operation_base** ready_here_tail_{&ready_here_};
     std::atomic<bool> drain_posted_{false};
     std::atomic<std::thread::id> polling_thread_{};
+    std::optional<::asio::steady_timer> timer_;  // made at first need (zero intervals need none)
 };
 
 }  // namespace loom::asio

@@ -20,7 +20,7 @@ class endpoint_state {
 public:
     endpoint_state(loom::endpoint&& ep, completion_queue* tx_cq, completion_queue* rx_cq,
                    fabric_service* service) noexcept
-        : ep(std::move(ep)), tx_cq(tx_cq), rx_cq(rx_cq), service(service) {}
+        : tx_cq(tx_cq), rx_cq(rx_cq), service(service), ep(std::move(ep)) {}
     endpoint_state(const endpoint_state&) = delete;
     auto operator=(const endpoint_state&) -> endpoint_state& = delete;
     ~endpoint_state() = default;
@@ -32,7 +32,8 @@ public:
     /// References held by operations in flight (the endpoint's own excluded).
     [[nodiscard]] auto operations() const noexcept -> long { return refs_.load(std::memory_order_acquire) - 1; }
 
-    loom::endpoint ep;
+    // What an operation reads at its start and completion first, beside the count, then the
+    // endpoint (its own hot fields follow its handle): few lines for a cold cache.
     completion_queue* tx_cq;
     completion_queue* rx_cq;
     fabric_service* service;
@@ -40,6 +41,9 @@ public:
 
 private:
     std::atomic<long> refs_{1};
+
+public:
+    loom::endpoint ep;
 };
 
 }  // namespace loom::asio::detail

@@ -16,16 +16,31 @@
 namespace loom::asio {
 
 struct fabric_service::queue_entry {
+    // What every pass reads comes first, in one cache line (a stream's copies evict it between
+    // reads); the engaged flags of the two optionals below would each cost a line of their own.
     completion_queue* cq;
     queue_options options;
-    std::optional<completion_event> unhandled{};
-    std::optional<::asio::posix::stream_descriptor> descriptor{};  // our duplicate of the wait fd
     bool removed{false};
     bool wait_armed{false};
     bool needs_read{false};  // descriptor queue: fi_trywait said read first
+    bool by_fd{false};       // descriptor is set (once, at registration)
+    bool paused{false};      // an event no operation owns waits in `unhandled`
+    completion_event unhandled{};
+    std::optional<::asio::posix::stream_descriptor> descriptor{};  // our duplicate of the wait fd
 
-    [[nodiscard]] auto by_descriptor() const noexcept -> bool { return descriptor.has_value(); }
-    [[nodiscard]] auto active() const noexcept -> bool { return !removed && !unhandled; }
+    [[nodiscard]] auto by_descriptor() const noexcept -> bool { return by_fd; }
+    [[nodiscard]] auto active() const noexcept -> bool { return !removed && !paused; }
+    /// Keeps `ev` and pauses the queue until it is taken.
+    void pause_with(completion_event&& ev) noexcept {
+        unhandled = std::move(ev);
+        paused = true;
+    }
+    /// The kept event, if any; the queue resumes.
+    auto take_unhandled() noexcept -> std::optional<completion_event> {
+        if (!paused) return std::nullopt;
+        paused = false;
+        return std::optional<completion_event>{std::move(unhandled)};
+    }
 };
 
 /// One pass (timer, descriptor, poll_once, drain) on the thread holding mutex_: marks the
@@ -84,6 +99,7 @@ inline auto fabric_service::register_cq(completion_queue& cq, const queue_option
             if (own >= 0) {
                 try {
                     e->descriptor.emplace(ioc_, own);
+                    e->by_fd = true;
                 } catch (...) {
                     ::close(own);
                     throw;
@@ -106,8 +122,7 @@ inline auto fabric_service::deregister_cq(completion_queue& cq) -> std::optional
         std::error_code ignored;
         e->descriptor->cancel(ignored);
     }
-    std::optional<completion_event> ev = std::move(e->unhandled);
-    e->unhandled.reset();
+    std::optional<completion_event> ev = e->take_unhandled();
     if (depth_ == 0) reclaim();  // else when the outermost pass ends
     return ev;
 }
@@ -153,9 +168,8 @@ inline auto fabric_service::poll_once() -> std::size_t {
 inline auto fabric_service::take_unhandled(completion_queue& cq) -> std::optional<completion_event> {
     const std::lock_guard lock(mutex_);
     const auto e = find(cq);
-    if (e == nullptr || !e->unhandled) return std::nullopt;
-    std::optional<completion_event> ev = std::move(e->unhandled);
-    e->unhandled.reset();
+    if (e == nullptr || !e->paused) return std::nullopt;
+    std::optional<completion_event> ev = e->take_unhandled();
     schedule();  // the queue resumes
     return ev;
 }
@@ -169,7 +183,7 @@ inline auto fabric_service::progress_of(const completion_queue& cq) const -> std
 
 inline auto fabric_service::read_queue(queue_entry& e) -> std::size_t {
     auto r = e.cq->dispatch_ready();
-    if (r.unhandled) e.unhandled = std::move(r.unhandled);  // pauses the queue
+    if (r.unhandled) e.pause_with(std::move(*r.unhandled));
     return r.completed;
 }
 
