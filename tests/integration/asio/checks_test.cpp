@@ -1,9 +1,9 @@
 // What the Asio front end promises beyond moving data, each over an in-process loopback: checks
-// before submission (an inherited FI_MULTI_RECV, a registration of another domain), progress
-// after a handler throws, a queue with a wait descriptor polled on the timer when asked to,
-// a restart before the io_context runs, what poll_once() counts, how long a polling pass runs
-// the operations its handlers start, and sends the provider refuses as busy reaching it in the
-// order they were started (a blocking send included).
+// before submission (an endpoint never enabled, an inherited FI_MULTI_RECV, a registration of
+// another domain), progress after a handler throws, a queue with a wait descriptor polled on the
+// timer when asked to, a restart before the io_context runs, what poll_once() counts, how long a
+// polling pass runs the operations its handlers start, and sends the provider refuses as busy
+// reaching it in the order they were started (a blocking send included).
 #include "asio_progress.hpp"
 #include "busy_sends.hpp"
 #include "harness.hpp"
@@ -58,6 +58,27 @@ struct loopback {
         return {::asio::buffer(in.data(), n), &in_mr};
     }
 };
+
+TEST(AsioChecks, an_endpoint_never_enabled_refuses_through_the_handler_and_registers_nothing) {
+    loopback lb;
+    ASSERT_TRUE(lb.open("shm"));
+    auto idle = loom::endpoint::create(lb.st.domain, lb.st.info);  // bound to nothing, not enabled
+    ASSERT_TRUE(idle) << idle.error().message();
+    ::asio::io_context ioc;
+    loom::asio::endpoint ep(ioc, std::move(*idle), lb.st.cq, lb.st.cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(lb.st.cq));
+    service.start();
+    std::optional<std::error_code> sent, received;
+    ep.async_send_to(lb.to_send(8), *lb.self, [&sent](std::error_code ec, std::size_t) { sent = ec; });
+    ep.async_receive(lb.to_receive(8), [&received](std::error_code ec, std::size_t) { received = ec; });
+    EXPECT_FALSE(sent || received) << "a handler ran inside its initiating call";
+    ASSERT_TRUE(run_until(ioc, [&] { return sent && received; }, 10s));
+    EXPECT_EQ(*sent, loom::make_error_code(loom::errc::bad_state));
+    EXPECT_EQ(*received, loom::make_error_code(loom::errc::bad_state));
+    EXPECT_EQ(lb.st.cq.registry()->size(), 0u);
+    EXPECT_EQ(ep.outstanding_operations(), 0u);
+}
 
 TEST(AsioChecks, an_inherited_multi_receive_flag_is_refused_before_posting) {
     auto st = open_multi_recv_default_stack();

@@ -16,7 +16,7 @@ namespace loom::asio::detail {
 /// outstanding operation holds a reference, so that an endpoint destroyed with operations in
 /// flight keeps its native endpoint open until they complete (cancelled on destruction). Its
 /// address is the owner tag of its operations in the queues' registries.
-class endpoint_state {
+class alignas(64) endpoint_state {
 public:
     endpoint_state(loom::endpoint&& ep, completion_queue* tx_cq, completion_queue* rx_cq,
                    fabric_service* service) noexcept
@@ -32,8 +32,9 @@ public:
     /// References held by operations in flight (the endpoint's own excluded).
     [[nodiscard]] auto operations() const noexcept -> long { return refs_.load(std::memory_order_acquire) - 1; }
 
-    // What an operation reads at its start and completion first, beside the count, then the
-    // endpoint (its own hot fields follow its handle): few lines for a cold cache.
+    // Aligned to a cache line: an operation reads these, with the count, in the first line, and
+    // the endpoint's own per-operation fields (domain, flags, gates: after its handle) in the
+    // third. A stream's copies evict both between operations.
     completion_queue* tx_cq;
     completion_queue* rx_cq;
     fabric_service* service;

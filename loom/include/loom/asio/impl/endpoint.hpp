@@ -43,7 +43,9 @@ inline auto endpoint::outstanding_operations() const noexcept -> std::size_t {
 }
 
 inline auto endpoint::target(bool transmit) const noexcept -> detail::op_target {
-    if (state_ == nullptr || !state_->ep.valid()) return {nullptr, nullptr, nullptr, nullptr};
+    // Closed, moved from or never enabled: nothing takes operations (the gates would refuse them
+    // as well). enabled() lies on the line every operation reads; valid() would cost another.
+    if (state_ == nullptr || !state_->ep.enabled()) return {nullptr, nullptr, nullptr, nullptr};
     return {
         .service = state_->service, .owner = state_, .cq = transmit ? state_->tx_cq : state_->rx_cq, .ep = &state_->ep};
 }
