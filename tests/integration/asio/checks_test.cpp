@@ -80,6 +80,45 @@ TEST(AsioChecks, an_endpoint_never_enabled_refuses_through_the_handler_and_regis
     EXPECT_EQ(ep.outstanding_operations(), 0u);
 }
 
+TEST(AsioChecks, an_io_context_used_from_one_thread_counts_operations_with_plain_stores) {
+    const auto one_thread = [](int hint) {
+        ::asio::io_context ioc(hint);
+        return loom::asio::fabric_service::use(ioc).one_thread();
+    };
+    EXPECT_TRUE(one_thread(ASIO_CONCURRENCY_HINT_UNSAFE));
+    EXPECT_TRUE(one_thread(ASIO_CONCURRENCY_HINT_UNSAFE_IO));
+    EXPECT_FALSE(one_thread(ASIO_CONCURRENCY_HINT_DEFAULT));
+    EXPECT_FALSE(one_thread(1));  // one thread runs it; others may still start operations
+
+    // The counts still count: an exchange in flight, then none; a receive left outstanding when
+    // its endpoint goes keeps the endpoint state until it ends (LeakSanitizer in the sanitizer
+    // build checks that it is freed then).
+    loopback lb;
+    ASSERT_TRUE(lb.open("shm"));
+    ::asio::io_context ioc(ASIO_CONCURRENCY_HINT_UNSAFE);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(lb.st.cq));
+    service.start();
+    auto ep = std::make_optional<loom::asio::endpoint>(ioc, std::move(lb.st.ep), lb.st.cq, lb.st.cq);
+    std::optional<std::error_code> sent, received, abandoned;
+    ep->async_receive(lb.to_receive(8), [&received](std::error_code ec, std::size_t) { received = ec; });
+    ep->async_send_to(lb.to_send(8), *lb.self, [&sent](std::error_code ec, std::size_t) { sent = ec; });
+    EXPECT_EQ(service.outstanding_operations(), 2u);
+    EXPECT_EQ(ep->outstanding_operations(), 2u);
+    ASSERT_TRUE(run_until(ioc, [&] { return sent && received; }, 10s));
+    EXPECT_FALSE(*sent) << sent->message();
+    EXPECT_FALSE(*received) << received->message();
+    EXPECT_EQ(service.outstanding_operations(), 0u);
+    EXPECT_EQ(ep->outstanding_operations(), 0u);
+
+    ep->async_receive(lb.to_receive(8), [&abandoned](std::error_code ec, std::size_t) { abandoned = ec; });
+    EXPECT_EQ(service.outstanding_operations(), 1u);
+    ep.reset();  // cancels the receive; its native endpoint stays open until it ends
+    ASSERT_TRUE(run_until(ioc, [&] { return abandoned.has_value(); }, 10s));
+    EXPECT_EQ(*abandoned, ::asio::error::operation_aborted) << abandoned->message();
+    EXPECT_EQ(service.outstanding_operations(), 0u);
+}
+
 TEST(AsioChecks, an_inherited_multi_receive_flag_is_refused_before_posting) {
     auto st = open_multi_recv_default_stack();
     if (!st) GTEST_SKIP() << "no tcp;ofi_rxm with multi-receive here: " << st.error().message();

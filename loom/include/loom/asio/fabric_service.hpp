@@ -2,6 +2,7 @@
 // io_context and runs the handlers of the operations they complete.
 #pragma once
 
+#include <loom/asio/detail/op_count.hpp>
 #include <loom/asio/detail/operation.hpp>
 #include <loom/completion_queue.hpp>
 
@@ -95,9 +96,13 @@ public:
     [[nodiscard]] auto take_unhandled(completion_queue& cq) -> std::optional<completion_event>;
     /// How `cq` is progressed; nothing when it is not registered.
     [[nodiscard]] auto progress_of(const completion_queue& cq) const -> std::optional<progress_kind>;
+    /// True when the io_context's concurrency hint has its I/O objects used from one thread at
+    /// a time (ASIO_CONCURRENCY_HINT_UNSAFE or ASIO_CONCURRENCY_HINT_UNSAFE_IO): operations then
+    /// count themselves, with the service and their endpoint, without atomic read-modify-writes.
+    [[nodiscard]] auto one_thread() const noexcept -> bool { return outstanding_.one_thread(); }
     /// Asio operations started and not yet finished (their handlers not yet run).
     [[nodiscard]] auto outstanding_operations() const noexcept -> std::size_t {
-        return outstanding_.load(std::memory_order_acquire);
+        return static_cast<std::size_t>(outstanding_.load());
     }
     /// True when `cq` is registered (used by initiate_fabric_* to count their operations).
     [[nodiscard]] auto serves(const completion_queue& cq) const -> bool;
@@ -146,7 +151,7 @@ private:
     // keeps it; a stale true costs one pass that finds nothing to do).
     std::atomic<bool> spin_only_{false};
     bool shut_down_{false};
-    std::atomic<std::size_t> outstanding_{0};
+    detail::op_count outstanding_;
     // Completed, handler not yet run: by other threads (LIFO), and by the pass's own thread
     // (FIFO, under mutex_), which needs no atomic operation.
     std::atomic<detail::operation_base*> ready_{nullptr};

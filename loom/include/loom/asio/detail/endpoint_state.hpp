@@ -1,10 +1,9 @@
 // loom/asio/detail/endpoint_state.hpp — what an Asio endpoint shares with its operations.
 #pragma once
 
+#include <loom/asio/detail/op_count.hpp>
 #include <loom/completion_queue.hpp>
 #include <loom/endpoint.hpp>
-
-#include <atomic>
 
 namespace loom::asio {
 class fabric_service;
@@ -18,16 +17,18 @@ namespace loom::asio::detail {
 /// address is the owner tag of its operations in the queues' registries.
 class alignas(64) endpoint_state {
 public:
-    endpoint_state(loom::endpoint&& ep, completion_queue* tx_cq, completion_queue* rx_cq,
-                   fabric_service* service) noexcept
-        : tx_cq(tx_cq), rx_cq(rx_cq), service(service), ep(std::move(ep)) {}
+    /// `one_thread`: the io_context's I/O objects are used from one thread at a time
+    /// (fabric_service::one_thread()).
+    endpoint_state(loom::endpoint&& ep, completion_queue* tx_cq, completion_queue* rx_cq, fabric_service* service,
+                   bool one_thread) noexcept
+        : tx_cq(tx_cq), rx_cq(rx_cq), service(service), refs_(1, one_thread), ep(std::move(ep)) {}
     endpoint_state(const endpoint_state&) = delete;
     auto operator=(const endpoint_state&) -> endpoint_state& = delete;
     ~endpoint_state() = default;
 
-    void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+    void add_ref() noexcept { (void)refs_.add(1, std::memory_order_relaxed); }
     void release() noexcept {
-        if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+        if (refs_.add(-1, std::memory_order_acq_rel) == 1) delete this;
     }
     /// References held by operations in flight (the endpoint's own excluded).
     [[nodiscard]] auto operations() const noexcept -> long { return refs_.load(std::memory_order_acquire) - 1; }
@@ -41,7 +42,7 @@ public:
     fabric_addr default_peer{fabric_addrs::unspecified};
 
 private:
-    std::atomic<long> refs_{1};
+    op_count refs_;
 
 public:
     loom::endpoint ep;

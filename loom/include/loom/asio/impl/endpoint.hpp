@@ -8,7 +8,8 @@ namespace loom::asio {
 
 inline endpoint::endpoint(::asio::io_context& ioc, loom::endpoint ep, completion_queue& tx_cq, completion_queue& rx_cq)
     : ex_(ioc.get_executor()),
-      state_(new detail::endpoint_state(std::move(ep), &tx_cq, &rx_cq, &fabric_service::use(ioc))) {}
+      state_(new detail::endpoint_state(std::move(ep), &tx_cq, &rx_cq, &fabric_service::use(ioc),
+                                        fabric_service::use(ioc).one_thread())) {}
 
 inline endpoint::endpoint(endpoint&& other) noexcept : ex_(other.ex_), state_(std::exchange(other.state_, nullptr)) {}
 

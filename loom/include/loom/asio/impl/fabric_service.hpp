@@ -70,7 +70,17 @@ private:
     std::thread::id previous_;
 };
 
-inline fabric_service::fabric_service(::asio::io_context& ioc) : ::asio::io_context::service(ioc), ioc_(ioc) {}
+namespace detail {
+/// What the io_context's concurrency hint says of its I/O objects: true when they are used from
+/// one thread at a time (no locking of reactor I/O).
+inline auto io_objects_one_thread(::asio::io_context& ioc) -> bool {
+    const int hint = ::asio::use_service<::asio::detail::scheduler>(ioc).concurrency_hint();
+    return !ASIO_CONCURRENCY_HINT_IS_LOCKING(REACTOR_IO, hint);
+}
+}  // namespace detail
+
+inline fabric_service::fabric_service(::asio::io_context& ioc)
+    : ::asio::io_context::service(ioc), ioc_(ioc), outstanding_(0, detail::io_objects_one_thread(ioc)) {}
 
 inline auto fabric_service::find(const completion_queue& cq) const -> std::shared_ptr<queue_entry> {
     for (const auto& e : queues_)
@@ -203,7 +213,7 @@ inline auto fabric_service::prepare_wait(const std::shared_ptr<queue_entry>& e) 
 inline void fabric_service::schedule() {
     note_spin_only();
     if (!started_ || shut_down_) return;
-    if (outstanding_.load(std::memory_order_acquire) == 0) {  // idle: nothing armed, run() may return
+    if (outstanding_.load() == 0) {  // idle: nothing armed, run() may return
         for (const auto& e : queues_) {
             std::error_code ignored;
             if (e->wait_armed) e->descriptor->cancel(ignored);
@@ -311,7 +321,7 @@ inline void fabric_service::timer_pass(bool zero_interval) {
             ++progress;
             run_ready();
         }
-        if (outstanding_.load(std::memory_order_acquire) == 0) break;
+        if (outstanding_.load() == 0) break;
     }
     idle_passes_ = progress != 0 ? 0 : idle_passes_ + 1;
     run_ready();
@@ -440,7 +450,7 @@ inline void fabric_service::shutdown() {
 namespace detail {
 
 inline auto service_operation_started(fabric_service& s) noexcept -> bool {
-    if (s.outstanding_.fetch_add(1, std::memory_order_acq_rel) != 0) return false;
+    if (s.outstanding_.add(1, std::memory_order_acq_rel) != 0) return false;
     // From idle; a pass on this thread arms polling at its end.
     return s.polling_thread_.load(std::memory_order_relaxed) != std::this_thread::get_id();
 }
@@ -455,7 +465,7 @@ inline void service_arm_polling(fabric_service& s) noexcept {
 }
 
 inline void service_operation_finished(fabric_service& s) noexcept {
-    s.outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+    (void)s.outstanding_.add(-1, std::memory_order_acq_rel);
 }
 
 inline void service_operation_ready(fabric_service& s, operation_base& op) noexcept {
