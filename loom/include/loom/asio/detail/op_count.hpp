@@ -7,8 +7,8 @@ namespace loom::asio::detail {
 
 /// A count of outstanding operations. Changed by atomic read-modify-writes; where the
 /// io_context's concurrency hint has its I/O objects used from one thread at a time
-/// (ASIO_CONCURRENCY_HINT_UNSAFE or _UNSAFE_IO), by a plain load and store instead: a locked
-/// instruction costs each operation more than its cache lines do (docs/results).
+/// (ASIO_CONCURRENCY_HINT_UNSAFE or _UNSAFE_IO, under which Asio itself takes no lock), by a
+/// plain load and store: no locked instruction where nothing runs concurrently.
 class op_count {
 public:
     op_count(long initial, bool one_thread) noexcept : n_(initial), one_thread_(one_thread) {}
