@@ -208,12 +208,11 @@ protected:
 private:
     static void deliver(registered_completion& self, const completion_event& ev) noexcept {
         auto& op = static_cast<operation_base&>(self);
-        // A receive reports the message length, partial bytes with an error included.
-        if (!ev.error) [[likely]]  // no error category read: one line less for a cold cache
-            return op.completed({}, op.kind_ == op_kind::receive ? ev.bytes_transferred : op.total_);
         std::error_code ec = ev.error;
-        if (ec == make_error_code(errc::canceled)) ec = ::asio::error::operation_aborted;  // fi_cancel
-        op.completed(ec, op.kind_ == op_kind::receive ? ev.bytes_transferred : 0);
+        // Compared only when set: a success reads no error category (one line less, cold).
+        if (ec && ec == make_error_code(errc::canceled)) ec = ::asio::error::operation_aborted;  // fi_cancel
+        // A receive reports the message length, partial bytes with an error included.
+        op.completed(ec, op.kind_ == op_kind::receive ? ev.bytes_transferred : (ec ? 0 : op.total_));
     }
 };
 

@@ -128,7 +128,7 @@ inline auto fabric_service::deregister_cq(completion_queue& cq) -> std::optional
     if (e == nullptr) return std::nullopt;
     e->removed = true;
     note_spin_only();
-    if (e->descriptor) {
+    if (e->by_descriptor()) {
         std::error_code ignored;
         e->descriptor->cancel(ignored);
     }
@@ -178,9 +178,9 @@ inline auto fabric_service::poll_once() -> std::size_t {
 inline auto fabric_service::take_unhandled(completion_queue& cq) -> std::optional<completion_event> {
     const std::lock_guard lock(mutex_);
     const auto e = find(cq);
-    if (e == nullptr || !e->paused) return std::nullopt;
+    if (e == nullptr) return std::nullopt;
     std::optional<completion_event> ev = e->take_unhandled();
-    schedule();  // the queue resumes
+    if (ev) schedule();  // the queue resumes
     return ev;
 }
 
