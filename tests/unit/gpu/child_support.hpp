@@ -126,6 +126,17 @@ inline auto fake_env(std::vector<std::pair<const char*, const char*>> extra = {}
     return env;
 }
 
+// run_in_child for a body that needs the CUDA driver its environment names: the child loads it
+// first (a failure to load fails the test) and hands it to `body`.
+inline auto run_with_driver(std::vector<std::pair<const char*, const char*>> env,
+                            std::function<std::string(cuda_driver&)> body) -> child_outcome {
+    return run_in_child(std::move(env), [&body]() -> std::string {
+        auto d = cuda_driver::instance();
+        CHILD_CHECK_MSG(d.has_value(), std::string(cuda_driver::unavailable_reason()));
+        return body(**d);
+    });
+}
+
 #define SKIP_WITHOUT_FAKE()                                                                       \
     do {                                                                                          \
         if (*fake_library == '\0' || !cuda_driver::compiled_in())                                 \

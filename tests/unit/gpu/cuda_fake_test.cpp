@@ -21,10 +21,7 @@ using namespace gpu_test;
 
 TEST(GpuCudaFake, EnumeratesDevices) {
     SKIP_WITHOUT_FAKE();
-    const auto r = run_in_child(fake_env(), [] {
-        auto d = cuda_driver::instance();
-        CHILD_CHECK_MSG(d.has_value(), std::string(cuda_driver::unavailable_reason()));
-        auto& cuda = **d;
+    const auto r = run_with_driver(fake_env(), [](cuda_driver& cuda) {
         CHILD_CHECK(cuda.library_path() == fake_library);
         CHILD_CHECK(cuda.driver_version() == 13000);
         CHILD_CHECK(cuda.device_count() == 2);
@@ -41,10 +38,7 @@ TEST(GpuCudaFake, EnumeratesDevices) {
 
 TEST(GpuCudaFake, ArgumentChecksComeBeforeAnyDriverCall) {
     SKIP_WITHOUT_FAKE();
-    const auto r = run_in_child(fake_env(), [] {
-        auto d = cuda_driver::instance();
-        CHILD_CHECK_MSG(d.has_value(), std::string(cuda_driver::unavailable_reason()));
-        auto& cuda = **d;
+    const auto r = run_with_driver(fake_env(), [](cuda_driver& cuda) {
         char host[16] = {};
         auto* dev = reinterpret_cast<void*>(std::uintptr_t{0x10000});  // never dereferenced
         const int before = fake_calls();
@@ -75,10 +69,7 @@ TEST(GpuCudaFake, ArgumentChecksComeBeforeAnyDriverCall) {
 
 TEST(GpuCudaFake, AllocCopyAndPointerInfo) {
     SKIP_WITHOUT_FAKE();
-    const auto r = run_in_child(fake_env(), [] {
-        auto d = cuda_driver::instance();
-        CHILD_CHECK_MSG(d.has_value(), std::string(cuda_driver::unavailable_reason()));
-        auto& cuda = **d;
+    const auto r = run_with_driver(fake_env(), [](cuda_driver& cuda) {
         constexpr std::size_t n = 1000;
         auto p = cuda.alloc(n, 1);
         CHILD_CHECK_MSG(p.has_value(), p.error().message());
@@ -141,10 +132,8 @@ TEST(GpuCudaFake, AllocCopyAndPointerInfo) {
 
 TEST(GpuCudaFake, DriverErrorsCarryTheCUresult) {
     SKIP_WITHOUT_FAKE();
-    const auto r = run_in_child(fake_env(), [] {
-        auto d = cuda_driver::instance();
-        CHILD_CHECK_MSG(d.has_value(), std::string(cuda_driver::unavailable_reason()));
-        auto p = (*d)->alloc(std::size_t{1} << 41);
+    const auto r = run_with_driver(fake_env(), [](cuda_driver& cuda) {
+        auto p = cuda.alloc(std::size_t{1} << 41);
         CHILD_CHECK(!p);
         CHILD_CHECK(p.error().category() == loom::gpu::cuda_category());
         CHILD_CHECK(loom::gpu::cuda_result(p.error()) == 2);
@@ -158,10 +147,7 @@ TEST(GpuCudaFake, DriverErrorsCarryTheCUresult) {
 
 TEST(GpuCudaFake, UsesPrimaryContextsAndRestoresTheCallersContext) {
     SKIP_WITHOUT_FAKE();
-    const auto r = run_in_child(fake_env(), [] {
-        auto d = cuda_driver::instance();
-        CHILD_CHECK_MSG(d.has_value(), std::string(cuda_driver::unavailable_reason()));
-        auto& cuda = **d;
+    const auto r = run_with_driver(fake_env(), [](cuda_driver& cuda) {
         auto current = fake_hook<int (*)(int*, int*)>("fake_cuda_current");
         auto set_foreign = fake_hook<void (*)(int)>("fake_cuda_set_foreign");
         CHILD_CHECK(current != nullptr && set_foreign != nullptr);
@@ -203,10 +189,7 @@ TEST(GpuCudaFake, UsesPrimaryContextsAndRestoresTheCallersContext) {
 
 TEST(GpuCudaFake, ExportsThePageAlignedAllocationAsDmabuf) {
     SKIP_WITHOUT_FAKE();
-    const auto r = run_in_child(fake_env(), [] {
-        auto d = cuda_driver::instance();
-        CHILD_CHECK_MSG(d.has_value(), std::string(cuda_driver::unavailable_reason()));
-        auto& cuda = **d;
+    const auto r = run_with_driver(fake_env(), [](cuda_driver& cuda) {
         const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
         constexpr std::size_t n = 10000;
         auto p = cuda.alloc(n, 0);
@@ -250,10 +233,7 @@ TEST(GpuCudaFake, ExportsThePageAlignedAllocationAsDmabuf) {
 
 TEST(GpuCudaFake, AllocationRangeFallsBackToCuMemGetAddressRange) {
     SKIP_WITHOUT_FAKE();
-    const auto r = run_in_child(fake_env({{"FAKE_CUDA_NO_RANGE", "1"}}), [] {
-        auto d = cuda_driver::instance();
-        CHILD_CHECK_MSG(d.has_value(), std::string(cuda_driver::unavailable_reason()));
-        auto& cuda = **d;
+    const auto r = run_with_driver(fake_env({{"FAKE_CUDA_NO_RANGE", "1"}}), [](cuda_driver& cuda) {
         auto p = cuda.alloc(300, 1);
         CHILD_CHECK(p.has_value());
         // Another thread without a context: the fallback needs one (the fake insists).
