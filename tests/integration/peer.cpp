@@ -63,157 +63,189 @@ private:
     }
 
     auto execute(const command& c) -> reply {
-        reply r;
-        if (c.slot >= slot_count) return fail(r, loom::make_error_code(loom::errc::invalid_argument), "slot");
-        auto& sl = slots_[c.slot];
-        switch (c.code) {
-            case op::add_peer: {
-                auto a = recv_address(fd_, io_timeout);
-                if (!a) return fail(r, loom::make_error_code(loom::errc::invalid_argument), "address");
-                auto h = s_.av.insert(*a);
-                if (!h) return fail(r, h.error(), "av insert");
-                peers_.push_back(*h);
-                r.value = peers_.size() - 1;
-                return r;
-            }
-            case op::post_recv: {
-                auto buf = slot_buffer(c.slot).first(std::min<std::size_t>(c.size, slot_buffer(c.slot).size()));
-                std::memset(buf.data(), 0xEE, buf.size());
-                const auto src = peer_addr(c.peer);
-                auto ok = c.k == kind::tagged
-                              ? s_.ep.tagged_recv(buf, c.tag, c.ignore, src, recv_mr_.descriptor(), &sl.ctx)
-                              : s_.ep.recv(buf, src, recv_mr_.descriptor(), &sl.ctx);
-                if (!ok) return fail(r, ok.error(), "post receive");
-                sl.posted = true;
-                sl.multi = false;
-                return r;
-            }
-            case op::multi_recv: {
-                auto buf = slot_buffer(c.slot).first(c.size);
-                if (c.ignore != multi_recv_min)
-                    return fail(r, loom::make_error_code(loom::errc::invalid_argument), "min");
-                auto ok = s_.ep.recv_multi(buf, recv_mr_.descriptor(), &sl.ctx);
-                if (!ok) return fail(r, ok.error(), "post multi-receive");
-                sl.posted = true;
-                sl.multi = true;
-                return r;
-            }
-            case op::wait_recv: {
-                auto ev = prog_.wait_for(&sl.ctx, op_timeout);
-                if (!ev) return fail(r, ev.error(), "wait");
-                sl.posted = false;
-                r.bytes = ev->bytes_transferred;
-                r.tag = ev->tag;
-                r.overflow = ev->overflow_length;
-                if (ev->has_error()) {
-                    if (std::getenv("LOOM_TEST_DEBUG"))
-                        std::fprintf(stderr, "recv error: %s len %zu olen %zu text %s\n", ev->error.message().c_str(),
-                                     ev->bytes_transferred, ev->overflow_length, ev->error_text.c_str());
-                    r.status = ev->error.value();
-                    std::snprintf(r.text, sizeof r.text, "%s", ev->error_text.c_str());
-                    return r;
-                }
-                const auto got =
-                    slot_buffer(c.slot).first(std::min<std::size_t>(ev->bytes_transferred, slot_buffer(c.slot).size()));
-                if (ev->bytes_transferred != c.size) {
-                    std::snprintf(r.text, sizeof r.text, "received %zu bytes, expected %llu", ev->bytes_transferred,
-                                  static_cast<unsigned long long>(c.size));
-                    r.status = static_cast<int>(loom::errc::message_too_long);
-                    return r;
-                }
-                if (auto bad = check_pattern(got, c.seed)) r.value = *bad + 1;
-                return r;
-            }
-            case op::wait_multi: {
-                // c.size messages; message k carries seed + k. Completions for the multi-receive
-                // buffer share its context; the last one carries op_flag::multi_recv.
-                std::uint64_t seen = 0;
-                bool released = false;
-                while (seen < c.size || !released) {
-                    auto ev = prog_.wait_for(&sl.ctx, op_timeout);
-                    if (!ev) return fail(r, ev.error(), "wait multi");
-                    if (ev->has_error()) return fail(r, ev->error, "multi completion");
-                    if (std::getenv("LOOM_TEST_DEBUG"))
-                        std::fprintf(stderr, "multi: len %zu flags %s buf %p\n", ev->bytes_transferred,
-                                     loom::to_string(ev->flags).c_str(), ev->buffer);
-                    if (ev->flags.has(loom::op_flag::multi_recv)) released = true;
-                    if (ev->bytes_transferred == 0 && ev->flags.has(loom::op_flag::multi_recv)) continue;
-                    const auto* p = static_cast<const std::byte*>(ev->buffer);
-                    const auto area = slot_buffer(c.slot);
-                    if (p < area.data() || p + ev->bytes_transferred > area.data() + area.size())
-                        return fail(r, loom::make_error_code(loom::errc::bad_address), "buffer outside region");
-                    if (check_pattern({p, ev->bytes_transferred}, c.seed + seen)) {
-                        r.value = seen + 1;
-                    }
-                    r.bytes += ev->bytes_transferred;
-                    ++seen;
-                }
-                r.flags = released ? 1 : 0;
-                r.tag = seen;
-                sl.posted = false;
-                return r;
-            }
-            case op::send: {
-                auto buf = send_area_.first(c.size);
-                fill_pattern(buf, c.seed);
-                loom::request_context ctx;
-                const auto dst = peer_addr(c.peer);
-                auto ok = prog_.retry(
-                    [&] {
-                        return c.k == kind::tagged ? s_.ep.tagged_send(buf, c.tag, dst, send_mr_.descriptor(), &ctx)
-                                                   : s_.ep.send(buf, dst, send_mr_.descriptor(), &ctx);
-                    },
-                    op_timeout);
-                if (!ok) return fail(r, ok.error(), "send");
-                auto ev = prog_.wait_for(&ctx, op_timeout);
-                if (!ev) return fail(r, ev.error(), "send completion");
-                if (ev->has_error()) return fail(r, ev->error, "send completion");
-                return r;
-            }
-            case op::expose: {
-                exposed_.assign(c.size, std::byte{0});
-                fill_pattern(exposed_, c.seed);
-                auto m = loom::memory_region::register_memory(
-                    s_.domain, std::span{exposed_},
-                    loom::mr_access_flags::remote_read | loom::mr_access_flags::remote_write |
-                        loom::mr_access_flags::read | loom::mr_access_flags::write);
-                if (!m) return fail(r, m.error(), "register exposed");
-                exposed_mr_ = std::move(*m);
-                auto rm = loom::remote_memory::from_mr(exposed_mr_);
-                if (!rm) return fail(r, rm.error(), "export");
-                r.value = rm->addr;
-                r.tag = rm->key;
-                r.bytes = rm->length;
-                return r;
-            }
-            case op::verify: {
-                if (c.tag > exposed_.size() || c.size > exposed_.size() - c.tag)
-                    return fail(r, loom::make_error_code(loom::errc::invalid_argument), "verify range");
-                // A write's completion at the initiator may precede delivery (transmit
-                // complete): wait, progressing, until the bytes are there or time runs out.
-                const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-                for (;;) {
-                    auto bad = check_pattern(std::span{exposed_}.subspan(c.tag, c.size), c.seed);
-                    if (!bad) return r;
-                    if (std::chrono::steady_clock::now() > deadline) {
-                        r.value = *bad + 1;
-                        return r;
-                    }
-                    prog_.poll_once();
-                }
-            }
-            case op::wait_data: {
-                auto ev = prog_.wait_for(nullptr, op_timeout);
-                if (!ev) return fail(r, ev.error(), "wait remote data");
-                if (ev->has_error()) return fail(r, ev->error, "remote data completion");
-                r.value = ev->data;
-                r.bytes = ev->bytes_transferred;
-                r.flags = ev->flags.has(loom::op_flag::remote_cq_data) ? 1 : 0;
-                return r;
-            }
-            case op::quit: return r;
+        if (c.slot >= slot_count) {
+            reply r;
+            return fail(r, loom::make_error_code(loom::errc::invalid_argument), "slot");
         }
+        switch (c.code) {
+            case op::add_peer: return add_peer();
+            case op::post_recv: return post_recv(c);
+            case op::multi_recv: return multi_recv(c);
+            case op::wait_recv: return wait_recv(c);
+            case op::wait_multi: return wait_multi(c);
+            case op::send: return send_one(c);
+            case op::expose: return expose(c);
+            case op::verify: return verify(c);
+            case op::wait_data: return wait_data();
+            case op::quit: return {};
+        }
+        reply r;
         return fail(r, loom::make_error_code(loom::errc::invalid_argument), "unknown command");
+    }
+
+    /// Inserts the address the test sends next; replies with its index.
+    auto add_peer() -> reply {
+        reply r;
+        auto a = recv_address(fd_, io_timeout);
+        if (!a) return fail(r, loom::make_error_code(loom::errc::invalid_argument), "address");
+        auto h = s_.av.insert(*a);
+        if (!h) return fail(r, h.error(), "av insert");
+        peers_.push_back(*h);
+        r.value = peers_.size() - 1;
+        return r;
+    }
+    /// Posts a receive (tagged or not) into the slot's buffer, filled with 0xEE first.
+    auto post_recv(const command& c) -> reply {
+        reply r;
+        auto& sl = slots_[c.slot];
+        auto buf = slot_buffer(c.slot).first(std::min<std::size_t>(c.size, slot_buffer(c.slot).size()));
+        std::memset(buf.data(), 0xEE, buf.size());
+        const auto src = peer_addr(c.peer);
+        auto ok = c.k == kind::tagged ? s_.ep.tagged_recv(buf, c.tag, c.ignore, src, recv_mr_.descriptor(), &sl.ctx)
+                                      : s_.ep.recv(buf, src, recv_mr_.descriptor(), &sl.ctx);
+        if (!ok) return fail(r, ok.error(), "post receive");
+        sl.posted = true;
+        sl.multi = false;
+        return r;
+    }
+    /// Posts a multi-receive over the slot's buffer.
+    auto multi_recv(const command& c) -> reply {
+        reply r;
+        auto& sl = slots_[c.slot];
+        auto buf = slot_buffer(c.slot).first(c.size);
+        if (c.ignore != multi_recv_min) return fail(r, loom::make_error_code(loom::errc::invalid_argument), "min");
+        auto ok = s_.ep.recv_multi(buf, recv_mr_.descriptor(), &sl.ctx);
+        if (!ok) return fail(r, ok.error(), "post multi-receive");
+        sl.posted = true;
+        sl.multi = true;
+        return r;
+    }
+    /// Waits for the slot's receive; replies with its length, tag and the first bad byte (+1).
+    auto wait_recv(const command& c) -> reply {
+        reply r;
+        auto& sl = slots_[c.slot];
+        auto ev = prog_.wait_for(&sl.ctx, op_timeout);
+        if (!ev) return fail(r, ev.error(), "wait");
+        sl.posted = false;
+        r.bytes = ev->bytes_transferred;
+        r.tag = ev->tag;
+        r.overflow = ev->overflow_length;
+        if (ev->has_error()) {
+            if (std::getenv("LOOM_TEST_DEBUG"))
+                std::fprintf(stderr, "recv error: %s len %zu olen %zu text %s\n", ev->error.message().c_str(),
+                             ev->bytes_transferred, ev->overflow_length, ev->error_text.c_str());
+            r.status = ev->error.value();
+            std::snprintf(r.text, sizeof r.text, "%s", ev->error_text.c_str());
+            return r;
+        }
+        const auto got =
+            slot_buffer(c.slot).first(std::min<std::size_t>(ev->bytes_transferred, slot_buffer(c.slot).size()));
+        if (ev->bytes_transferred != c.size) {
+            std::snprintf(r.text, sizeof r.text, "received %zu bytes, expected %llu", ev->bytes_transferred,
+                          static_cast<unsigned long long>(c.size));
+            r.status = static_cast<int>(loom::errc::message_too_long);
+            return r;
+        }
+        if (auto bad = check_pattern(got, c.seed)) r.value = *bad + 1;
+        return r;
+    }
+    /// Waits for c.size messages into the slot's multi-receive buffer (message k carries seed + k)
+    /// and for the buffer's release. Completions for it share its context; the last one carries
+    /// op_flag::multi_recv.
+    auto wait_multi(const command& c) -> reply {
+        reply r;
+        auto& sl = slots_[c.slot];
+        std::uint64_t seen = 0;
+        bool released = false;
+        while (seen < c.size || !released) {
+            auto ev = prog_.wait_for(&sl.ctx, op_timeout);
+            if (!ev) return fail(r, ev.error(), "wait multi");
+            if (ev->has_error()) return fail(r, ev->error, "multi completion");
+            if (std::getenv("LOOM_TEST_DEBUG"))
+                std::fprintf(stderr, "multi: len %zu flags %s buf %p\n", ev->bytes_transferred,
+                             loom::to_string(ev->flags).c_str(), ev->buffer);
+            if (ev->flags.has(loom::op_flag::multi_recv)) released = true;
+            if (ev->bytes_transferred == 0 && ev->flags.has(loom::op_flag::multi_recv)) continue;
+            const auto* p = static_cast<const std::byte*>(ev->buffer);
+            const auto area = slot_buffer(c.slot);
+            if (p < area.data() || p + ev->bytes_transferred > area.data() + area.size())
+                return fail(r, loom::make_error_code(loom::errc::bad_address), "buffer outside region");
+            if (check_pattern({p, ev->bytes_transferred}, c.seed + seen)) {
+                r.value = seen + 1;
+            }
+            r.bytes += ev->bytes_transferred;
+            ++seen;
+        }
+        r.flags = released ? 1 : 0;
+        r.tag = seen;
+        sl.posted = false;
+        return r;
+    }
+    /// Sends c.size bytes of the seed's pattern and waits for the send's completion.
+    auto send_one(const command& c) -> reply {
+        reply r;
+        auto buf = send_area_.first(c.size);
+        fill_pattern(buf, c.seed);
+        loom::request_context ctx;
+        const auto dst = peer_addr(c.peer);
+        auto ok = prog_.retry(
+            [&] {
+                return c.k == kind::tagged ? s_.ep.tagged_send(buf, c.tag, dst, send_mr_.descriptor(), &ctx)
+                                           : s_.ep.send(buf, dst, send_mr_.descriptor(), &ctx);
+            },
+            op_timeout);
+        if (!ok) return fail(r, ok.error(), "send");
+        auto ev = prog_.wait_for(&ctx, op_timeout);
+        if (!ev) return fail(r, ev.error(), "send completion");
+        if (ev->has_error()) return fail(r, ev->error, "send completion");
+        return r;
+    }
+    /// Registers c.size bytes of the seed's pattern for remote access; replies with the remote key.
+    auto expose(const command& c) -> reply {
+        reply r;
+        exposed_.assign(c.size, std::byte{0});
+        fill_pattern(exposed_, c.seed);
+        auto m = loom::memory_region::register_memory(s_.domain, std::span{exposed_},
+                                                      loom::mr_access_flags::remote_read |
+                                                          loom::mr_access_flags::remote_write |
+                                                          loom::mr_access_flags::read | loom::mr_access_flags::write);
+        if (!m) return fail(r, m.error(), "register exposed");
+        exposed_mr_ = std::move(*m);
+        auto rm = loom::remote_memory::from_mr(exposed_mr_);
+        if (!rm) return fail(r, rm.error(), "export");
+        r.value = rm->addr;
+        r.tag = rm->key;
+        r.bytes = rm->length;
+        return r;
+    }
+    /// Checks the exposed bytes [c.tag, c.tag + c.size) against the seed's pattern.
+    auto verify(const command& c) -> reply {
+        reply r;
+        if (c.tag > exposed_.size() || c.size > exposed_.size() - c.tag)
+            return fail(r, loom::make_error_code(loom::errc::invalid_argument), "verify range");
+        // A write's completion at the initiator may precede delivery (transmit
+        // complete): wait, progressing, until the bytes are there or time runs out.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        for (;;) {
+            auto bad = check_pattern(std::span{exposed_}.subspan(c.tag, c.size), c.seed);
+            if (!bad) return r;
+            if (std::chrono::steady_clock::now() > deadline) {
+                r.value = *bad + 1;
+                return r;
+            }
+            prog_.poll_once();
+        }
+    }
+    /// Waits for a completion without context (remote CQ data); replies with its data.
+    auto wait_data() -> reply {
+        reply r;
+        auto ev = prog_.wait_for(nullptr, op_timeout);
+        if (!ev) return fail(r, ev.error(), "wait remote data");
+        if (ev->has_error()) return fail(r, ev->error, "remote data completion");
+        r.value = ev->data;
+        r.bytes = ev->bytes_transferred;
+        r.flags = ev->flags.has(loom::op_flag::remote_cq_data) ? 1 : 0;
+        return r;
     }
 
     stack& s_;
