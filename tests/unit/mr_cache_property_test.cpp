@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <loom/mr_cache.hpp>
 #include <random>
@@ -69,122 +70,156 @@ struct model {
     }
 };
 
-void property_run(mr_cache_limits lim, std::uint64_t seed, int ops) {
-    SCOPED_TRACE("seed " + std::to_string(seed) + " max_entries " + std::to_string(lim.max_entries) + " max_bytes " +
-                 std::to_string(lim.max_registered_bytes));
-    fake_registrar reg;
-    auto& st = *reg.st;
-    cache_t cache{reg, lim};
-    model m;
-    m.lim = lim;
-    std::mt19937_64 rng(seed);
-    auto uni = [&](std::uint64_t lo, std::uint64_t hi) {
-        return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
-    };
-    const std::array<mr_access_flags, 6> pool{send, recv, send | recv, rread, rread | rwrite, send | rwrite};
-    constexpr std::uint64_t pages = 32;
-    std::vector<std::pair<handle_t, std::uint64_t>> held;
+/// One random run: the cache and the model take the same steps, and must agree after each.
+class property_runner {
+public:
+    property_runner(mr_cache_limits lim, std::uint64_t seed) : cache_{reg_, lim}, rng_(seed) { m_.lim = lim; }
 
-    for (int op = 0; op < ops; ++op) {
-        const auto dice = uni(0, 99);
-        if (dice < 55 || held.empty()) {
-            // ---- lookup
-            const std::uint64_t a = base + uni(0, pages * ps - 1);
-            const auto size_class = uni(0, 99);
-            const std::uint64_t n = size_class < 70   ? uni(1, ps / 2)
-                                    : size_class < 95 ? uni(1, 2 * ps)
-                                                      : uni(1, 8 * ps);
-            const auto acc = pool[uni(0, pool.size() - 1)];
-            const bool inject = uni(0, 49) == 0;
-            st.fail_next = inject;
-            auto r = cache.lookup(at(a, n), acc);
-            st.fail_next = false;
-            bool candidate = false;
-            for (const auto& e : m.live)
-                if (e.indexed && e.start <= a && e.end >= a + n && (acc & ~e.access).empty()) candidate = true;
-            if (candidate) {
-                ASSERT_TRUE(r.has_value()) << "op " << op << ": expected a hit";
-                const auto id = r->region().id;
-                auto& e = m.find(id);
-                ASSERT_TRUE(e.indexed && e.start <= a && e.end >= a + n && (acc & ~e.access).empty())
-                    << "op " << op << ": hit returned a non-matching entry";
-                ++m.s.hits;
-                ++e.refs;
-                held.emplace_back(std::move(*r), id);
-            } else {
-                ++m.s.misses;
-                const std::uint64_t ra = a & ~(ps - 1), rb = (a + n + ps - 1) & ~(ps - 1);
-                mr_access_flags want = acc;
-                for (const auto& e : m.live)
-                    if (e.indexed && e.start <= a && e.end >= a + n) want |= e.access;
-                m.trim(1, rb - ra);
-                if (inject) {
-                    ASSERT_FALSE(r.has_value()) << "op " << op;
-                } else {
-                    ASSERT_TRUE(r.has_value()) << "op " << op << ": " << err(r);
-                    const auto id = r->region().id;
-                    ASSERT_EQ(id, st.next_id - 1) << "op " << op << ": expected a new registration";
-                    ASSERT_EQ(r->access(), want);
-                    ASSERT_EQ(r->address(), at(ra, 1).data());
-                    ASSERT_EQ(r->size(), rb - ra);
-                    ++m.s.registrations;
-                    ++m.s.entries;
-                    m.s.registered_bytes += rb - ra;
-                    m.live.push_back({id, ra, rb, want, 1, true, 0});
-                    std::vector<std::uint64_t> replaced;
-                    for (const auto& e : m.live)
-                        if (e.id != id && e.indexed && e.start == ra && e.end == rb && (e.access & ~want).empty())
-                            replaced.push_back(e.id);
-                    for (auto rid : replaced) m.unindex(rid, false);
-                    held.emplace_back(std::move(*r), id);
-                }
+    void run(int ops) {
+        for (int op = 0; op < ops; ++op) {
+            const auto dice = uni(0, 99);
+            if (dice < 55 || held_.empty())
+                lookup(op);
+            else if (dice < 90)
+                release_one();
+            else if (dice < 99)
+                invalidate(op);
+            else
+                evict_idle(op);
+            if (::testing::Test::HasFatalFailure()) return;
+            while (held_.size() > 48) {
+                m_.release(held_.front().second);
+                held_.erase(held_.begin());
             }
-        } else if (dice < 90) {
-            // ---- release a random handle
-            const auto i = uni(0, held.size() - 1);
-            const auto id = held[i].second;
-            std::swap(held[i], held.back());
-            held.pop_back();  // the handle's destructor releases
-            m.release(id);
-        } else if (dice < 99) {
-            // ---- invalidate a random range
-            const std::uint64_t a = base + uni(0, pages * ps - 1);
-            const std::uint64_t n = uni(0, 3 * ps);
-            std::vector<std::uint64_t> hit;
-            for (const auto& e : m.live)
-                if (e.indexed && n > 0 && e.start < a + n && e.end > a) hit.push_back(e.id);
-            ASSERT_EQ(cache.invalidate(at(a, 1).data(), n), hit.size()) << "op " << op;
-            for (auto id : hit) m.unindex(id, true);
-        } else {
-            // ---- evict everything idle
-            std::vector<std::uint64_t> idle;
-            for (const auto& e : m.live)
-                if (e.indexed && e.refs == 0) idle.push_back(e.id);
-            ASSERT_EQ(cache.evict_unreferenced(), idle.size()) << "op " << op;
-            for (auto id : idle) {
-                ++m.s.evictions;
-                m.erase(id);
-            }
+            agree(op);
+            if (::testing::Test::HasFatalFailure()) return;
         }
-        while (held.size() > 48) {
-            m.release(held.front().second);
-            held.erase(held.begin());
+        held_.clear();
+        ASSERT_EQ(cache_.check_invariants(), "");
+        ASSERT_FALSE(st_.overlap.load());
+    }
+    [[nodiscard]] auto stats() const -> mr_cache_stats { return cache_.stats(); }
+
+private:
+    static constexpr std::uint64_t pages = 32;
+
+    auto uni(std::uint64_t lo, std::uint64_t hi) -> std::uint64_t {
+        return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng_);
+    }
+    /// A lookup of a random range and access, failing the registration one time in 50.
+    void lookup(int op) {
+        const std::uint64_t a = base + uni(0, pages * ps - 1);
+        const auto size_class = uni(0, 99);
+        const std::uint64_t n = size_class < 70 ? uni(1, ps / 2) : size_class < 95 ? uni(1, 2 * ps) : uni(1, 8 * ps);
+        const auto acc = pool_[uni(0, pool_.size() - 1)];
+        const bool inject = uni(0, 49) == 0;
+        st_.fail_next = inject;
+        auto r = cache_.lookup(at(a, n), acc);
+        st_.fail_next = false;
+        bool candidate = false;
+        for (const auto& e : m_.live)
+            if (e.indexed && e.start <= a && e.end >= a + n && (acc & ~e.access).empty()) candidate = true;
+        if (candidate) return expect_hit(op, std::move(r), a, n, acc);
+        ++m_.s.misses;
+        const std::uint64_t ra = a & ~(ps - 1), rb = (a + n + ps - 1) & ~(ps - 1);
+        m_.trim(1, rb - ra);
+        if (inject) {
+            ASSERT_FALSE(r.has_value()) << "op " << op;
+            return;
         }
-        ASSERT_EQ(cache.stats(), m.s) << "op " << op;
-        ASSERT_EQ(st.live.size(), m.live.size()) << "op " << op;
-        for (const auto& e : m.live) {
-            auto it = st.live.find(e.id);
-            ASSERT_NE(it, st.live.end()) << "op " << op << ": id " << e.id << " deregistered early";
+        mr_access_flags want = acc;
+        for (const auto& e : m_.live)
+            if (e.indexed && e.start <= a && e.end >= a + n) want |= e.access;
+        expect_registration(op, std::move(r), ra, rb, want);
+    }
+    template <class R>
+    void expect_hit(int op, R r, std::uint64_t a, std::uint64_t n, mr_access_flags acc) {
+        ASSERT_TRUE(r.has_value()) << "op " << op << ": expected a hit";
+        const auto id = r->region().id;
+        auto& e = m_.find(id);
+        ASSERT_TRUE(e.indexed && e.start <= a && e.end >= a + n && (acc & ~e.access).empty())
+            << "op " << op << ": hit returned a non-matching entry";
+        ++m_.s.hits;
+        ++e.refs;
+        held_.emplace_back(std::move(*r), id);
+    }
+    /// A miss registers [ra, rb) with `want`, and replaces the entries it covers exactly.
+    template <class R>
+    void expect_registration(int op, R r, std::uint64_t ra, std::uint64_t rb, mr_access_flags want) {
+        ASSERT_TRUE(r.has_value()) << "op " << op << ": " << err(r);
+        const auto id = r->region().id;
+        ASSERT_EQ(id, st_.next_id - 1) << "op " << op << ": expected a new registration";
+        ASSERT_EQ(r->access(), want);
+        ASSERT_EQ(r->address(), at(ra, 1).data());
+        ASSERT_EQ(r->size(), rb - ra);
+        ++m_.s.registrations;
+        ++m_.s.entries;
+        m_.s.registered_bytes += rb - ra;
+        m_.live.push_back({id, ra, rb, want, 1, true, 0});
+        std::vector<std::uint64_t> replaced;
+        for (const auto& e : m_.live)
+            if (e.id != id && e.indexed && e.start == ra && e.end == rb && (e.access & ~want).empty())
+                replaced.push_back(e.id);
+        for (auto rid : replaced) m_.unindex(rid, false);
+        held_.emplace_back(std::move(*r), id);
+    }
+    /// Drops a random handle (its destructor releases).
+    void release_one() {
+        const auto i = uni(0, held_.size() - 1);
+        const auto id = held_[i].second;
+        std::swap(held_[i], held_.back());
+        held_.pop_back();
+        m_.release(id);
+    }
+    void invalidate(int op) {
+        const std::uint64_t a = base + uni(0, pages * ps - 1);
+        const std::uint64_t n = uni(0, 3 * ps);
+        std::vector<std::uint64_t> hit;
+        for (const auto& e : m_.live)
+            if (e.indexed && n > 0 && e.start < a + n && e.end > a) hit.push_back(e.id);
+        ASSERT_EQ(cache_.invalidate(at(a, 1).data(), n), hit.size()) << "op " << op;
+        for (auto id : hit) m_.unindex(id, true);
+    }
+    void evict_idle(int op) {
+        std::vector<std::uint64_t> idle;
+        for (const auto& e : m_.live)
+            if (e.indexed && e.refs == 0) idle.push_back(e.id);
+        ASSERT_EQ(cache_.evict_unreferenced(), idle.size()) << "op " << op;
+        for (auto id : idle) {
+            ++m_.s.evictions;
+            m_.erase(id);
+        }
+    }
+    /// The cache's counters and live registrations are the model's.
+    void agree(int op) {
+        ASSERT_EQ(cache_.stats(), m_.s) << "op " << op;
+        ASSERT_EQ(st_.live.size(), m_.live.size()) << "op " << op;
+        for (const auto& e : m_.live) {
+            auto it = st_.live.find(e.id);
+            ASSERT_NE(it, st_.live.end()) << "op " << op << ": id " << e.id << " deregistered early";
             ASSERT_EQ(it->second, (fake_live{e.start, e.end - e.start, e.access})) << "op " << op;
         }
         if (op % 997 == 0) {
-            ASSERT_EQ(cache.check_invariants(), "") << "op " << op;
+            ASSERT_EQ(cache_.check_invariants(), "") << "op " << op;
         }
     }
-    held.clear();
-    ASSERT_EQ(cache.check_invariants(), "");
-    ASSERT_FALSE(st.overlap.load());
-    const auto s = cache.stats();
+
+    const std::array<mr_access_flags, 6> pool_{send, recv, send | recv, rread, rread | rwrite, send | rwrite};
+    fake_registrar reg_;
+    fake_state& st_{*reg_.st};
+    cache_t cache_;
+    model m_;
+    std::mt19937_64 rng_;
+    std::vector<std::pair<handle_t, std::uint64_t>> held_;
+};
+
+void property_run(mr_cache_limits lim, std::uint64_t seed, int ops) {
+    SCOPED_TRACE("seed " + std::to_string(seed) + " max_entries " + std::to_string(lim.max_entries) + " max_bytes " +
+                 std::to_string(lim.max_registered_bytes));
+    property_runner runner(lim, seed);
+    runner.run(ops);
+    if (::testing::Test::HasFatalFailure()) return;
+    const auto s = runner.stats();
     EXPECT_GT(s.hits, static_cast<std::uint64_t>(ops) / 20) << "the workload should produce hits";
     EXPECT_GT(s.misses, 100u);
     EXPECT_GT(s.invalidations, 100u);
