@@ -96,17 +96,13 @@ private:
     }
     /// Posts a receive (tagged or not) into the slot's buffer, filled with 0xEE first.
     auto post_recv(const command& c) -> reply {
-        reply r;
         auto& sl = slots_[c.slot];
         auto buf = slot_buffer(c.slot).first(std::min<std::size_t>(c.size, slot_buffer(c.slot).size()));
         std::memset(buf.data(), 0xEE, buf.size());
         const auto src = peer_addr(c.peer);
         auto ok = c.k == kind::tagged ? s_.ep.tagged_recv(buf, c.tag, c.ignore, src, recv_mr_.descriptor(), &sl.ctx)
                                       : s_.ep.recv(buf, src, recv_mr_.descriptor(), &sl.ctx);
-        if (!ok) return fail(r, ok.error(), "post receive");
-        sl.posted = true;
-        sl.multi = false;
-        return r;
+        return posted(sl, ok, false, "post receive");
     }
     /// Posts a multi-receive over the slot's buffer.
     auto multi_recv(const command& c) -> reply {
@@ -115,9 +111,14 @@ private:
         auto buf = slot_buffer(c.slot).first(c.size);
         if (c.ignore != multi_recv_min) return fail(r, loom::make_error_code(loom::errc::invalid_argument), "min");
         auto ok = s_.ep.recv_multi(buf, recv_mr_.descriptor(), &sl.ctx);
-        if (!ok) return fail(r, ok.error(), "post multi-receive");
+        return posted(sl, ok, true, "post multi-receive");
+    }
+    /// The reply to posting the slot's receive (`multi`: a multi-receive) with result `ok`.
+    static auto posted(slot& sl, const loom::void_result& ok, bool multi, const char* what) -> reply {
+        reply r;
+        if (!ok) return fail(r, ok.error(), what);
         sl.posted = true;
-        sl.multi = true;
+        sl.multi = multi;
         return r;
     }
     /// Waits for the slot's receive; replies with its length, tag and the first bad byte (+1).
