@@ -23,12 +23,17 @@ struct fabric_service::queue_entry {
     bool removed{false};
     bool wait_armed{false};
     bool needs_read{false};  // descriptor queue: fi_trywait said read first
-    bool by_fd{false};       // descriptor is set (once, at registration)
+    bool by_fd{false};       // descriptor is set (once, by watch())
     bool paused{false};      // an event no operation owns waits in `unhandled`
     completion_event unhandled{};
     std::optional<::asio::posix::stream_descriptor> descriptor{};  // our duplicate of the wait fd
 
     [[nodiscard]] auto by_descriptor() const noexcept -> bool { return by_fd; }
+    /// Polls the queue through `fd` (our duplicate of its wait fd, owned from now on).
+    void watch(::asio::io_context& ioc, int fd) {
+        descriptor.emplace(ioc, fd);
+        by_fd = true;
+    }
     [[nodiscard]] auto active() const noexcept -> bool { return !removed && !paused; }
     /// Keeps `ev` and pauses the queue until it is taken.
     void pause_with(completion_event&& ev) noexcept {
@@ -108,8 +113,7 @@ inline auto fabric_service::register_cq(completion_queue& cq, const queue_option
             const int own = ::fcntl(*fd, F_DUPFD_CLOEXEC, 0);
             if (own >= 0) {
                 try {
-                    e->descriptor.emplace(ioc_, own);
-                    e->by_fd = true;
+                    e->watch(ioc_, own);
                 } catch (...) {
                     ::close(own);
                     throw;
