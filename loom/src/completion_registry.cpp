@@ -94,7 +94,7 @@ auto completion_registry::take_splaying(std::uintptr_t key) noexcept -> register
 }
 
 auto completion_registry::remove(registered_completion& op) noexcept -> bool {
-    const std::lock_guard lock(m_);
+    const detail::lock_unless_single_threaded lock(m_);
     if (!op.linked_) return false;
     return take(op.context_address()) == &op;
 }
@@ -102,7 +102,7 @@ auto completion_registry::remove(registered_completion& op) noexcept -> bool {
 auto completion_registry::dispatch_passive(const completion_event& ev) noexcept -> bool {
     registered_completion* op = nullptr;
     {
-        const std::lock_guard lock(m_);
+        const detail::lock_unless_single_threaded lock(m_);
         const auto key = reinterpret_cast<std::uintptr_t>(ev.context);
         if (root_ == nullptr) return false;
         splay(key);
@@ -349,7 +349,7 @@ auto completion_registry::take_held(completion_event& out) noexcept -> bool {
 }
 
 auto completion_registry::owns(const void* context) const noexcept -> bool {
-    const std::lock_guard lock(m_);
+    const detail::lock_unless_single_threaded lock(m_);
     // A lookup without restructuring: owns() is for diagnostics and tests, not the hot path.
     const auto key = reinterpret_cast<std::uintptr_t>(context);
     for (const registered_completion* t = root_; t != nullptr;) {
@@ -360,7 +360,7 @@ auto completion_registry::owns(const void* context) const noexcept -> bool {
 }
 
 auto completion_registry::size() const noexcept -> std::size_t {
-    const std::lock_guard lock(m_);
+    const detail::lock_unless_single_threaded lock(m_);
     return size_;
 }
 

@@ -319,4 +319,33 @@ TEST(CompletionRegistryConcurrency, registering_and_dispatching_from_several_thr
     for (auto& o : ops) EXPECT_EQ(o->delivered, 1);
 }
 
+// Registered while the process has one thread (the registry takes no lock then), delivered by
+// threads started afterwards, which register and deliver more under the lock: under
+// ThreadSanitizer, what the first thread wrote without the lock is ordered before them.
+TEST(CompletionRegistryConcurrency, operations_registered_before_the_first_thread_are_delivered_by_later_ones) {
+    loom::completion_registry reg;
+    constexpr int threads = 3;
+    constexpr int per_thread = 500;
+    std::vector<std::unique_ptr<op>> early, late;
+    for (int i = 0; i < threads * per_thread; ++i) {
+        early.push_back(std::make_unique<op>());
+        late.push_back(std::make_unique<op>());
+    }
+    for (auto& o : early) ASSERT_TRUE(reg.add(*o));  // before any thread (ctest: a process per test)
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            for (int i = t * per_thread; i < (t + 1) * per_thread; ++i) {
+                EXPECT_TRUE(reg.dispatch(event_for(*early[i])));
+                EXPECT_TRUE(reg.add(*late[i]));
+            }
+            for (int i = t * per_thread; i < (t + 1) * per_thread; ++i) EXPECT_TRUE(reg.dispatch(event_for(*late[i])));
+        });
+    }
+    for (auto& th : pool) th.join();
+    EXPECT_EQ(reg.size(), 0u);
+    for (auto& o : early) EXPECT_EQ(o->delivered, 1);
+    for (auto& o : late) EXPECT_EQ(o->delivered, 1);
+}
+
 }  // namespace

@@ -69,7 +69,8 @@ private:
 /// The operations registered on one completion queue, keyed by context address. A completion
 /// is matched by comparing its context pointer with registered addresses: a foreign context is
 /// never dereferenced. An intrusive splay tree under the queue's lock: registration, lookup and
-/// removal take amortized logarithmic time and allocate nothing.
+/// removal take amortized logarithmic time and allocate nothing. While the process has only one
+/// thread, those three take no lock either (detail::process_is_single_threaded).
 class completion_registry {
 public:
     /// `mr`: where the held-event ring lives (null: the default resource). `serialized`: the

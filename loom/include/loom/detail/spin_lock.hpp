@@ -1,6 +1,8 @@
 // loom/detail/spin_lock.hpp — a lock for critical sections of a few dozen instructions.
 #pragma once
 
+#include <loom/detail/single_threaded.hpp>
+
 #include <atomic>
 
 #include <sched.h>
@@ -14,7 +16,19 @@ namespace loom::detail {
 class spin_lock {
 public:
     void lock() noexcept {
-        for (unsigned spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
+        if (locked_.exchange(true, std::memory_order_acquire)) [[unlikely]]
+            wait_and_lock();
+    }
+    [[nodiscard]] auto try_lock() noexcept -> bool {
+        return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+    }
+    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+private:
+    /// lock() after finding it taken; out of line, so that the sections that inline lock() stay
+    /// small enough to be inlined themselves.
+    [[gnu::noinline, gnu::cold]] void wait_and_lock() noexcept {
+        for (unsigned spins = 0;;) {
             while (locked_.load(std::memory_order_relaxed)) {
                 if (++spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -24,14 +38,9 @@ public:
                     ::sched_yield();
                 }
             }
+            if (!locked_.exchange(true, std::memory_order_acquire)) return;
         }
     }
-    [[nodiscard]] auto try_lock() noexcept -> bool {
-        return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
-    }
-    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
-private:
     std::atomic<bool> locked_{false};
 };
 
@@ -54,6 +63,27 @@ public:
 private:
     spin_lock l_;
     bool serialized_;
+};
+
+/// Holds a spin_lock_unless_serialized over a section that cannot start a thread (it calls no
+/// callback and allocates nothing): the lock is not taken while the process has one thread,
+/// since no other thread can enter the section or appear before it ends. What the registry's
+/// per-operation calls use: a program that drives its fabric from its only thread pays no
+/// locked instruction for them.
+class [[nodiscard]] lock_unless_single_threaded {
+public:
+    explicit lock_unless_single_threaded(spin_lock_unless_serialized& m) noexcept
+        : taken_(m.serialized() || process_is_single_threaded() ? nullptr : &m) {
+        if (taken_ != nullptr) taken_->lock();
+    }
+    lock_unless_single_threaded(const lock_unless_single_threaded&) = delete;
+    auto operator=(const lock_unless_single_threaded&) -> lock_unless_single_threaded& = delete;
+    ~lock_unless_single_threaded() {
+        if (taken_ != nullptr) taken_->unlock();
+    }
+
+private:
+    spin_lock_unless_serialized* taken_;  // null: not taken
 };
 
 }  // namespace loom::detail

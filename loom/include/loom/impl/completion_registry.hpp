@@ -8,7 +8,7 @@
 namespace loom {
 
 inline auto completion_registry::add(registered_completion& op) noexcept -> bool {
-    const std::lock_guard lock(m_);
+    const detail::lock_unless_single_threaded lock(m_);
     if (op.linked_ || op.deferred_) return false;
     const std::uintptr_t key = op.context_address();
     registered_completion* const r = root_;
@@ -52,7 +52,7 @@ inline auto completion_registry::take(std::uintptr_t key) noexcept -> registered
 inline auto completion_registry::dispatch(const completion_event& ev) noexcept -> bool {
     registered_completion* op = nullptr;
     {
-        const std::lock_guard lock(m_);
+        const detail::lock_unless_single_threaded lock(m_);
         op = take(reinterpret_cast<std::uintptr_t>(ev.context));
     }
     if (op == nullptr) return false;
