@@ -80,6 +80,7 @@ TEST(SpinLock, counts_from_several_threads_are_not_lost) {
     constexpr int threads = 4;
     constexpr int each = 20000;
     std::vector<std::thread> pool;
+    pool.reserve(threads);
     for (int t = 0; t < threads; ++t)
         pool.emplace_back([&] {
             for (int i = 0; i < each; ++i) {
