@@ -139,20 +139,63 @@ inline auto resolve(int version) -> const T* {
     return t;
 }
 
-template <class T, class P>
-inline auto make_api(int version) -> api {
-    const T* t = resolve<T>(version);
-    api a;
-    a.version = version;
-    auto ctx = std::make_shared<void*>(nullptr);  // v11+: the per-communicator context
+/// connect before v11: with a device handle from v7, and a communicator configuration in v10.
+template <class T>
+inline void bind_connect(const T* t, api& a) {
+    if constexpr (requires { t->getDeviceMr; }) {
+        if constexpr (std::is_invocable_v<decltype(t->connect), int, comm_config_v10*, void*, void**,
+                                          device_handle_v7**>) {
+            a.connect = [t](int d, void* h, void** s) {
+                device_handle_v7* dh = nullptr;
+                comm_config_v10 cfg{-1};
+                return static_cast<int>(t->connect(d, &cfg, h, s, &dh));
+            };
+        } else {
+            a.connect = [t](int d, void* h, void** s) {
+                device_handle_v7* dh = nullptr;
+                return static_cast<int>(t->connect(d, h, s, &dh));
+            };
+        }
+    } else {
+        a.connect = [t](int d, void* h, void** s) { return static_cast<int>(t->connect(d, h, s)); };
+    }
+}
+
+/// init, listen, connect, accept and finalize as version `T` declares them (v11+: with the
+/// per-communicator context `ctx`).
+template <class T>
+inline void bind_lifecycle(const T* t, api& a, const std::shared_ptr<void*>& ctx) {
     if constexpr (requires { t->finalize; }) {
         a.init = [t, ctx] { return static_cast<int>(t->init(ctx.get(), 42, nullptr, logger, g_init_prof)); };
-    } else if constexpr (requires { t->makeVDevice; } &&
-                         std::is_same_v<decltype(t->init), result_t (*)(logger_t, profiler_callback_t)>) {
-        a.init = [t] { return static_cast<int>(t->init(logger, g_init_prof)); };
+        a.listen = [t, ctx](int d, void* h, void** l) { return static_cast<int>(t->listen(*ctx, d, h, l)); };
+        a.connect = [t, ctx](int d, void* h, void** s) {
+            device_handle_v7* dh = nullptr;
+            return static_cast<int>(t->connect(*ctx, d, h, s, &dh));
+        };
+        a.finalize = [t, ctx] { return static_cast<int>(t->finalize(*ctx)); };
     } else {
-        a.init = [t] { return static_cast<int>(t->init(logger)); };
+        if constexpr (requires { t->makeVDevice; } &&
+                      std::is_same_v<decltype(t->init), result_t (*)(logger_t, profiler_callback_t)>)
+            a.init = [t] { return static_cast<int>(t->init(logger, g_init_prof)); };
+        else
+            a.init = [t] { return static_cast<int>(t->init(logger)); };
+        a.listen = [t](int d, void* h, void** l) { return static_cast<int>(t->listen(d, h, l)); };
+        bind_connect(t, a);
+        a.finalize = [] { return 0; };
     }
+    if constexpr (requires { t->getDeviceMr; }) {
+        a.accept = [t](void* l, void** r) {
+            device_handle_v7* dh = nullptr;
+            return static_cast<int>(t->accept(l, r, &dh));
+        };
+    } else {
+        a.accept = [t](void* l, void** r) { return static_cast<int>(t->accept(l, r)); };
+    }
+}
+
+/// devices and getProperties, the properties of version `P` copied into the common form.
+template <class T, class P>
+inline void bind_properties(const T* t, api& a) {
     a.devices = [t](int* n) { return static_cast<int>(t->devices(n)); };
     a.get_props = [t](int dev, props& out) {
         P p{};
@@ -168,42 +211,11 @@ inline auto make_api(int version) -> api {
         }
         return rc;
     };
-    if constexpr (requires { t->finalize; }) {
-        a.listen = [t, ctx](int d, void* h, void** l) { return static_cast<int>(t->listen(*ctx, d, h, l)); };
-        a.connect = [t, ctx](int d, void* h, void** s) {
-            device_handle_v7* dh = nullptr;
-            return static_cast<int>(t->connect(*ctx, d, h, s, &dh));
-        };
-        a.finalize = [t, ctx] { return static_cast<int>(t->finalize(*ctx)); };
-    } else {
-        a.listen = [t](int d, void* h, void** l) { return static_cast<int>(t->listen(d, h, l)); };
-        if constexpr (requires { t->getDeviceMr; }) {
-            if constexpr (std::is_invocable_v<decltype(t->connect), int, comm_config_v10*, void*, void**,
-                                              device_handle_v7**>) {
-                a.connect = [t](int d, void* h, void** s) {
-                    device_handle_v7* dh = nullptr;
-                    comm_config_v10 cfg{-1};
-                    return static_cast<int>(t->connect(d, &cfg, h, s, &dh));
-                };
-            } else {
-                a.connect = [t](int d, void* h, void** s) {
-                    device_handle_v7* dh = nullptr;
-                    return static_cast<int>(t->connect(d, h, s, &dh));
-                };
-            }
-        } else {
-            a.connect = [t](int d, void* h, void** s) { return static_cast<int>(t->connect(d, h, s)); };
-        }
-        a.finalize = [] { return 0; };
-    }
-    if constexpr (requires { t->getDeviceMr; }) {
-        a.accept = [t](void* l, void** r) {
-            device_handle_v7* dh = nullptr;
-            return static_cast<int>(t->accept(l, r, &dh));
-        };
-    } else {
-        a.accept = [t](void* l, void** r) { return static_cast<int>(t->accept(l, r)); };
-    }
+}
+
+/// regMr (an int size before v8), regMrDmaBuf and deregMr.
+template <class T>
+inline void bind_registration(const T* t, api& a) {
     a.reg_mr = [t](void* c, void* d, std::size_t n, int type, void** m) {
         if constexpr (std::is_invocable_v<decltype(t->regMr), void*, void*, int, int, void**> &&
                       !std::is_invocable_v<decltype(t->regMr), void*, void*, std::size_t, int, void**>)
@@ -215,8 +227,15 @@ inline auto make_api(int version) -> api {
         return static_cast<int>(t->regMrDmaBuf(c, d, n, type, off, fd, m));
     };
     a.dereg_mr = [t](void* c, void* m) { return static_cast<int>(t->deregMr(c, m)); };
+}
+
+/// isend and irecv in every version's form (int sizes before v9; profiler handles from v10,
+/// passed as null by isend/irecv and given by isend_p/irecv_p).
+template <class T>
+inline void bind_messages(const T* t, api& a) {
+    constexpr bool profiled = requires { t->init(nullptr, nullptr); } || requires { t->finalize; };
     a.isend = [t](void* s, void* d, std::size_t n, int tag, void* m, void** r) {
-        if constexpr (requires { t->init(nullptr, nullptr); } || requires { t->finalize; })
+        if constexpr (profiled)
             return static_cast<int>(t->isend(s, d, n, tag, m, nullptr, r));
         else if constexpr (requires { t->makeVDevice; })
             return static_cast<int>(t->isend(s, d, n, tag, m, r));
@@ -224,7 +243,7 @@ inline auto make_api(int version) -> api {
             return static_cast<int>(t->isend(s, d, static_cast<int>(n), tag, m, r));
     };
     a.irecv = [t](void* c, int n, void** d, std::size_t* sizes, int* tags, void** m, void** r) {
-        if constexpr (requires { t->init(nullptr, nullptr); } || requires { t->finalize; }) {
+        if constexpr (profiled) {
             return static_cast<int>(t->irecv(c, n, d, sizes, tags, m, nullptr, r));
         } else if constexpr (requires { t->makeVDevice; }) {
             return static_cast<int>(t->irecv(c, n, d, sizes, tags, m, r));
@@ -235,7 +254,7 @@ inline auto make_api(int version) -> api {
             return static_cast<int>(t->irecv(c, n, d, sizes == nullptr ? nullptr : s.data(), tags, m, r));
         }
     };
-    if constexpr (requires { t->init(nullptr, nullptr); } || requires { t->finalize; }) {
+    if constexpr (profiled) {
         a.isend_p = [t](void* s, void* d, std::size_t n, int tag, void* m, void* ph, void** r) {
             return static_cast<int>(t->isend(s, d, n, tag, m, ph, r));
         };
@@ -243,6 +262,11 @@ inline auto make_api(int version) -> api {
             return static_cast<int>(t->irecv(c, n, d, sizes, tags, m, ph, r));
         };
     }
+}
+
+/// iflush, test and the three closes, the same in every version.
+template <class T>
+inline void bind_completion_and_close(const T* t, api& a) {
     a.iflush = [t](void* c, int n, void** d, int* s, void** m, void** r) {
         return static_cast<int>(t->iflush(c, n, d, s, m, r));
     };
@@ -250,6 +274,11 @@ inline auto make_api(int version) -> api {
     a.close_send = [t](void* c) { return static_cast<int>(t->closeSend(c)); };
     a.close_recv = [t](void* c) { return static_cast<int>(t->closeRecv(c)); };
     a.close_listen = [t](void* c) { return static_cast<int>(t->closeListen(c)); };
+}
+
+/// makeVDevice where the version has it (v9: four devices; v12: eight).
+template <class T>
+inline void bind_vdevice(const T* t, api& a) {
     if constexpr (requires { t->makeVDevice; }) {
         a.make_vdevice = [t](int* d, int n, const int* devs) {
             if constexpr (std::is_invocable_v<decltype(t->makeVDevice), int*, vdevice_props_v12*>) {
@@ -265,6 +294,20 @@ inline auto make_api(int version) -> api {
             }
         };
     }
+}
+
+/// The plugin's ncclNetPlugin_v<version> (of type T, properties P) as the common api.
+template <class T, class P>
+inline auto make_api(int version) -> api {
+    const T* t = resolve<T>(version);
+    api a;
+    a.version = version;
+    bind_lifecycle(t, a, std::make_shared<void*>(nullptr));
+    bind_properties<T, P>(t, a);
+    bind_registration(t, a);
+    bind_messages(t, a);
+    bind_completion_and_close(t, a);
+    bind_vdevice(t, a);
     return a;
 }
 
