@@ -269,6 +269,144 @@ TEST_P(nccl_abi, killed_peer_fails_requests_instead_of_hanging) {
         true);
 }
 
+// bad_input_gives_error_codes, one group of refusals per function (in the child process: a
+// failed CHECK ends it).
+
+/// A listening comm and the send and receive comms connected to it.
+struct live_comms {
+    void* listen{nullptr};
+    void* send{nullptr};
+    void* recv{nullptr};
+};
+
+/// Before any comm: test before init, devices, properties and listen. Returns the device count.
+auto refuse_before_comms(api& a, std::array<char, handle_maxsize>& h, void*& l) -> int {
+    CHECK(a.test(nullptr, nullptr, nullptr) != 0, "test before init");
+    CHECK(a.init() == 0, "init");
+    int n = 0;
+    CHECK(a.devices(nullptr) != 0, "devices(NULL)");
+    CHECK(a.devices(&n) == 0 && n >= 1, "devices");
+    props pr;
+    CHECK(a.get_props(-1, pr) != 0 && a.get_props(n + 5, pr) != 0, "getProperties of unknown devices");
+    CHECK(a.listen(n + 5, h.data(), &l) != 0 && l == nullptr, "listen on unknown device");
+    CHECK(a.listen(0, nullptr, &l) != 0, "listen with NULL handle");
+    CHECK(a.listen(0, h.data(), nullptr) != 0, "listen with NULL comm");
+    CHECK(a.listen(0, h.data(), &l) == 0 && l != nullptr, "listen");
+    return n;
+}
+
+/// Foreign, corrupted and truncated handles, NULL arguments; then the comms of a connection to
+/// ourselves.
+auto refuse_bad_handles_then_connect(api& a, std::array<char, handle_maxsize>& h, void* l) -> live_comms {
+    std::array<char, handle_maxsize> bad{};
+    live_comms c{l};
+    CHECK(a.connect(0, bad.data(), &c.send) != 0 && c.send == nullptr, "connect with a zero handle");
+    for (int bit : {0, 77, 8 * 22 + 3, 8 * 127}) {
+        bad = h;
+        bad[static_cast<std::size_t>(bit / 8)] ^= static_cast<char>(1 << (bit % 8));
+        CHECK(a.connect(0, bad.data(), &c.send) != 0 && c.send == nullptr, "connect with bit %d flipped", bit);
+    }
+    CHECK(a.connect(0, nullptr, &c.send) != 0, "connect(NULL handle)");
+    CHECK(a.accept(nullptr, &c.recv) != 0, "accept(NULL)");
+    CHECK(a.accept(l, nullptr) != 0, "accept(.., NULL)");
+    const auto deadline = clk::now() + std::chrono::seconds(20);
+    while (c.send == nullptr || c.recv == nullptr) {
+        if (c.send == nullptr) CHECK(a.connect(0, h.data(), &c.send) == 0, "connect");
+        if (c.recv == nullptr) CHECK(a.accept(l, &c.recv) == 0, "accept");
+        CHECK(clk::now() < deadline, "self-connect timed out");
+    }
+    void* other = nullptr;
+    CHECK(a.accept(c.send, &other) != 0 && other == nullptr, "accept on a send comm");
+    return c;
+}
+
+/// regMr and regMrDmaBuf with bad arguments; then a registration of `buf`, returned.
+auto refuse_bad_registrations(api& a, const live_comms& c, std::vector<std::byte>& buf) -> void* {
+    void* mh = nullptr;
+    CHECK(a.reg_mr(nullptr, buf.data(), buf.size(), ptr_host, &mh) != 0, "regMr(NULL comm)");
+    CHECK(a.reg_mr(c.send, nullptr, buf.size(), ptr_host, &mh) != 0, "regMr(NULL data)");
+    CHECK(a.reg_mr(c.send, buf.data(), 0, ptr_host, &mh) != 0, "regMr(size 0)");
+    CHECK(a.reg_mr(c.send, buf.data(), buf.size(), ptr_host, nullptr) != 0, "regMr(NULL out)");
+    CHECK(a.reg_mr(c.send, buf.data(), buf.size(), ptr_cuda, &mh) != 0, "regMr(CUDA) on a host-only device");
+    CHECK(a.reg_mr_dmabuf(c.send, buf.data(), buf.size(), ptr_host, 0, 1000, &mh) != 0,
+          "regMrDmaBuf with a descriptor that is not open");
+    CHECK(a.reg_mr_dmabuf(c.send, buf.data(), buf.size(), ptr_cuda, 0, 1000, &mh) != 0,
+          "regMrDmaBuf of CUDA memory on a host-only device");
+    CHECK(a.reg_mr_dmabuf(c.send, buf.data(), buf.size(), 7, 0, -1, &mh) != 0, "regMrDmaBuf of an unknown type");
+    CHECK(a.reg_mr(c.send, buf.data(), buf.size(), ptr_host, &mh) == 0 && mh != nullptr, "regMr");
+    return mh;
+}
+
+/// isend, irecv and test with bad arguments.
+void refuse_bad_transfers(api& a, const live_comms& c, std::vector<std::byte>& buf, void* mh, int version) {
+    void* req = nullptr;
+    CHECK(a.isend(nullptr, buf.data(), 8, 1, mh, &req) != 0, "isend(NULL comm)");
+    CHECK(a.isend(c.recv, buf.data(), 8, 1, mh, &req) != 0, "isend on a receive comm");
+    CHECK(a.isend(c.send, nullptr, 8, 1, nullptr, &req) != 0, "isend(NULL data)");
+    CHECK(a.isend(c.send, buf.data(), 8, 1, mh, nullptr) != 0, "isend(NULL request)");
+    if (version >= 9)
+        CHECK(a.isend(c.send, buf.data(), std::size_t{3} << 30, 1, nullptr, &req) != 0, "isend above maxP2pBytes");
+    CHECK(a.isend(c.send, buf.data(), 8192, 1, mh, &req) != 0, "isend beyond the registration");
+    void* d[9];
+    std::size_t s[9];
+    int t[9];
+    void* m[9];
+    for (int i = 0; i < 9; ++i) {
+        d[i] = buf.data();
+        s[i] = 16;
+        t[i] = i;
+        m[i] = mh;
+    }
+    CHECK(a.irecv(c.recv, 0, d, s, t, m, &req) != 0, "irecv n=0");
+    CHECK(a.irecv(c.recv, 9, d, s, t, m, &req) != 0, "irecv n=9 > maxRecvs");
+    CHECK(a.irecv(c.recv, 1, nullptr, s, t, m, &req) != 0, "irecv(NULL data)");
+    CHECK(a.irecv(c.recv, 1, d, nullptr, t, m, &req) != 0, "irecv(NULL sizes)");
+    CHECK(a.irecv(c.recv, 1, d, s, nullptr, m, &req) != 0, "irecv(NULL tags)");
+    CHECK(a.irecv(c.send, 1, d, s, t, m, &req) != 0, "irecv on a send comm");
+    int done = 0;
+    CHECK(a.test(nullptr, &done, nullptr) != 0, "test(NULL)");
+    CHECK(a.test(buf.data(), &done, nullptr) != 0, "test(foreign pointer)");
+}
+
+/// A completed request and a deregistered handle are stale: refused, not used.
+void refuse_stale_handles(api& a, const live_comms& c, std::vector<std::byte>& buf, void* mh) {
+    std::vector<std::byte> src(64);
+    void* sreq = post_send(a, c.send, src.data(), src.size(), 4, nullptr);
+    std::size_t s1 = 64;
+    int t1 = 4;
+    void* d1 = buf.data();
+    void* rreq = post_recv(a, c.recv, 1, &d1, &s1, &t1, &mh);
+    CHECK(wait(a, sreq, nullptr) == 0 && wait(a, rreq, nullptr) == 0, "self transfer");
+    int done = 0;
+    CHECK(a.test(rreq, &done, nullptr) != 0, "test of a completed request");
+    CHECK(a.dereg_mr(c.send, nullptr) != 0, "deregMr(NULL)");
+    CHECK(a.dereg_mr(c.send, mh) == 0, "deregMr");
+    CHECK(a.dereg_mr(c.send, mh) != 0, "deregMr of a stale handle");
+    void* req = nullptr;
+    CHECK(a.isend(c.send, buf.data(), 8, 1, mh, &req) != 0, "isend with a stale mhandle");
+}
+
+/// makeVDevice (v9+) with bad arguments; `n` devices exist.
+void refuse_bad_vdevices(api& a, int n) {
+    if (!a.make_vdevice) return;
+    int vd = -1;
+    const int devs[2] = {0, 0};
+    const int unknown[1] = {n + 3};
+    CHECK(a.make_vdevice(nullptr, 1, devs) != 0, "makeVDevice(NULL)");
+    CHECK(a.make_vdevice(&vd, 0, devs) != 0, "makeVDevice(0 devices)");
+    CHECK(a.make_vdevice(&vd, 2, devs) != 0, "makeVDevice(duplicate devices)");
+    CHECK(a.make_vdevice(&vd, 1, unknown) != 0, "makeVDevice(unknown device)");
+}
+
+/// Closes of the wrong kind, twice, or of NULL are refused; the right ones succeed.
+void refuse_bad_closes(api& a, const live_comms& c) {
+    CHECK(a.close_send(c.recv) != 0, "closeSend on a receive comm");
+    CHECK(a.close_send(c.send) == 0 && a.close_recv(c.recv) == 0 && a.close_listen(c.listen) == 0, "close");
+    CHECK(a.close_send(c.send) != 0 && a.close_listen(c.listen) != 0, "double close");
+    CHECK(a.close_send(nullptr) != 0 && a.close_recv(nullptr) != 0 && a.close_listen(nullptr) != 0, "close(NULL)");
+    CHECK(a.finalize() == 0, "finalize");
+}
+
 TEST_P(nccl_abi, bad_input_gives_error_codes) {
     const int version = GetParam().version;
     int rs = 0, ss = 0;
@@ -276,109 +414,16 @@ TEST_P(nccl_abi, bad_input_gives_error_codes) {
         GetParam().provider, GetParam().env,
         [&](const pipes&) {
             api a = load(version);
-            CHECK(a.test(nullptr, nullptr, nullptr) != 0, "test before init");
-            CHECK(a.init() == 0, "init");
-            int n = 0;
-            CHECK(a.devices(nullptr) != 0, "devices(NULL)");
-            CHECK(a.devices(&n) == 0 && n >= 1, "devices");
-            props pr;
-            CHECK(a.get_props(-1, pr) != 0 && a.get_props(n + 5, pr) != 0, "getProperties of unknown devices");
             std::array<char, handle_maxsize> h{};
             void* l = nullptr;
-            CHECK(a.listen(n + 5, h.data(), &l) != 0 && l == nullptr, "listen on unknown device");
-            CHECK(a.listen(0, nullptr, &l) != 0, "listen with NULL handle");
-            CHECK(a.listen(0, h.data(), nullptr) != 0, "listen with NULL comm");
-            CHECK(a.listen(0, h.data(), &l) == 0 && l != nullptr, "listen");
-            // Foreign, corrupted and truncated handles.
-            std::array<char, handle_maxsize> bad{};
-            void* sc = nullptr;
-            CHECK(a.connect(0, bad.data(), &sc) != 0 && sc == nullptr, "connect with a zero handle");
-            for (int bit : {0, 77, 8 * 22 + 3, 8 * 127}) {
-                bad = h;
-                bad[static_cast<std::size_t>(bit / 8)] ^= static_cast<char>(1 << (bit % 8));
-                CHECK(a.connect(0, bad.data(), &sc) != 0 && sc == nullptr, "connect with bit %d flipped", bit);
-            }
-            CHECK(a.connect(0, nullptr, &sc) != 0, "connect(NULL handle)");
-            void* rc = nullptr;
-            CHECK(a.accept(nullptr, &rc) != 0, "accept(NULL)");
-            CHECK(a.accept(l, nullptr) != 0, "accept(.., NULL)");
-            // Connect to ourselves to get live comms.
-            const auto deadline = clk::now() + std::chrono::seconds(20);
-            while (sc == nullptr || rc == nullptr) {
-                if (sc == nullptr) CHECK(a.connect(0, h.data(), &sc) == 0, "connect");
-                if (rc == nullptr) CHECK(a.accept(l, &rc) == 0, "accept");
-                CHECK(clk::now() < deadline, "self-connect timed out");
-            }
-            void* other = nullptr;
-            CHECK(a.accept(sc, &other) != 0 && other == nullptr, "accept on a send comm");
+            const int n = refuse_before_comms(a, h, l);
+            const live_comms c = refuse_bad_handles_then_connect(a, h, l);
             std::vector<std::byte> buf(4096);
-            void* mh = nullptr;
-            CHECK(a.reg_mr(nullptr, buf.data(), buf.size(), ptr_host, &mh) != 0, "regMr(NULL comm)");
-            CHECK(a.reg_mr(sc, nullptr, buf.size(), ptr_host, &mh) != 0, "regMr(NULL data)");
-            CHECK(a.reg_mr(sc, buf.data(), 0, ptr_host, &mh) != 0, "regMr(size 0)");
-            CHECK(a.reg_mr(sc, buf.data(), buf.size(), ptr_host, nullptr) != 0, "regMr(NULL out)");
-            CHECK(a.reg_mr(sc, buf.data(), buf.size(), ptr_cuda, &mh) != 0, "regMr(CUDA) on a host-only device");
-            CHECK(a.reg_mr_dmabuf(sc, buf.data(), buf.size(), ptr_host, 0, 1000, &mh) != 0,
-                  "regMrDmaBuf with a descriptor that is not open");
-            CHECK(a.reg_mr_dmabuf(sc, buf.data(), buf.size(), ptr_cuda, 0, 1000, &mh) != 0,
-                  "regMrDmaBuf of CUDA memory on a host-only device");
-            CHECK(a.reg_mr_dmabuf(sc, buf.data(), buf.size(), 7, 0, -1, &mh) != 0, "regMrDmaBuf of an unknown type");
-            CHECK(a.reg_mr(sc, buf.data(), buf.size(), ptr_host, &mh) == 0 && mh != nullptr, "regMr");
-            void* req = nullptr;
-            CHECK(a.isend(nullptr, buf.data(), 8, 1, mh, &req) != 0, "isend(NULL comm)");
-            CHECK(a.isend(rc, buf.data(), 8, 1, mh, &req) != 0, "isend on a receive comm");
-            CHECK(a.isend(sc, nullptr, 8, 1, nullptr, &req) != 0, "isend(NULL data)");
-            CHECK(a.isend(sc, buf.data(), 8, 1, mh, nullptr) != 0, "isend(NULL request)");
-            if (version >= 9)
-                CHECK(a.isend(sc, buf.data(), std::size_t{3} << 30, 1, nullptr, &req) != 0, "isend above maxP2pBytes");
-            CHECK(a.isend(sc, buf.data(), 8192, 1, mh, &req) != 0, "isend beyond the registration");
-            void* d[9];
-            std::size_t s[9];
-            int t[9];
-            void* m[9];
-            for (int i = 0; i < 9; ++i) {
-                d[i] = buf.data();
-                s[i] = 16;
-                t[i] = i;
-                m[i] = mh;
-            }
-            CHECK(a.irecv(rc, 0, d, s, t, m, &req) != 0, "irecv n=0");
-            CHECK(a.irecv(rc, 9, d, s, t, m, &req) != 0, "irecv n=9 > maxRecvs");
-            CHECK(a.irecv(rc, 1, nullptr, s, t, m, &req) != 0, "irecv(NULL data)");
-            CHECK(a.irecv(rc, 1, d, nullptr, t, m, &req) != 0, "irecv(NULL sizes)");
-            CHECK(a.irecv(rc, 1, d, s, nullptr, m, &req) != 0, "irecv(NULL tags)");
-            CHECK(a.irecv(sc, 1, d, s, t, m, &req) != 0, "irecv on a send comm");
-            int done = 0;
-            CHECK(a.test(nullptr, &done, nullptr) != 0, "test(NULL)");
-            CHECK(a.test(buf.data(), &done, nullptr) != 0, "test(foreign pointer)");
-            // A completed request is stale.
-            std::vector<std::byte> src(64);
-            void* sreq = post_send(a, sc, src.data(), src.size(), 4, nullptr);
-            std::size_t s1 = 64;
-            int t1 = 4;
-            void* d1 = buf.data();
-            void* rreq = post_recv(a, rc, 1, &d1, &s1, &t1, &mh);
-            CHECK(wait(a, sreq, nullptr) == 0 && wait(a, rreq, nullptr) == 0, "self transfer");
-            CHECK(a.test(rreq, &done, nullptr) != 0, "test of a completed request");
-            CHECK(a.dereg_mr(sc, nullptr) != 0, "deregMr(NULL)");
-            CHECK(a.dereg_mr(sc, mh) == 0, "deregMr");
-            CHECK(a.dereg_mr(sc, mh) != 0, "deregMr of a stale handle");
-            CHECK(a.isend(sc, buf.data(), 8, 1, mh, &req) != 0, "isend with a stale mhandle");
-            if (a.make_vdevice) {
-                int vd = -1;
-                const int devs[2] = {0, 0};
-                const int unknown[1] = {n + 3};
-                CHECK(a.make_vdevice(nullptr, 1, devs) != 0, "makeVDevice(NULL)");
-                CHECK(a.make_vdevice(&vd, 0, devs) != 0, "makeVDevice(0 devices)");
-                CHECK(a.make_vdevice(&vd, 2, devs) != 0, "makeVDevice(duplicate devices)");
-                CHECK(a.make_vdevice(&vd, 1, unknown) != 0, "makeVDevice(unknown device)");
-            }
-            CHECK(a.close_send(rc) != 0, "closeSend on a receive comm");
-            CHECK(a.close_send(sc) == 0 && a.close_recv(rc) == 0 && a.close_listen(l) == 0, "close");
-            CHECK(a.close_send(sc) != 0 && a.close_listen(l) != 0, "double close");
-            CHECK(a.close_send(nullptr) != 0 && a.close_recv(nullptr) != 0 && a.close_listen(nullptr) != 0,
-                  "close(NULL)");
-            CHECK(a.finalize() == 0, "finalize");
+            void* mh = refuse_bad_registrations(a, c, buf);
+            refuse_bad_transfers(a, c, buf, mh, version);
+            refuse_stale_handles(a, c, buf, mh);
+            refuse_bad_vdevices(a, n);
+            refuse_bad_closes(a, c);
         },
         [](const pipes&, pid_t) {}, &rs, &ss);
     EXPECT_TRUE(exited_ok(rs)) << "status " << rs;
