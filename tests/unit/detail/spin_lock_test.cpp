@@ -46,15 +46,6 @@ TEST(LockUnlessSingleThreaded, is_not_taken_before_a_second_thread_and_taken_aft
 #endif
 }
 
-TEST(LockUnlessSingleThreaded, never_takes_a_serialized_lock) {
-    std::thread([] {}).join();
-    ASSERT_FALSE(process_is_single_threaded());
-    spin_lock_unless_serialized m(true);
-    const lock_unless_single_threaded g(m);
-    EXPECT_TRUE(m.serialized());
-    EXPECT_TRUE(m.try_lock());  // a serialized lock is never held
-}
-
 TEST(SpinLock, a_waiter_gets_the_lock_when_its_holder_gives_it_back) {
     spin_lock l;
     l.lock();

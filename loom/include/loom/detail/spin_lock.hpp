@@ -67,13 +67,13 @@ private:
 
 /// Holds a spin_lock_unless_serialized over a section that cannot start a thread (it calls no
 /// callback and allocates nothing): the lock is not taken while the process has one thread,
-/// since no other thread can enter the section or appear before it ends. What the registry's
-/// per-operation calls use: a program that drives its fabric from its only thread pays no
-/// locked instruction for them.
+/// since no other thread can enter the section or appear before it ends (a serialized lock is
+/// never taken anyway). What the registry's per-operation calls use: a program that drives its
+/// fabric from its only thread pays no locked instruction for them.
 class [[nodiscard]] lock_unless_single_threaded {
 public:
     explicit lock_unless_single_threaded(spin_lock_unless_serialized& m) noexcept
-        : taken_(m.serialized() || process_is_single_threaded() ? nullptr : &m) {
+        : taken_(process_is_single_threaded() ? nullptr : &m) {
         if (taken_ != nullptr) taken_->lock();
     }
     lock_unless_single_threaded(const lock_unless_single_threaded&) = delete;
