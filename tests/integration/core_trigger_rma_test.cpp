@@ -9,7 +9,7 @@
 #include <array>
 #include <cstring>
 #include <loom/trigger.hpp>
-#include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 

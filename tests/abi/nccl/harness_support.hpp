@@ -372,11 +372,13 @@ inline auto wait_at(int line, api& a, void* req, int* sizes) -> int {
     }
 }
 
-inline auto post_send(api& a, void* comm, void* data, std::size_t n, int tag, void* mh) -> void* {
+/// isend, retried until the plugin accepts it; `ph`: a profiler handle (v10+, isend_p).
+inline auto post_send(api& a, void* comm, void* data, std::size_t n, int tag, void* mh, void* ph = nullptr) -> void* {
     const auto deadline = clk::now() + std::chrono::seconds(30);
     for (;;) {
         void* req = nullptr;
-        const int rc = a.isend(comm, data, n, tag, mh, &req);
+        const int rc =
+            ph != nullptr ? a.isend_p(comm, data, n, tag, mh, ph, &req) : a.isend(comm, data, n, tag, mh, &req);
         CHECK(rc == 0, "isend rc %d", rc);
         if (req != nullptr) return req;
         CHECK(clk::now() < deadline, "isend never accepted");

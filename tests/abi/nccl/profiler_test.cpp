@@ -89,17 +89,6 @@ void receive_with_events(api& a, const pipes& p) {
     CHECK(prof_starts().size() == 4, "starts %zu", prof_starts().size());
 }
 
-/// isend with profiler handle `ph` (null: none), retried until the plugin accepts it.
-auto post_profiled(api& a, void* sc, void* data, std::size_t n, int tag, void* ph) -> void* {
-    void* req = nullptr;
-    const auto deadline = clk::now() + std::chrono::seconds(30);
-    while (req == nullptr) {
-        CHECK(a.isend_p(sc, data, n, tag, nullptr, ph, &req) == 0, "isend");
-        CHECK(clk::now() < deadline, "isend never accepted");
-    }
-    return req;
-}
-
 /// The sending side: four sends, three with handles; their events; then a rendezvous send whose
 /// receive never comes, stopped by closeSend.
 void send_with_events(api& a, const pipes& p) {
@@ -110,9 +99,10 @@ void send_with_events(api& a, const pipes& p) {
     fill(b2.data(), b2.size(), 3);
     std::vector<std::byte> b0(64), b3(32);
     await_peer(p.to_sender[0]);
-    const std::vector<void*> reqs{
-        post_profiled(a, sc, b0.data(), 64, 1, fake(0xC1)), post_profiled(a, sc, b1.data(), b1.size(), 2, fake(0xC2)),
-        post_profiled(a, sc, b2.data(), b2.size(), 3, nullptr), post_profiled(a, sc, b3.data(), 32, 4, fake(0xC4))};
+    const std::vector<void*> reqs{post_send(a, sc, b0.data(), 64, 1, nullptr, fake(0xC1)),
+                                  post_send(a, sc, b1.data(), b1.size(), 2, nullptr, fake(0xC2)),
+                                  post_send(a, sc, b2.data(), b2.size(), 3, nullptr),
+                                  post_send(a, sc, b3.data(), 32, 4, nullptr, fake(0xC4))};
     CHECK(prof_starts().size() == 3, "expected 3 send events, got %zu", prof_starts().size());
     for (void* r : reqs) CHECK(wait(a, r, nullptr) == 0, "send");
     CHECK(prof_open() == 0, "%zu send events left open after completion", prof_open());
@@ -124,7 +114,7 @@ void send_with_events(api& a, const pipes& p) {
         if (want < 1000) CHECK(r.info.protocol == 0, "small send reported as rendezvous");
         CHECK(prof_stopped(r.handle), "send event not stopped");
     }
-    (void)post_profiled(a, sc, big_buf.data(), big_buf.size(), 999, fake(0xC9));
+    (void)post_send(a, sc, big_buf.data(), big_buf.size(), 999, nullptr, fake(0xC9));
     CHECK(prof_open() == 1, "open %zu", prof_open());
     CHECK(a.close_send(sc) == 0, "closeSend");
     CHECK(prof_open() == 0, "closeSend left %zu events open", prof_open());
