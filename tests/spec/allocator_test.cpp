@@ -106,14 +106,32 @@ TEST(SpecAllocators, every_object_allocates_its_state_from_the_resource_it_was_g
     ASSERT_TRUE(eq);
     EXPECT_GT(t.given, 0) << "event queue: its event buffer";
     EXPECT_TRUE(none_elsewhere(t));
+}
 
-    // Use: binding, enabling, naming, inserting, looking up, removing — loom's own part
-    // allocates from the given resource or not at all.
+TEST(SpecAllocators, using_the_objects_allocates_from_their_resource_or_not_at_all) {
+    default_watch def;
+    counting_resource r;
+    auto info = loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
+                                    .ep_type = loom::endpoint_types::rdm,
+                                    .provider = "tcp"},
+                                   &r);
+    ASSERT_TRUE(info);
+    auto fab = loom::fabric::create(*info, &r);
+    ASSERT_TRUE(fab);
+    auto dom = loom::domain::create(*fab, *info, &r);
+    ASSERT_TRUE(dom);
+    auto cq = loom::completion_queue::create(*dom, {.size = 64}, &r);
+    auto av = loom::address_vector::create(*dom, {}, &r);
+    auto ep = loom::endpoint::create(*dom, *info, &r);
+    ASSERT_TRUE(cq && av && ep);
+
+    // Binding, enabling, naming, inserting, looking up — loom's own part allocates from the
+    // given resource or not at all.
     ASSERT_TRUE(ep->bind_cq(*cq, loom::cq_bind::transmit | loom::cq_bind::recv));
     ASSERT_TRUE(ep->bind_av(*av));
     ASSERT_TRUE(ep->enable());
     loom::result<loom::address> me = loom::make_unexpected(loom::errc::other);
-    t = measure(r, def.counted, [&] { me = ep->name(); });
+    auto t = measure(r, def.counted, [&] { me = ep->name(); });
     ASSERT_TRUE(me);
     EXPECT_TRUE(none_elsewhere(t)) << "a socket address is named without the heap";
     loom::result<loom::peer_addr> peer = loom::make_unexpected(loom::errc::other);

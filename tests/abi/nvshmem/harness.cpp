@@ -151,22 +151,25 @@ enum : std::size_t {
 };
 constexpr int rounds = 40;
 
-void run_atomics(pe_env& e) {
-    const int target = e.n - 1;
-    auto at = [](std::size_t w) { return amo_at + w; };
-    if (e.me == target) {
-        std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(e.heap + at(a_and8))).store(~0ULL);
-        std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(e.heap + at(a_fand4))).store(~0U);
-    }
-    e.barrier();
-    std::vector<std::uint64_t> fetched8, fetched4;
+constexpr auto amo_word(std::size_t w) -> std::size_t { return amo_at + w; }
+
+/// What one PE's atomics fetched and found.
+struct amo_outcome {
+    std::vector<std::uint64_t> fetched8, fetched4;  ///< fetch_add and fetch_inc, in order
+    std::uint64_t swapped{0}, cas8{0}, cas4{0};     ///< old values of swap and the compare-swaps
+};
+
+/// Every verb from this PE at the target's words; checks what a fetch alone can tell.
+auto issue_atomics(pe_env& e, int target) -> amo_outcome {
+    const auto at = amo_word;
+    amo_outcome o;
     for (int i = 0; i < rounds; ++i) {
         std::uint64_t r8 = 0;
         std::uint32_t r4 = 0;
         CHECK(amo(e, target, at(a_fadd8), abi::amo_fetch_add, 8, 1, 0, &r8) == 0, "fetch_add");
-        fetched8.push_back(r8);
+        o.fetched8.push_back(r8);
         CHECK(amo(e, target, at(a_finc4), abi::amo_fetch_inc, 4, 0, 0, &r4) == 0, "fetch_inc");
-        fetched4.push_back(r4);
+        o.fetched4.push_back(r4);
         CHECK(amo(e, target, at(a_add4), abi::amo_add, 4, static_cast<unsigned>(e.me) + 1, 0, nullptr, i % 2) == 0,
               "add");
         CHECK(amo(e, target, at(a_inc8), abi::amo_inc, 8, 0) == 0, "inc");
@@ -180,67 +183,85 @@ void run_atomics(pe_env& e) {
     CHECK(amo(e, target, at(a_for4), abi::amo_fetch_or, 4, 1U << e.me, 0, &old4) == 0, "fetch_or");
     CHECK((old4 & (1U << e.me)) == 0, "fetch_or saw our bit set before us");
     CHECK(amo(e, target, at(a_fxor4), abi::amo_fetch_xor, 4, 1U << e.me, 0, &old4) == 0, "fetch_xor");
-    std::uint64_t swapped = 0, cas8 = 0;
     std::uint32_t cas4 = 0;
-    CHECK(amo(e, target, at(a_swap8), abi::amo_swap, 8, static_cast<unsigned>(e.me) + 1, 0, &swapped) == 0, "swap");
-    CHECK(amo(e, target, at(a_cas8), abi::amo_compare_swap, 8, static_cast<unsigned>(e.me) + 1, 0, &cas8) == 0, "cas8");
+    CHECK(amo(e, target, at(a_swap8), abi::amo_swap, 8, static_cast<unsigned>(e.me) + 1, 0, &o.swapped) == 0, "swap");
+    CHECK(amo(e, target, at(a_cas8), abi::amo_compare_swap, 8, static_cast<unsigned>(e.me) + 1, 0, &o.cas8) == 0,
+          "cas8");
     CHECK(amo(e, target, at(a_cas4), abi::amo_compare_swap, 4, static_cast<unsigned>(e.me) + 100, 0, &cas4) == 0,
           "cas4");
+    o.cas4 = cas4;
     CHECK(amo(e, target, at(a_set) + 8 * static_cast<std::size_t>(e.me), abi::amo_set, 8,
               0xabcd0000ULL + static_cast<unsigned>(e.me)) == 0,
           "set");
     CHECK(amo(e, target, at(a_sigadd), abi::amo_signal_add, 8, 2) == 0, "signal add");
     if (e.me == 0) CHECK(amo(e, target, at(a_sigset), abi::amo_signal_set, 8, 77) == 0, "signal set");
     CHECK(quiet_all(e) == 0, "quiet");
+    return o;
+}
+
+/// On the target: its words against the model of what all PEs did (`outcomes`: swap, cas8 and
+/// cas4 old values of each PE in turn).
+void check_target_words(pe_env& e, const std::vector<std::uint64_t>& outcomes) {
+    const auto at = amo_word;
+    const auto n = static_cast<std::uint64_t>(e.n);
+    CHECK(load<std::uint64_t>(e, at(a_fadd8)) == n * rounds, "fetch_add total");
+    CHECK(load<std::uint32_t>(e, at(a_finc4)) == n * rounds, "fetch_inc total");
+    CHECK(load<std::uint32_t>(e, at(a_add4)) == rounds * n * (n + 1) / 2, "add total");
+    CHECK(load<std::uint64_t>(e, at(a_inc8)) == n * rounds, "inc total");
+    CHECK(load<std::uint64_t>(e, at(a_xor8)) == 0, "xor (an even number of rounds)");
+    CHECK(load<std::uint64_t>(e, at(a_or8)) == ((1ULL << e.n) - 1) << 8, "or");
+    CHECK(load<std::uint64_t>(e, at(a_and8)) == ~((1ULL << e.n) - 1), "and");
+    CHECK(load<std::uint32_t>(e, at(a_fand4)) == ~((1U << e.n) - 1), "fetch_and");
+    CHECK(load<std::uint32_t>(e, at(a_for4)) == (1U << e.n) - 1, "fetch_or");
+    CHECK(load<std::uint32_t>(e, at(a_fxor4)) == (1U << e.n) - 1, "fetch_xor");
+    for (int p = 0; p < e.n; ++p)
+        CHECK(load<std::uint64_t>(e, at(a_set) + 8 * static_cast<std::size_t>(p)) ==
+                  0xabcd0000ULL + static_cast<unsigned>(p),
+              "set %d", p);
+    CHECK(load<std::uint64_t>(e, at(a_sigadd)) == 2 * n && load<std::uint64_t>(e, at(a_sigset)) == 77, "signals");
+    // Swap: the old values and the final one are 0..n, each once.
+    std::set<std::uint64_t> seen{load<std::uint64_t>(e, at(a_swap8))};
+    for (int p = 0; p < e.n; ++p) seen.insert(outcomes[static_cast<std::size_t>(3 * p)]);
+    CHECK(seen.size() == n + 1 && *seen.rbegin() == n, "swap chain");
+    // Compare-swap: exactly one PE saw 0 and the word holds its value.
+    int winners8 = 0, winners4 = 0;
+    for (int p = 0; p < e.n; ++p) {
+        if (outcomes[static_cast<std::size_t>(3 * p + 1)] == 0) {
+            ++winners8;
+            CHECK(load<std::uint64_t>(e, at(a_cas8)) == static_cast<unsigned>(p) + 1, "cas8 winner");
+        }
+        if (outcomes[static_cast<std::size_t>(3 * p + 2)] == 0) {
+            ++winners4;
+            CHECK(load<std::uint32_t>(e, at(a_cas4)) == static_cast<unsigned>(p) + 100, "cas4 winner");
+        }
+    }
+    CHECK(winners8 == 1 && winners4 == 1, "compare-swap winners %d %d", winners8, winners4);
+}
+
+void run_atomics(pe_env& e) {
+    const int target = e.n - 1;
+    if (e.me == target) {
+        std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t*>(e.heap + amo_word(a_and8))).store(~0ULL);
+        std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(e.heap + amo_word(a_fand4))).store(~0U);
+    }
+    e.barrier();
+    const amo_outcome o = issue_atomics(e, target);
 
     // The model: the fetched values of all PEs together.
     std::vector<std::uint64_t> all8(static_cast<std::size_t>(rounds * e.n)), all4(all8.size());
-    std::vector<std::uint64_t> mine4(fetched4.begin(), fetched4.end());
-    CHECK(e.boot.allgather(fetched8.data(), all8.data(), rounds * 8, &e.boot) == 0, "gather");
+    std::vector<std::uint64_t> mine4(o.fetched4.begin(), o.fetched4.end());
+    CHECK(e.boot.allgather(o.fetched8.data(), all8.data(), rounds * 8, &e.boot) == 0, "gather");
     CHECK(e.boot.allgather(mine4.data(), all4.data(), rounds * 8, &e.boot) == 0, "gather");
     std::ranges::sort(all8);
     std::ranges::sort(all4);
     for (std::size_t i = 0; i < all8.size(); ++i) CHECK(all8[i] == i && all4[i] == i, "fetch-add tickets %zu", i);
-    std::uint64_t outcome[3] = {swapped, cas8, cas4};
+    std::uint64_t outcome[3] = {o.swapped, o.cas8, o.cas4};
     std::vector<std::uint64_t> outcomes(static_cast<std::size_t>(3 * e.n));
     CHECK(e.boot.allgather(outcome, outcomes.data(), sizeof outcome, &e.boot) == 0, "gather");
+    if (e.me == target) check_target_words(e, outcomes);
     const auto n = static_cast<std::uint64_t>(e.n);
-    if (e.me == target) {
-        CHECK(load<std::uint64_t>(e, at(a_fadd8)) == n * rounds, "fetch_add total");
-        CHECK(load<std::uint32_t>(e, at(a_finc4)) == n * rounds, "fetch_inc total");
-        CHECK(load<std::uint32_t>(e, at(a_add4)) == rounds * n * (n + 1) / 2, "add total");
-        CHECK(load<std::uint64_t>(e, at(a_inc8)) == n * rounds, "inc total");
-        CHECK(load<std::uint64_t>(e, at(a_xor8)) == 0, "xor (an even number of rounds)");
-        CHECK(load<std::uint64_t>(e, at(a_or8)) == ((1ULL << e.n) - 1) << 8, "or");
-        CHECK(load<std::uint64_t>(e, at(a_and8)) == ~((1ULL << e.n) - 1), "and");
-        CHECK(load<std::uint32_t>(e, at(a_fand4)) == ~((1U << e.n) - 1), "fetch_and");
-        CHECK(load<std::uint32_t>(e, at(a_for4)) == (1U << e.n) - 1, "fetch_or");
-        CHECK(load<std::uint32_t>(e, at(a_fxor4)) == (1U << e.n) - 1, "fetch_xor");
-        for (int p = 0; p < e.n; ++p)
-            CHECK(load<std::uint64_t>(e, at(a_set) + 8 * static_cast<std::size_t>(p)) ==
-                      0xabcd0000ULL + static_cast<unsigned>(p),
-                  "set %d", p);
-        CHECK(load<std::uint64_t>(e, at(a_sigadd)) == 2 * n && load<std::uint64_t>(e, at(a_sigset)) == 77, "signals");
-        // Swap: the old values and the final one are 0..n, each once.
-        std::set<std::uint64_t> seen{load<std::uint64_t>(e, at(a_swap8))};
-        for (int p = 0; p < e.n; ++p) seen.insert(outcomes[static_cast<std::size_t>(3 * p)]);
-        CHECK(seen.size() == n + 1 && *seen.rbegin() == n, "swap chain");
-        // Compare-swap: exactly one PE saw 0 and the word holds its value.
-        int winners8 = 0, winners4 = 0;
-        for (int p = 0; p < e.n; ++p) {
-            if (outcomes[static_cast<std::size_t>(3 * p + 1)] == 0) {
-                ++winners8;
-                CHECK(load<std::uint64_t>(e, at(a_cas8)) == static_cast<unsigned>(p) + 1, "cas8 winner");
-            }
-            if (outcomes[static_cast<std::size_t>(3 * p + 2)] == 0) {
-                ++winners4;
-                CHECK(load<std::uint32_t>(e, at(a_cas4)) == static_cast<unsigned>(p) + 100, "cas4 winner");
-            }
-        }
-        CHECK(winners8 == 1 && winners4 == 1, "compare-swap winners %d %d", winners8, winners4);
-    }
     std::uint64_t total = 0;
-    CHECK(amo(e, target, at(a_fadd8), abi::amo_fetch, 8, 0, 0, &total) == 0 && total == n * rounds, "fetch");
+    CHECK(amo(e, target, amo_word(a_fadd8), abi::amo_fetch, 8, 0, 0, &total) == 0 && total == n * rounds, "fetch");
 }
 
 TEST_P(nvshmem_abi, every_amo_verb_matches_the_model) {

@@ -52,6 +52,72 @@ TEST(EngineConnections, AConnectNobodyAcceptsFailsAtTheDeadline) {
     eng->close(**l);
 }
 
+/// A shm endpoint of its own that sends raw bytes to a listener's control tag.
+struct foreign_endpoint {
+    loom::fabric_info fi;
+    loom::fabric fabric;
+    loom::domain domain;
+    loom::completion_queue cq;
+    loom::address_vector av;
+    loom::endpoint ep;
+    loom::peer_addr peer;
+    std::uint64_t tag;
+
+    explicit foreign_endpoint(const lp::listen_info& to)
+        : fi(loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
+                                 .ep_type = loom::endpoint_types::rdm,
+                                 .provider = "shm"})
+                 .value()),
+          fabric(loom::fabric::create(fi).value()),
+          domain(loom::domain::create(fabric, fi).value()),
+          cq(loom::completion_queue::create(domain, {.size = 64}).value()),
+          av(loom::address_vector::create(domain).value()),
+          ep(loom::endpoint::create(domain, fi).value()),
+          peer(av.insert(to.endpoint_address).value()),
+          tag(lp::match_bits::make_tag(lp::message_kind::control, static_cast<std::uint32_t>(to.channel_id), 0, 0)) {
+        EXPECT_TRUE(ep.bind_cq(cq, loom::cq_bind::transmit | loom::cq_bind::recv));
+        EXPECT_TRUE(ep.bind_av(av));
+        EXPECT_TRUE(ep.enable());
+    }
+    /// Injects `b`, retrying while the provider is busy (at most 5 s).
+    auto send(const std::vector<std::byte>& b) -> loom::void_result {
+        const auto deadline = clk::now() + std::chrono::seconds(5);
+        for (;;) {
+            auto r = ep.tagged_inject(b, tag, peer);
+            if (r || r.error() != loom::errc::again || clk::now() >= deadline) return r;
+            (void)cq.poll();
+        }
+    }
+};
+
+/// CONNECT messages the listener of `to` must drop: empty, truncated, for another listener,
+/// random bytes.
+auto malformed_connect_messages(const lp::listen_info& to) -> std::vector<std::vector<std::byte>> {
+    lp::connect_message good{.sender_channel = 9,
+                             .listen_channel = static_cast<std::uint32_t>(to.channel_id),
+                             .pid = 1,
+                             .host = 2,
+                             .sender_address = to.endpoint_address};
+    std::vector<std::byte> valid(lp::control_capacity);
+    valid.resize(lp::encode(good, valid).value());
+    std::vector<std::vector<std::byte>> bad;
+    bad.push_back({});                                    // empty
+    bad.emplace_back(valid.begin(), valid.begin() + 20);  // truncated header
+    bad.emplace_back(valid.begin(), valid.end() - 1);     // truncated rail list
+    auto wrong_listener = good;
+    wrong_listener.listen_channel = static_cast<std::uint32_t>(to.channel_id) + 1;
+    std::vector<std::byte> w(lp::control_capacity);
+    w.resize(lp::encode(wrong_listener, w).value());
+    bad.push_back(w);  // another listener's id
+    std::mt19937 rng(5);
+    for (int i = 0; i < 20; ++i) {  // random bytes
+        std::vector<std::byte> b(8 + rng() % 120);
+        for (auto& x : b) x = static_cast<std::byte>(rng());
+        bad.push_back(std::move(b));
+    }
+    return bad;
+}
+
 TEST(EngineConnections, MalformedConnectMessagesAreDroppedAndRealOnesStillAccepted) {
     auto eng = shm_engine(lp::config{});
     ASSERT_TRUE(eng);
@@ -62,54 +128,9 @@ TEST(EngineConnections, MalformedConnectMessagesAreDroppedAndRealOnesStillAccept
         l = eng->listen(h).value();
     }
     const auto info = lp::decode_handle(h).value();
-    // A foreign endpoint that sends raw bytes to the listener's control tag.
-    auto fi = loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
-                                  .ep_type = loom::endpoint_types::rdm,
-                                  .provider = "shm"})
-                  .value();
-    auto fabric = loom::fabric::create(fi).value();
-    auto domain = loom::domain::create(fabric, fi).value();
-    auto cq = loom::completion_queue::create(domain, {.size = 64}).value();
-    auto av = loom::address_vector::create(domain).value();
-    auto ep = loom::endpoint::create(domain, fi).value();
-    ASSERT_TRUE(ep.bind_cq(cq, loom::cq_bind::transmit | loom::cq_bind::recv));
-    ASSERT_TRUE(ep.bind_av(av));
-    ASSERT_TRUE(ep.enable());
-    const auto peer = av.insert(info.endpoint_address).value();
-    const auto tag =
-        lp::match_bits::make_tag(lp::message_kind::control, static_cast<std::uint32_t>(info.channel_id), 0, 0);
-    std::mt19937 rng(5);
-    lp::connect_message good{.sender_channel = 9,
-                             .listen_channel = static_cast<std::uint32_t>(info.channel_id),
-                             .pid = 1,
-                             .host = 2,
-                             .sender_address = info.endpoint_address};
-    std::vector<std::byte> valid(lp::control_capacity);
-    valid.resize(lp::encode(good, valid).value());
-    std::vector<std::vector<std::byte>> bad;
-    bad.push_back({});                                    // empty
-    bad.emplace_back(valid.begin(), valid.begin() + 20);  // truncated header
-    bad.emplace_back(valid.begin(), valid.end() - 1);     // truncated rail list
-    auto wrong_listener = good;
-    wrong_listener.listen_channel = static_cast<std::uint32_t>(info.channel_id) + 1;
-    std::vector<std::byte> w(lp::control_capacity);
-    w.resize(lp::encode(wrong_listener, w).value());
-    bad.push_back(w);               // another listener's id
-    for (int i = 0; i < 20; ++i) {  // random bytes
-        std::vector<std::byte> b(8 + rng() % 120);
-        for (auto& x : b) x = static_cast<std::byte>(rng());
-        bad.push_back(std::move(b));
-    }
-    auto send = [&](const std::vector<std::byte>& b) -> loom::void_result {
-        const auto deadline = clk::now() + std::chrono::seconds(5);
-        for (;;) {
-            auto r = ep.tagged_inject(b, tag, peer);
-            if (r || r.error() != loom::errc::again || clk::now() >= deadline) return r;
-            (void)cq.poll();
-        }
-    };
-    for (const auto& b : bad) {
-        auto r = send(b);
+    foreign_endpoint foreign(info);
+    for (const auto& b : malformed_connect_messages(info)) {
+        auto r = foreign.send(b);
         ASSERT_TRUE(r) << r.error().message();
     }
     // The engine reads them all (and drops them): accept finds no connector.
