@@ -103,6 +103,9 @@ ratio of every path to raw and the ratio's 95 % interval.
   --json FILE        write results as JSON ("-": stdout, the table then goes to stderr)
   --csv FILE         write results as CSV ("-": stdout)
   --plot FILE.svg    draw latency and bandwidth against size, one series per path, log axes
+  --added-ns         the table's columns against raw show the nanoseconds each message adds
+                     over raw (median of the paired differences, with its 95 % interval)
+                     instead of the ratio; JSON and CSV carry both
   --quiet            no progress line on stderr
   -h, --help         this text
 
@@ -286,6 +289,10 @@ auto parse_option(std::string_view a, arg_reader& args, options& o) -> complaint
     }
     if (a == "--quiet" || a == "-q") {
         o.quiet = true;
+        return {};
+    }
+    if (a == "--added-ns") {
+        o.added_ns = true;
         return {};
     }
     return "unknown option '" + std::string(a) + "'";

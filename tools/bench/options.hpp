@@ -43,6 +43,7 @@ struct options {
     std::string nvshmem_transport{LOOM_BENCH_NVSHMEM_TRANSPORT};
     std::string json, csv, plot;
     bool quiet{false};
+    bool added_ns{false};  ///< --added-ns: the table shows ns added over raw, not the ratio
 };
 
 /// Reads the command line into `o`: -1 to go on, else the exit status (0 after --help, 2 after

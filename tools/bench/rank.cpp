@@ -165,6 +165,7 @@ auto info_of(const options& o, int ranks, const char* launcher) -> run_info {
     info.repetitions = o.reps;
     info.rounds = o.rounds;
     info.paths = o.paths;
+    info.table_added_ns = o.added_ns;
     return info;
 }
 

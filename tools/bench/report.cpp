@@ -98,9 +98,11 @@ auto table_heading(const run_info& info, operation op, bool have_raw) -> std::st
             break;
     }
     if (have_raw && info.paths.size() > 1)
-        out +=
-            "# ci95: the ratio's 95 % interval (order statistics of the paired ratios; - below 6 "
-            "samples)\n";
+        out += info.table_added_ns
+                   ? "# +ns: nanoseconds each message adds over raw (median of the paired differences); ci95: its "
+                     "95 % interval, lo..hi (order statistics; - below 6 samples)\n"
+                   : "# ci95: the ratio's 95 % interval (order statistics of the paired ratios; - below 6 "
+                     "samples)\n";
     return out;
 }
 
@@ -115,7 +117,8 @@ auto column_headers(const run_info& info, operation op, bool have_raw) -> std::s
         const int width = ratio ? 50 : 27;
         std::snprintf(line, sizeof line, " %*s", width, (p + "  ").c_str());
         h1 += line;
-        h2 += std::string("    time(us) ") + middle + "  +-%" + (ratio ? "   ratio           ci95" : "");
+        const char* against = info.table_added_ns ? "     +ns           ci95" : "   ratio           ci95";
+        h2 += std::string("    time(us) ") + middle + "  +-%" + (ratio ? against : "");
     }
     return h1 + "   check\n" + h2 + "   \n";
 }
@@ -125,7 +128,15 @@ struct row_state {
     std::string cells;
     std::string bad;  ///< paths whose bytes or lengths were wrong, comma-separated
     std::vector<std::pair<std::string, std::string>>& notes;  ///< (path, why skipped), once each
+    bool added_ns{false};                                     ///< against raw: nanoseconds added, not the ratio
 };
+
+/// Nanoseconds added, as text: one decimal below 1000 (a ratio column is six characters wide).
+auto ns_text(double v) -> std::string {
+    char s[32];
+    std::snprintf(s, sizeof s, std::abs(v) < 999.95 ? "%.1f" : "%.0f", v);
+    return s;
+}
 
 /// One path's cells of a point: time, bandwidth or rate, spread, and against raw the ratio
 /// and its interval.
@@ -154,6 +165,17 @@ void path_cells(const point& pt, const std::string& p, metric m, bool ratio, row
                   std::min(999.0, st->time_us.spread_pct));
     row.cells += line;
     if (!ratio) return;
+    if (row.added_ns) {
+        std::snprintf(line, sizeof line, "  %6s", st->added_ns ? ns_text(*st->added_ns).c_str() : "-");
+        row.cells += line;
+        if (st->added_ns_ci)
+            std::snprintf(line, sizeof line, " %6s..%-6s", ns_text(st->added_ns_ci->lo).c_str(),
+                          ns_text(st->added_ns_ci->hi).c_str());
+        else
+            std::snprintf(line, sizeof line, "  %13s", "-");
+        row.cells += line;
+        return;
+    }
     if (st->ratio)
         std::snprintf(line, sizeof line, "  %6.3f", *st->ratio);
     else
@@ -181,7 +203,7 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
             if (pt.op != op) continue;
             char line[64];
             std::snprintf(line, sizeof line, "%10s %10d", format_size(pt.size).c_str(), pt.iterations);
-            row_state row{line, {}, notes};
+            row_state row{line, {}, notes, info.table_added_ns};
             for (const auto& p : info.paths) path_cells(pt, p, metric_of(op), have_raw && p != "raw", row);
             out += row.cells + (row.bad.empty() ? "   ok" : "   WRONG(" + row.bad + ")") + "\n";
         }
@@ -192,6 +214,15 @@ auto render_table(const run_info& info, std::span<const point> points) -> std::s
 }
 
 // ---------------------------------------------------------------- JSON / CSV
+namespace {
+auto json_interval(const std::optional<interval>& ci) -> std::string {
+    return ci ? "[" + jnum(ci->lo) + ", " + jnum(ci->hi) + "]" : std::string("null");
+}
+auto csv_interval(const std::optional<interval>& ci) -> std::string {
+    return ci ? jnum(ci->lo) + "," + jnum(ci->hi) + "," : std::string(",,");
+}
+}  // namespace
+
 auto render_json(const run_info& info, std::span<const point> points) -> std::string {
     std::string o = "{\n  \"tool\": \"loom-bench\",\n";
     o += "  \"provider\": \"" + json_escape(info.provider) + "\",\n";
@@ -239,10 +270,10 @@ auto render_json(const run_info& info, std::span<const point> points) -> std::st
                     o += (i ? ", " : "") + jnum(it->second.seconds_per_message[i] * 1e6);
                 o += "]";
                 o += ", \"ratio_to_raw\": " + (st->ratio ? jnum(*st->ratio) : std::string("null"));
-                if (st->ratio)
-                    o += ", \"ratio_ci95\": " +
-                         (st->ratio_ci ? "[" + jnum(st->ratio_ci->lo) + ", " + jnum(st->ratio_ci->hi) + "]"
-                                       : std::string("null"));
+                if (st->ratio) o += ", \"ratio_ci95\": " + json_interval(st->ratio_ci);
+                if (st->added_ns)
+                    o += ", \"added_ns\": " + jnum(*st->added_ns) +
+                         ", \"added_ns_ci95\": " + json_interval(st->added_ns_ci);
             }
             if (const auto a = aggregate_of(pt, p)) {
                 o += ", \"pairs_time_us\": [";
@@ -263,7 +294,7 @@ auto render_json(const run_info& info, std::span<const point> points) -> std::st
 auto render_csv(const run_info& info, std::span<const point> points) -> std::string {
     std::string o =
         "provider,op,size,iterations,path,time_us_median,time_us_min,time_us_max,spread_pct,algbw_gbps,ratio_"
-        "to_raw,ratio_ci95_lo,ratio_ci95_hi,verified\n";
+        "to_raw,ratio_ci95_lo,ratio_ci95_hi,added_ns,added_ns_ci95_lo,added_ns_ci95_hi,verified\n";
     for (const auto& pt : points) {
         for (const auto& p : info.paths) {
             const auto it = pt.paths.find(p);
@@ -277,9 +308,10 @@ auto render_csv(const run_info& info, std::span<const point> points) -> std::str
                 o += jnum(st->time_us.median) + "," + jnum(st->time_us.min) + "," + jnum(st->time_us.max) + "," +
                      jnum(st->time_us.spread_pct) + "," + jnum(st->algbw_gbps) + "," +
                      (st->ratio ? jnum(*st->ratio) : std::string()) + ",";
-                o += st->ratio_ci ? jnum(st->ratio_ci->lo) + "," + jnum(st->ratio_ci->hi) + "," : std::string(",,");
+                o += csv_interval(st->ratio_ci);
+                o += (st->added_ns ? jnum(*st->added_ns) : std::string()) + "," + csv_interval(st->added_ns_ci);
             } else {
-                o += ",,,,,,,,";
+                o += ",,,,,,,,,,,";
             }
             o += skipped ? "skipped\n" : ok ? "true\n" : "false\n";
         }

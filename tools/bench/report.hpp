@@ -179,6 +179,9 @@ struct run_info {
     int repetitions{5};              ///< per round
     int rounds{1};                   ///< times every path was opened anew and every point measured
     std::vector<std::string> paths;  // in display order; "raw" first when present
+    /// The table's columns against raw show the nanoseconds each message adds (path_stats::
+    /// added_ns) instead of the ratio (--added-ns); JSON and CSV carry both.
+    bool table_added_ns{false};
 };
 
 /// Derived numbers for one path at one point.
@@ -189,6 +192,10 @@ struct path_stats {
     std::optional<double> ratio;  ///< latency: time/raw; bandwidth, rate: bw/raw (paired); nullopt for raw
     /// 95 % interval of the ratio (the paired ratios' median); nullopt below 6 paired samples.
     std::optional<interval> ratio_ci;
+    /// Nanoseconds per message over raw: the median of the paired differences (path time - raw
+    /// time), what the path adds to each message whatever raw's speed; nullopt for raw.
+    std::optional<double> added_ns;
+    std::optional<interval> added_ns_ci;  ///< its 95 % interval; nullopt below 6 paired samples
 };
 [[nodiscard]] auto stats_of(const point& pt, const std::string& path) -> std::optional<path_stats>;
 

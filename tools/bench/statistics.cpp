@@ -44,6 +44,13 @@ auto pair_ratios(std::span<const double> path, std::span<const double> base) -> 
         if (base[i] > 0 && std::isfinite(path[i])) r.push_back(path[i] / base[i]);
     return r;
 }
+/// path[i] - base[i] in nanoseconds, over the same pairs as pair_ratios.
+auto pair_differences_ns(std::span<const double> path, std::span<const double> base) -> std::vector<double> {
+    std::vector<double> d;
+    for (std::size_t i = 0; i < path.size() && i < base.size(); ++i)
+        if (base[i] > 0 && std::isfinite(path[i])) d.push_back((path[i] - base[i]) * 1e9);
+    return d;
+}
 }  // namespace
 
 auto paired_ratio(std::span<const double> path, std::span<const double> base) -> std::optional<double> {
@@ -104,6 +111,9 @@ auto stats_of(const point& pt, const std::string& path) -> std::optional<path_st
             if (ratios && !ratios->empty()) {
                 st.ratio = median(*ratios);
                 st.ratio_ci = median_interval(*ratios);
+                const auto added = pair_differences_ns(p, r);
+                st.added_ns = median(added);
+                st.added_ns_ci = median_interval(added);
             }
         }
     }

@@ -356,19 +356,46 @@ TEST(BenchOutput, RatiosCarryTheirIntervalFromSixSamples) {
     EXPECT_NE(t.find("  1.100-1.600 "), std::string::npos) << t;
     EXPECT_NE(render_json(info, six).find("\"ratio_ci95\": [1.1, 1.6]"), std::string::npos) << render_json(info, six);
     const auto c = render_csv(info, six);
-    EXPECT_NE(c.find(",ratio_to_raw,ratio_ci95_lo,ratio_ci95_hi,verified\n"), std::string::npos) << c;
-    EXPECT_NE(c.find(",1.1,1.6,true\n"), std::string::npos) << c;
+    EXPECT_NE(c.find(",ratio_to_raw,ratio_ci95_lo,ratio_ci95_hi,added_ns,added_ns_ci95_lo,added_ns_ci95_hi,verified\n"),
+              std::string::npos)
+        << c;
+    EXPECT_NE(c.find(",1.1,1.6,1400,100,2000,true\n"), std::string::npos) << c;
     // raw's own row has empty ratio columns (same column count as every row).
     EXPECT_NE(c.find(",raw,"), std::string::npos);
     for (std::size_t pos = 0, end; (end = c.find('\n', pos)) != std::string::npos; pos = end + 1)
         EXPECT_EQ(
             std::count(c.begin() + static_cast<std::ptrdiff_t>(pos), c.begin() + static_cast<std::ptrdiff_t>(end), ','),
-            13)
+            16)
             << c.substr(pos, end - pos);
     const auto three = sample_points();
     const auto j3 = render_json(three_paths(), three);
     EXPECT_NE(j3.find("\"ratio_ci95\": null"), std::string::npos) << j3;
     EXPECT_EQ(j3.find("\"ratio_ci95\": ["), std::string::npos) << j3;
+}
+
+TEST(BenchOutput, AddedNanosecondsAreTheMedianOfPairedDifferences) {
+    // loom - raw per repetition: 100, 2000, 300, 2000, 1000, 1800 ns; median 1400, interval of
+    // six samples [100, 2000]. A ratio would hide that the slow repetitions added the most.
+    auto info = three_paths();
+    info.paths = {"raw", "loom"};
+    const std::vector<point> six{make_point(
+        operation::pingpong, 8,
+        {{"raw", {1e-6, 10e-6, 1e-6, 5e-6, 2e-6, 3e-6}}, {"loom", {1.1e-6, 12e-6, 1.3e-6, 7e-6, 3e-6, 4.8e-6}}})};
+    const auto st = stats_of(six[0], "loom");
+    ASSERT_TRUE(st && st->added_ns && st->added_ns_ci);
+    EXPECT_NEAR(*st->added_ns, 1400, 1e-6);
+    EXPECT_NEAR(st->added_ns_ci->lo, 100, 1e-6);
+    EXPECT_NEAR(st->added_ns_ci->hi, 2000, 1e-6);
+    EXPECT_FALSE(stats_of(six[0], "raw")->added_ns.has_value());
+    const auto j = render_json(info, six);
+    EXPECT_NE(j.find("\"added_ns\": 1400, \"added_ns_ci95\": [100, 2000]"), std::string::npos) << j;
+    // The table shows the ratio unless asked for the nanoseconds.
+    EXPECT_EQ(render_table(info, six).find("+ns"), std::string::npos);
+    info.table_added_ns = true;
+    const auto t = render_table(info, six);
+    EXPECT_NE(t.find("     +ns           ci95"), std::string::npos) << t;
+    EXPECT_NE(t.find("    1400  100.0..2000  "), std::string::npos) << t;
+    EXPECT_EQ(t.find("1.100-1.600"), std::string::npos) << t;
 }
 
 TEST(BenchOutput, SvgParsesAsXmlWithOneSeriesPerPathInEachPanel) {
