@@ -64,6 +64,7 @@ TEST_F(BenchRun, ShmTwoSizesEveryPathVerified) {
                           "\"nccl\": {\"verified\": true, \"time_us\""})
         EXPECT_EQ(count(j, p), 4U) << p << "\n" << j;
     EXPECT_EQ(count(j, "\"ratio_to_raw\": null"), 4U);  // raw's own entries only
+    EXPECT_EQ(count(j, "\"added_ns\": "), 8U);          // loom and nccl at every point
     EXPECT_EQ(count(j, "\"verified\": false"), 0U);
     // The table, the CSV and the plot came out too.
     const std::string table = slurp(dir_ + "/table.txt");
@@ -79,7 +80,7 @@ TEST_F(BenchRun, ShmRmaAtomicsAndMessageRateVerified) {
     const std::string cmd =
         std::string(LOOM_BENCH_PATH) +
         " --local 2 --provider shm --paths raw,loom,nccl --ops rma_write,rma_read,atomic_fadd,msgrate"
-        " --sizes 8,64K --reps 2 --iters 20 --quiet --json " +
+        " --sizes 8,64K --reps 2 --iters 20 --added-ns --quiet --json " +
         json + " > " + dir_ + "/table.txt 2>&1";
     ASSERT_EQ(run(cmd), 0) << slurp(dir_ + "/table.txt");
     const std::string j = slurp(json);
@@ -104,6 +105,9 @@ TEST_F(BenchRun, ShmRmaAtomicsAndMessageRateVerified) {
     EXPECT_EQ(count(j, "\"verified\": false"), 0U);
     const std::string table = slurp(dir_ + "/table.txt");
     EXPECT_NE(table.find("# nccl: skipped, the NCCL net ABI has no RMA"), std::string::npos) << table;
+    // --added-ns: the columns against raw are the nanoseconds added, in every operation's table.
+    EXPECT_EQ(count(table, "     +ns           ci95"), 8U) << table;  // loom and nccl, four tables
+    EXPECT_EQ(count(table, "   ratio           ci95"), 0U) << table;
 }
 
 TEST_F(BenchRun, TcpHasNoAtomicsSoFetchAddIsSkipped) {
