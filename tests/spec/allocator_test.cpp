@@ -43,15 +43,20 @@ auto none_elsewhere(const taken& t) -> ::testing::AssertionResult {
                                          << " from the global heap";
 }
 
+/// A tcp RDM endpoint's info, its state from `r`.
+auto tcp_info(counting_resource& r) -> loom::result<loom::fabric_info> {
+    return loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
+                               .ep_type = loom::endpoint_types::rdm,
+                               .provider = "tcp"},
+                              &r);
+}
+
 }  // namespace
 
 TEST(SpecAllocators, every_object_allocates_its_state_from_the_resource_it_was_given) {
     default_watch def;
     counting_resource r;
-    auto info = loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
-                                    .ep_type = loom::endpoint_types::rdm,
-                                    .provider = "tcp"},
-                                   &r);
+    auto info = tcp_info(r);
     ASSERT_TRUE(info);
 
     loom::result<loom::fabric> fab = loom::make_unexpected(loom::errc::other);
@@ -111,10 +116,7 @@ TEST(SpecAllocators, every_object_allocates_its_state_from_the_resource_it_was_g
 TEST(SpecAllocators, using_the_objects_allocates_from_their_resource_or_not_at_all) {
     default_watch def;
     counting_resource r;
-    auto info = loom::query_fabric({.capabilities = loom::capability::msg | loom::capability::tagged,
-                                    .ep_type = loom::endpoint_types::rdm,
-                                    .provider = "tcp"},
-                                   &r);
+    auto info = tcp_info(r);
     ASSERT_TRUE(info);
     auto fab = loom::fabric::create(*info, &r);
     ASSERT_TRUE(fab);
