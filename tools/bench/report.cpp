@@ -131,11 +131,20 @@ struct row_state {
     bool added_ns{false};                                     ///< against raw: nanoseconds added, not the ratio
 };
 
-/// Nanoseconds added, as text: one decimal below 1000 (a ratio column is six characters wide).
-auto ns_text(double v) -> std::string {
-    char s[32];
-    std::snprintf(s, sizeof s, std::abs(v) < 999.95 ? "%.1f" : "%.0f", v);
-    return s;
+/// A figure against raw and its interval in ratio_width characters: the figure in six, then
+/// "lo-hi" for a ratio or "lo..hi" for nanoseconds added (which may be negative); "-" where
+/// there is none.
+auto against_raw_cells(const std::optional<double>& v, const std::optional<interval>& ci, bool ns) -> std::string {
+    // ns: one decimal below 1000, to keep six characters.
+    const auto text = [ns](double x) { return !ns ? fmt("%.3f", x) : fmt(std::abs(x) < 999.95 ? "%.1f" : "%.0f", x); };
+    char line[64];
+    std::snprintf(line, sizeof line, "  %6s", v ? text(*v).c_str() : "-");
+    std::string out = line;
+    if (ci)
+        std::snprintf(line, sizeof line, ns ? " %6s..%-6s" : "  %6s-%-6s", text(ci->lo).c_str(), text(ci->hi).c_str());
+    else
+        std::snprintf(line, sizeof line, "  %13s", "-");
+    return out + line;
 }
 
 /// One path's cells of a point: time, bandwidth or rate, spread, and against raw the ratio
@@ -165,27 +174,8 @@ void path_cells(const point& pt, const std::string& p, metric m, bool ratio, row
                   std::min(999.0, st->time_us.spread_pct));
     row.cells += line;
     if (!ratio) return;
-    if (row.added_ns) {
-        std::snprintf(line, sizeof line, "  %6s", st->added_ns ? ns_text(*st->added_ns).c_str() : "-");
-        row.cells += line;
-        if (st->added_ns_ci)
-            std::snprintf(line, sizeof line, " %6s..%-6s", ns_text(st->added_ns_ci->lo).c_str(),
-                          ns_text(st->added_ns_ci->hi).c_str());
-        else
-            std::snprintf(line, sizeof line, "  %13s", "-");
-        row.cells += line;
-        return;
-    }
-    if (st->ratio)
-        std::snprintf(line, sizeof line, "  %6.3f", *st->ratio);
-    else
-        std::snprintf(line, sizeof line, "  %6s", "-");
-    row.cells += line;
-    if (st->ratio_ci)
-        std::snprintf(line, sizeof line, "  %6.3f-%-6.3f", st->ratio_ci->lo, st->ratio_ci->hi);
-    else
-        std::snprintf(line, sizeof line, "  %13s", "-");
-    row.cells += line;
+    row.cells += row.added_ns ? against_raw_cells(st->added_ns, st->added_ns_ci, true)
+                              : against_raw_cells(st->ratio, st->ratio_ci, false);
 }
 
 }  // namespace

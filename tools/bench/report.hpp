@@ -193,7 +193,8 @@ struct path_stats {
     /// 95 % interval of the ratio (the paired ratios' median); nullopt below 6 paired samples.
     std::optional<interval> ratio_ci;
     /// Nanoseconds per message over raw: the median of the paired differences (path time - raw
-    /// time), what the path adds to each message whatever raw's speed; nullopt for raw.
+    /// time), what the path adds to each message (it moves less with raw's speed than the ratio
+    /// does); nullopt for raw.
     std::optional<double> added_ns;
     std::optional<interval> added_ns_ci;  ///< its 95 % interval; nullopt below 6 paired samples
 };

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 
 namespace loom::bench {
@@ -35,21 +36,18 @@ auto summarize(std::span<const double> values) -> summary {
 }
 
 namespace {
-/// path[i] / base[i] over the pairs whose base is positive and whose path value is finite;
+/// f(path[i], base[i]) over the pairs whose base is positive and whose path value is finite;
 /// nullopt when the lengths differ.
-auto pair_ratios(std::span<const double> path, std::span<const double> base) -> std::optional<std::vector<double>> {
+template <class F>
+auto over_pairs(std::span<const double> path, std::span<const double> base, F f) -> std::optional<std::vector<double>> {
     if (path.size() != base.size()) return std::nullopt;
     std::vector<double> r;
     for (std::size_t i = 0; i < path.size(); ++i)
-        if (base[i] > 0 && std::isfinite(path[i])) r.push_back(path[i] / base[i]);
+        if (base[i] > 0 && std::isfinite(path[i])) r.push_back(f(path[i], base[i]));
     return r;
 }
-/// path[i] - base[i] in nanoseconds, over the same pairs as pair_ratios.
-auto pair_differences_ns(std::span<const double> path, std::span<const double> base) -> std::vector<double> {
-    std::vector<double> d;
-    for (std::size_t i = 0; i < path.size() && i < base.size(); ++i)
-        if (base[i] > 0 && std::isfinite(path[i])) d.push_back((path[i] - base[i]) * 1e9);
-    return d;
+auto pair_ratios(std::span<const double> path, std::span<const double> base) -> std::optional<std::vector<double>> {
+    return over_pairs(path, base, std::divides<>{});
 }
 }  // namespace
 
@@ -111,9 +109,12 @@ auto stats_of(const point& pt, const std::string& path) -> std::optional<path_st
             if (ratios && !ratios->empty()) {
                 st.ratio = median(*ratios);
                 st.ratio_ci = median_interval(*ratios);
-                const auto added = pair_differences_ns(p, r);
-                st.added_ns = median(added);
-                st.added_ns_ci = median_interval(added);
+            }
+            // What the path adds per message, in ns: path time - raw time.
+            const auto added = over_pairs(p, r, [](double path_s, double raw_s) { return (path_s - raw_s) * 1e9; });
+            if (added && !added->empty()) {
+                st.added_ns = median(*added);
+                st.added_ns_ci = median_interval(*added);
             }
         }
     }

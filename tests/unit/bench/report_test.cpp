@@ -387,6 +387,10 @@ TEST(BenchOutput, AddedNanosecondsAreTheMedianOfPairedDifferences) {
     EXPECT_NEAR(st->added_ns_ci->lo, 100, 1e-6);
     EXPECT_NEAR(st->added_ns_ci->hi, 2000, 1e-6);
     EXPECT_FALSE(stats_of(six[0], "raw")->added_ns.has_value());
+    // No pair with a raw time: no figure (not 0), though a bandwidth ratio exists.
+    const auto no_raw = make_point(operation::stream, 8, {{"raw", {0, 0}}, {"loom", {1e-6, 1e-6}}});
+    ASSERT_TRUE(stats_of(no_raw, "loom")->ratio.has_value());
+    EXPECT_FALSE(stats_of(no_raw, "loom")->added_ns.has_value());
     const auto j = render_json(info, six);
     EXPECT_NE(j.find("\"added_ns\": 1400, \"added_ns_ci95\": [100, 2000]"), std::string::npos) << j;
     // The table shows the ratio unless asked for the nanoseconds.
