@@ -28,16 +28,22 @@ void failed_read(dispatch_result& out, std::error_code ec) {
 }
 
 /// Delivers the provider's entries in order until one no operation owns; returns how many were
-/// delivered.
+/// delivered. The operations a busy provider had refused are submitted again before the last
+/// entry, which goes through dispatch_final: after it, neither the queue nor the registry is
+/// touched (its operation may run code that ends them).
 auto deliver_entries(completion_registry& reg, std::span<const tagged_completion> entries) -> std::size_t {
     if (entries.empty()) return 0;  // an empty poll builds no event
     completion_event ev;            // one event, refilled per entry: reading allocates nothing
-    for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::size_t last = entries.size() - 1;
+    for (std::size_t i = 0; i < last; ++i) {
         completion_queue::refill(ev, entries[i].native());
         if (!reg.dispatch(ev)) [[unlikely]]
             return i;
     }
-    return entries.size();
+    if (reg.deferred_count() != 0) [[unlikely]]
+        (void)reg.retry_deferred();
+    completion_queue::refill(ev, entries[last].native());
+    return reg.dispatch_final(ev) ? entries.size() : last;
 }
 
 /// After deliver_entries stopped at entries[0]: that entry becomes the unhandled event, the
@@ -60,11 +66,16 @@ auto completion_queue::read_native(completion_registry& reg) -> dispatch_result 
     const auto n = read_tagged(batch);
     const auto got = std::span{batch}.first(n ? *n : 0);
     dispatch_result out{deliver_entries(reg, got)};
-    if (!n) [[unlikely]] {
-        if (n.error() == make_error_code(errc::error_available))
-            dispatch_error_entry(reg, out);
-        else
-            failed_read(out, n.error());
+    if (got.empty()) {
+        if (!n) [[unlikely]] {
+            if (n.error() == make_error_code(errc::error_available))
+                dispatch_error_entry(reg, out);
+            else
+                failed_read(out, n.error());
+        }
+        // No final delivery (deliver_entries retries before one): the registry is still ours.
+        if (!out.unhandled && reg.deferred_count() != 0) [[unlikely]]
+            reg.retry_deferred();
     } else if (out.completed < got.size()) [[unlikely]] {
         keep_undelivered(reg, got.subspan(out.completed), out);
     }
@@ -76,9 +87,7 @@ auto completion_queue::dispatch_ready() -> dispatch_result {
     completion_registry* reg = registry_.get();
     if (reg == nullptr || reg->held_count() != 0 || fast_.refusing()) [[unlikely]]
         return dispatch_held_then_read(reg);
-    dispatch_result out = read_native(*reg);
-    if (!out.unhandled && reg->deferred_count() != 0) reg->retry_deferred();
-    return out;
+    return read_native(*reg);
 }
 
 void completion_queue::dispatch_error_entry(completion_registry& reg, dispatch_result& out) {
@@ -98,7 +107,6 @@ auto completion_queue::dispatch_held_then_read(completion_registry* reg) -> disp
         return out;
     }
     read_held_then_queue(*reg, out);
-    if (!out.unhandled && reg->deferred_count() != 0) reg->retry_deferred();
     return out;
 }
 
@@ -124,6 +132,7 @@ void completion_queue::read_held_then_queue(completion_registry& reg, dispatch_r
         for (std::size_t k = i + 1; k < *n; ++k) (void)reg.hold(batch[k]);
         return;
     }
+    if (reg.deferred_count() != 0) reg.retry_deferred();  // route() delivers none as final
 }
 
 auto completion_queue::query_wait_object(::fid_cq* cq) noexcept -> result<wait_object> {

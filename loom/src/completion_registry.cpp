@@ -100,6 +100,7 @@ auto completion_registry::remove(registered_completion& op) noexcept -> bool {
 }
 
 auto completion_registry::dispatch_passive(const completion_event& ev) noexcept -> bool {
+    final_event_.store(nullptr, std::memory_order_relaxed);
     registered_completion* op = nullptr;
     {
         const detail::lock_unless_single_threaded lock(m_);

@@ -42,8 +42,8 @@ auto open_multi_recv_default_stack() -> loom::result<stack> {
     return open_stack_of(*info, 0, {.size = 16});
 }
 
-auto open_stack_of(const loom::fabric_info& info, std::size_t min_multi_recv, const loom::cq_attr& cq_attributes)
-    -> loom::result<stack> {
+auto open_stack_of(const loom::fabric_info& info, std::size_t min_multi_recv, const loom::cq_attr& cq_attributes,
+                   std::pmr::memory_resource* cq_mr) -> loom::result<stack> {
     stack s;
     s.info = info;
     auto fab = loom::fabric::create(s.info);
@@ -52,7 +52,7 @@ auto open_stack_of(const loom::fabric_info& info, std::size_t min_multi_recv, co
     auto dom = loom::domain::create(s.fabric, s.info);
     if (!dom) return std::unexpected(dom.error());
     s.domain = std::move(*dom);
-    auto cq = loom::completion_queue::create(s.domain, cq_attributes);
+    auto cq = loom::completion_queue::create(s.domain, cq_attributes, cq_mr);
     if (!cq) return std::unexpected(cq.error());
     s.cq = std::move(*cq);
     auto av = loom::address_vector::create(s.domain);

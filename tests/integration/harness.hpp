@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory_resource>
 #include <optional>
 #include <span>
 #include <string>
@@ -35,9 +36,10 @@ auto find_info(const std::string& provider, loom::capability caps,
 auto open_stack(const std::string& provider, loom::capability caps, std::size_t min_multi_recv = 0,
                 const loom::cq_attr& cq = {.size = 256},
                 loom::threading_mode threading = loom::threading_mode::unspecified) -> loom::result<stack>;
-/// The same for an entry already chosen.
+/// The same for an entry already chosen; `cq_mr`: where the queue's own state lives.
 auto open_stack_of(const loom::fabric_info& info, std::size_t min_multi_recv = 0,
-                   const loom::cq_attr& cq = {.size = 256}) -> loom::result<stack>;
+                   const loom::cq_attr& cq = {.size = 256}, std::pmr::memory_resource* cq_mr = nullptr)
+    -> loom::result<stack>;
 /// A tcp;ofi_rxm stack whose endpoint's receive defaults carry FI_MULTI_RECV (what the
 /// asynchronous front ends refuse to inherit); an error where that is not offered.
 auto open_multi_recv_default_stack() -> loom::result<stack>;

@@ -21,6 +21,7 @@ struct op : loom::registered_completion {
         auto& o = static_cast<op&>(self);
         ++o.delivered;
         o.bytes = ev.bytes_transferred;
+        if (o.asked != nullptr) o.final_delivery = o.asked->is_final_delivery(ev);
         if (o.on_deliver) o.on_deliver(o);
     }
     static auto retry_to(registered_completion& self) noexcept -> bool {
@@ -33,6 +34,8 @@ struct op : loom::registered_completion {
     int busy_retries{0};  ///< retries that find the provider busy again
     std::size_t bytes{0};
     void (*on_deliver)(op&){nullptr};
+    const loom::completion_registry* asked{nullptr};  ///< asked is_final_delivery in its delivery
+    bool final_delivery{false};
 };
 
 auto event_for(op& o, std::size_t bytes = 0) -> loom::completion_event {
@@ -138,6 +141,33 @@ TEST(CompletionRegistry, a_delivered_operation_may_register_again_from_its_deliv
     EXPECT_TRUE(reg.owns(a.context()));
     ASSERT_TRUE(reg.dispatch(event_for(a)));
     EXPECT_EQ(a.delivered, 2);
+    EXPECT_EQ(reg.size(), 0u);
+}
+
+TEST(CompletionRegistry, only_the_event_dispatch_final_delivers_is_the_readers_last) {
+    loom::completion_registry reg;
+    op a, b, c, d;
+    for (op* o : {&a, &b, &c, &d}) {
+        o->asked = &reg;
+        ASSERT_TRUE(reg.add(*o));
+    }
+    loom::completion_event ev = event_for(a);
+    ASSERT_TRUE(reg.dispatch_final(ev));
+    EXPECT_TRUE(a.final_delivery);
+    ev.context = b.context();  // the same event object, delivered by dispatch(): not the last
+    ASSERT_TRUE(reg.dispatch(ev));
+    EXPECT_EQ(b.delivered, 1);
+    EXPECT_FALSE(b.final_delivery);
+    loom::completion_event other = event_for(c);
+    ASSERT_TRUE(reg.dispatch_final(other));
+    EXPECT_TRUE(c.final_delivery);
+    loom::completion_event foreign{};
+    foreign.context = &foreign;
+    EXPECT_FALSE(reg.dispatch_final(foreign)) << "no owner: left with the caller";
+    EXPECT_FALSE(reg.is_final_delivery(foreign));
+    ev.context = d.context();
+    ASSERT_TRUE(reg.dispatch(ev));
+    EXPECT_FALSE(d.final_delivery);
     EXPECT_EQ(reg.size(), 0u);
 }
 

@@ -199,8 +199,10 @@ public:
     /// (poll, read, read_tagged, wait) never dispatch by themselves.
     auto dispatch(const completion_event& ev) noexcept -> bool { return registry_ && registry_->dispatch(ev); }
     /// Delivers what is ready: events held for readers first, then one batch read from the
-    /// queue, each to the operation registered with its context; then submits again the
-    /// operations the provider had refused with FI_EAGAIN. Stops at the first event no operation
+    /// queue, each to the operation registered with its context; after reading, it submits again
+    /// the operations the provider had refused with FI_EAGAIN (before the last event is
+    /// delivered: that delivery is the call's last use of the queue, so its operation may end
+    /// the queue, see completion_registry::dispatch_final). Stops at the first event no operation
     /// owns and returns it (the rest of its batch is held, in order, for the next reader); a
     /// failed read comes back the same way, as an event with the error. What
     /// loom::execution::poll_completions and the Asio fabric service call per queue.
@@ -252,6 +254,7 @@ private:
     auto dispatch_held_then_read(completion_registry* reg) -> dispatch_result;
     void read_held_then_queue(completion_registry& reg, dispatch_result& out);
     /// One batch read as the provider writes it, delivered; the rest kept after an unowned event.
+    /// Resubmits the deferred operations too (before the last delivery).
     auto read_native(completion_registry& reg) -> dispatch_result;
     /// dispatch_ready() when the next entry is an error entry.
     void dispatch_error_entry(completion_registry& reg, dispatch_result& out);

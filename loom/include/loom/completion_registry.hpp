@@ -91,6 +91,15 @@ public:
     /// Delivers `ev` to the operation registered with its context, unlinking it first; false
     /// (and nothing changes) when no registered operation owns the event.
     auto dispatch(const completion_event& ev) noexcept -> bool;
+    /// dispatch() for the last event a reader delivers in its call: after it, the reader
+    /// touches neither the queue nor this registry, so the operation may run code that reads,
+    /// deregisters or destroys them there and then (is_final_delivery).
+    auto dispatch_final(const completion_event& ev) noexcept -> bool;
+    /// What an operation asks in its delivery: true when dispatch_final delivers `ev` (on the
+    /// thread delivering it; the answer holds until the registry's next dispatch).
+    [[nodiscard]] auto is_final_delivery(const completion_event& ev) const noexcept -> bool {
+        return final_event_.load(std::memory_order_relaxed) == &ev;
+    }
     /// The same for an operation whose delivery runs no user code (make_passive): what a reader
     /// that must not run other operations' completions (a blocking call) may still deliver.
     auto dispatch_passive(const completion_event& ev) noexcept -> bool;
@@ -194,6 +203,10 @@ private:
     std::pmr::vector<completion_event> held_;  // a ring: held_count_ events from held_first_
     std::size_t held_first_{0};
     std::atomic<std::size_t> held_count_{0};
+    // The event dispatch_final is delivering. Every other dispatch clears it, so that a later
+    // event at the same address is not taken for it; a reader on another thread overwriting it
+    // only makes the check false.
+    std::atomic<const completion_event*> final_event_{nullptr};
 };
 
 }  // namespace loom

@@ -1,8 +1,9 @@
 // What the sender front end promises beyond moving data, over in-process loopbacks: a receive
 // on an endpoint whose receive defaults carry FI_MULTI_RECV is refused before posting,
-// poll_completions counts what it delivered, and sends the provider refuses as busy reach it in
-// the order they were started.
+// poll_completions counts what it delivered, sends the provider refuses as busy reach it in
+// the order they were started, and a poll's last delivery is its last use of the queue.
 #include "busy_sends.hpp"
+#include "guard_page_resource.hpp"
 #include "harness.hpp"
 #include "sender_receiver.hpp"
 
@@ -12,6 +13,7 @@
 
 #include <array>
 #include <chrono>
+#include <new>
 
 using namespace loom_test;
 namespace ex = loom::execution;
@@ -99,6 +101,58 @@ TEST(SenderChecks, sends_refused_as_busy_reach_the_provider_in_the_order_started
         (void)ex::poll_completions(st->cq);
     EXPECT_EQ(sent0.how.load(), completion_kind::value);
     EXPECT_EQ(sent1.how.load(), completion_kind::value);
+}
+
+/// An operation of a front end of the test's own, which ends the whole stack (queue, registry
+/// and all) from its delivery when the registry says that delivery is the reader's last act.
+struct queue_ending_op : loom::registered_completion {
+    queue_ending_op() : registered_completion(&deliver) {}
+    static void deliver(registered_completion& self, const loom::completion_event& ev) noexcept {
+        auto& o = static_cast<queue_ending_op&>(self);
+        ++o.delivered;
+        if (!o.st->cq.registry()->is_final_delivery(ev)) return;
+        o.st->~stack();
+        o.pool->deallocate(o.st, sizeof(stack), alignof(stack));
+        *o.ended = true;
+    }
+    stack* st{nullptr};
+    loom::test::guard_page_resource* pool{nullptr};
+    bool* ended{nullptr};
+    int delivered{0};
+};
+
+TEST(SenderChecks, a_polls_last_delivery_is_its_last_use_of_the_queue) {
+    // The stack and the queue's registry lie in pages that lose all access when freed: a reader
+    // that touched either after its last delivery would stop here with SIGSEGV.
+    loom::test::guard_page_resource pool;
+    const auto info = find_info("tcp", loom::capability::msg | loom::capability::tagged);
+    ASSERT_TRUE(info) << info.error().message();
+    auto made = open_stack_of(*info, 0, {.size = 64}, &pool);
+    ASSERT_TRUE(made) << made.error().message();
+    auto* st = new (pool.allocate(sizeof(stack), alignof(stack))) stack(std::move(*made));
+    const auto self = st->av.insert(st->ep.name().value()).value();
+    std::array<std::byte, 8> out{}, in{};
+    bool ended = false;
+    std::array<queue_ending_op, 2> ops;
+    for (auto& o : ops) {
+        o.st = st;
+        o.pool = &pool;
+        o.ended = &ended;
+        ASSERT_TRUE(st->cq.registry()->add(o));
+    }
+    ASSERT_TRUE(st->ep.recv(in, loom::fabric_addrs::unspecified, nullptr, ops[0].context()));
+    for (;;) {  // tcp refuses the first sends to a peer while it connects
+        const auto sent = st->ep.send(out, self, nullptr, ops[1].context());
+        if (sent) break;
+        ASSERT_TRUE(loom::is_again(sent.error())) << sent.error().message();
+        ASSERT_FALSE(ex::poll_completions(st->cq).unhandled);
+    }
+    loom::completion_queue& cq = st->cq;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!ended && std::chrono::steady_clock::now() < deadline) ASSERT_FALSE(ex::poll_completions(cq).unhandled);
+    ASSERT_TRUE(ended) << "no delivery was a poll's last";
+    EXPECT_GE(ops[0].delivered + ops[1].delivered, 1);
+    EXPECT_GE(pool.freed(), 2u) << "the registry and the stack went back to the resource";
 }
 
 }  // namespace

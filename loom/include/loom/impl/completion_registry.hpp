@@ -50,6 +50,7 @@ inline auto completion_registry::take(std::uintptr_t key) noexcept -> registered
 }
 
 inline auto completion_registry::dispatch(const completion_event& ev) noexcept -> bool {
+    final_event_.store(nullptr, std::memory_order_relaxed);
     registered_completion* op = nullptr;
     {
         const detail::lock_unless_single_threaded lock(m_);
@@ -57,6 +58,18 @@ inline auto completion_registry::dispatch(const completion_event& ev) noexcept -
     }
     if (op == nullptr) return false;
     op->deliver_(*op, ev);
+    return true;
+}
+
+inline auto completion_registry::dispatch_final(const completion_event& ev) noexcept -> bool {
+    registered_completion* op = nullptr;
+    {
+        const detail::lock_unless_single_threaded lock(m_);
+        op = take(reinterpret_cast<std::uintptr_t>(ev.context));
+    }
+    if (op == nullptr) return false;
+    final_event_.store(&ev, std::memory_order_relaxed);
+    op->deliver_(*op, ev);  // may end the registry: nothing of it is touched after
     return true;
 }
 
