@@ -1,11 +1,13 @@
 // What the Asio front end promises beyond moving data, each over an in-process loopback: checks
 // before submission (an endpoint never enabled, an inherited FI_MULTI_RECV, a registration of
-// another domain), progress after a handler throws, a queue with a wait descriptor polled on the
-// timer when asked to, a restart before the io_context runs, what poll_once() counts, how long a
-// polling pass runs the operations its handlers start, and sends the provider refuses as busy
-// reaching it in the order they were started (a blocking send included).
+// another domain), progress after a handler throws, a handler that ends its own queue, a queue
+// with a wait descriptor polled on the timer when asked to, a restart before the io_context
+// runs, what poll_once() counts, how long a polling pass runs the operations its handlers
+// start, and sends the provider refuses as busy reaching it in the order they were started (a
+// blocking send included) and resubmitted where the queue is polled through its descriptor.
 #include "asio_progress.hpp"
 #include "busy_sends.hpp"
+#include "guard_page_resource.hpp"
 #include "harness.hpp"
 
 #include <loom/asio.hpp>
@@ -16,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -197,6 +200,65 @@ TEST(AsioChecks, progress_goes_on_after_a_handler_throws) {
     EXPECT_FALSE(service.deregister_cq(l->st.cq));
 }
 
+/// Runs a send to itself (alone, or with a receive) on a stack whose memory, the queue's
+/// registry included, loses all access when freed; the handler that completes last closes the
+/// endpoint, deregisters the queue and destroys the stack. The pass that ran it must touch none
+/// of it. A lone send's handler runs where its completion is delivered; a pair's, after the
+/// read that delivered both.
+void end_the_queue_from_a_handler(const loom::cq_attr& attr, loom::asio::fabric_service::progress_kind progress,
+                                  bool with_receive) {
+    loom::test::guard_page_resource pool;
+    const auto info = find_info("tcp", caps);
+    ASSERT_TRUE(info) << info.error().message();
+    auto made = open_stack_of(*info, 0, attr, &pool);
+    ASSERT_TRUE(made) << made.error().message();
+    auto* st = new (pool.allocate(sizeof(stack), alignof(stack))) stack(std::move(*made));
+    const auto self = st->av.insert(st->ep.name().value()).value();
+    ::asio::io_context ioc;
+    std::optional<loom::asio::endpoint> ep(std::in_place, ioc, std::move(st->ep), st->cq, st->cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(st->cq));
+    ASSERT_EQ(service.progress_of(st->cq), progress);
+    service.start();
+    const int expected = with_receive ? 2 : 1;
+    int finished = 0;
+    bool ended = false;
+    auto end_on_last = [&](std::error_code ec, std::size_t) {
+        finished += ec ? -100 : 1;
+        if (finished != expected) return;
+        ep->close();
+        ep.reset();
+        EXPECT_FALSE(service.deregister_cq(st->cq));
+        st->~stack();
+        pool.deallocate(st, sizeof(stack), alignof(stack));
+        ended = true;
+    };
+    std::array<std::byte, 8> out{}, in{};
+    if (with_receive) ep->async_receive(::asio::buffer(in), end_on_last);
+    ep->async_send_to(::asio::buffer(out), self, end_on_last);  // alone: an unexpected message
+    EXPECT_TRUE(run_until(ioc, [&] { return ended || finished < 0; }, 10s));
+    EXPECT_TRUE(ended);
+    ioc.restart();
+    ioc.run_for(20ms);  // passes after the end: nothing of the queue is read
+    EXPECT_EQ(service.outstanding_operations(), 0u);
+    EXPECT_GE(pool.freed(), 2u) << "the registry and the stack went back to the resource";
+}
+
+TEST(AsioChecks, a_handler_may_end_its_queue_polled_on_the_timer) {
+    for (const bool with_receive : {false, true}) {
+        SCOPED_TRACE(with_receive ? "a send and a receive" : "a send alone");
+        end_the_queue_from_a_handler({.size = 64}, loom::asio::fabric_service::progress_kind::timer, with_receive);
+    }
+}
+
+TEST(AsioChecks, a_handler_may_end_its_queue_polled_through_its_descriptor) {
+    for (const bool with_receive : {false, true}) {
+        SCOPED_TRACE(with_receive ? "a send and a receive" : "a send alone");
+        end_the_queue_from_a_handler({.size = 64, .wait_obj = true},
+                                     loom::asio::fabric_service::progress_kind::descriptor, with_receive);
+    }
+}
+
 TEST(AsioChecks, a_queue_with_a_wait_descriptor_is_polled_on_the_timer_when_asked) {
     auto l = std::make_unique<loopback>();
     ASSERT_TRUE(l->open("tcp", {.size = 64, .wait_obj = true}));
@@ -316,8 +378,8 @@ struct served_loopback {
     ::asio::io_context ioc;
     std::optional<loom::asio::endpoint> ep;
 
-    auto open(const std::string& provider) -> bool {
-        if (!l->open(provider)) return false;
+    auto open(const std::string& provider, const loom::cq_attr& cq = {.size = 64}) -> bool {
+        if (!l->open(provider, cq)) return false;
         ep.emplace(ioc, std::move(l->st.ep), l->st.cq, l->st.cq);
         if (!service().register_cq(l->st.cq)) return false;
         service().start();
@@ -392,6 +454,26 @@ TEST(AsioChecks, sends_refused_as_busy_reach_the_provider_in_the_order_started) 
     EXPECT_EQ(finished, 4);
     EXPECT_EQ(in0, first) << "the first receive got the second message";
     EXPECT_EQ(in1, second);
+    EXPECT_FALSE(s.service().deregister_cq(s.l->st.cq));
+}
+
+TEST(AsioChecks, a_send_refused_as_busy_is_resubmitted_where_the_queue_is_polled_through_its_descriptor) {
+    served_loopback s;
+    ASSERT_TRUE(s.open("tcp", {.size = 64, .wait_obj = true}));
+    ASSERT_EQ(s.service().progress_of(s.l->st.cq), loom::asio::fabric_service::progress_kind::descriptor);
+    auto& ep = *s.ep;
+    std::array<std::byte, 8> out{}, in{};
+    int finished = 0;
+    auto count = [&finished](std::error_code ec, std::size_t) { finished += ec ? -100 : 1; };
+    ep.async_receive(::asio::buffer(in), count);  // from idle: the service waits on the descriptor
+    {
+        // Nothing will signal the descriptor: only a read of the queue resubmits the send.
+        const busy_sends busy(ep.native().native(), 1);
+        ep.async_send_to(::asio::buffer(out), *s.l->self, count);
+        EXPECT_EQ(s.l->st.cq.registry()->deferred_count(), 1u);
+        EXPECT_TRUE(run_until(s.ioc, [&] { return finished >= 2 || finished < 0; }, 10s));
+    }
+    EXPECT_EQ(finished, 2);
     EXPECT_FALSE(s.service().deregister_cq(s.l->st.cq));
 }
 

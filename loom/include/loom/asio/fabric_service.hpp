@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -112,6 +113,8 @@ private:
     friend void detail::service_arm_polling(fabric_service& s) noexcept;
     friend void detail::service_operation_finished(fabric_service& s) noexcept;
     friend void detail::service_operation_ready(fabric_service& s, detail::operation_base& op) noexcept;
+    friend void detail::service_operation_delivered(fabric_service& s, detail::operation_base& op,
+                                                    bool final_delivery) noexcept;
     struct queue_entry;
     class pass_scope;
 
@@ -133,6 +136,8 @@ private:
     [[nodiscard]] auto has_ready() const noexcept -> bool;
     void push_ready(detail::operation_base& op) noexcept;
     void push_ready_here(detail::operation_base& op) noexcept;
+    [[nodiscard]] auto may_finish_here() const noexcept -> bool;
+    void finish_here(detail::operation_base& op) noexcept;
     void reclaim();
     void wake() noexcept;
     [[nodiscard]] auto find(const completion_queue& cq) const -> std::shared_ptr<queue_entry>;
@@ -157,6 +162,10 @@ private:
     std::atomic<detail::operation_base*> ready_{nullptr};
     detail::operation_base* ready_here_{nullptr};
     detail::operation_base** ready_here_tail_{&ready_here_};
+    // The pass's thread is in read_queue, not in a handler: an operation delivered as the
+    // read's last act may run its handler at once (finish_here).
+    bool reading_{false};
+    std::exception_ptr handler_failure_;  // what such a handler threw, until its read ends
     std::atomic<bool> drain_posted_{false};
     std::atomic<std::thread::id> polling_thread_{};
     std::optional<::asio::steady_timer> timer_;  // made at first need (zero intervals need none)

@@ -38,6 +38,9 @@ class operation_base;
 void service_arm_polling(fabric_service& s) noexcept;
 void service_operation_finished(fabric_service& s) noexcept;
 void service_operation_ready(fabric_service& s, operation_base& op) noexcept;
+// The same for an operation its queue's reader delivered; `final_delivery`: as the reader's last act
+// (completion_registry::dispatch_final), when the service's own read may run the handler there.
+void service_operation_delivered(fabric_service& s, operation_base& op, bool final_delivery) noexcept;
 
 enum class op_kind : std::uint8_t { send, receive, read, write };
 
@@ -175,8 +178,10 @@ protected:
         completed(r.error(), 0);
         return false;
     }
-    /// Records the result and hands the operation to whoever runs its handler.
-    void completed(std::error_code ec, std::size_t bytes) noexcept {
+    /// Records the result and hands the operation to whoever runs its handler: for refusals,
+    /// cancellations and ends without a completion (deliver() hands over the completions), kept
+    /// out of line so that the submission inlined into each start stays small.
+    [[gnu::noinline, gnu::cold]] void completed(std::error_code ec, std::size_t bytes) noexcept {
         ec_ = ec;
         bytes_ = bytes;
         if (counted_) return service_operation_ready(*target_.service, *this);
@@ -212,7 +217,11 @@ private:
         // Compared only when set: a success reads no error category (one line less, cold).
         if (ec && ec == make_error_code(errc::canceled)) ec = ::asio::error::operation_aborted;  // fi_cancel
         // A receive reports the message length, partial bytes with an error included.
-        op.completed(ec, op.kind_ == op_kind::receive ? ev.bytes_transferred : (ec ? 0 : op.total_));
+        op.ec_ = ec;
+        op.bytes_ = op.kind_ == op_kind::receive ? ev.bytes_transferred : (ec ? 0 : op.total_);
+        if (!op.counted_) return op.finish_safely(completion_mode::post);
+        const bool final_delivery = op.target_.cq->registry()->is_final_delivery(ev);
+        service_operation_delivered(*op.target_.service, op, final_delivery);
     }
 };
 
@@ -284,8 +293,11 @@ public:
         if (slot.is_connected()) slot.template emplace<cancel_handler>(op);
         // The state may be gone once this returns.
         op->template submit<Kind>(params, op->buffers_.iov(), op->buffers_.desc(), &op->params_);
-        // Armed after submission: a message is not held back by posting the first pass.
-        if (arm) service_arm_polling(*target.service);
+        // Armed after submission: a message is not held back by posting the first pass. An
+        // operation deferred (by it or before it) needs a read of its queue, which may be what
+        // makes room, also where the service waits on the queue's descriptor.
+        if (arm || (target.service != nullptr && target.cq->registry()->deferred_count() != 0)) [[unlikely]]
+            service_arm_polling(*target.service);
     }
 
 private:

@@ -196,8 +196,18 @@ inline auto fabric_service::progress_of(const completion_queue& cq) const -> std
 }
 
 inline auto fabric_service::read_queue(queue_entry& e) -> std::size_t {
-    auto r = e.cq->dispatch_ready();
+    struct reading_scope {  // nested reads (a handler's poll_once) restore the outer state
+        bool& flag;
+        bool outer;
+        ~reading_scope() { flag = outer; }
+    };
+    auto r = [&] {
+        const reading_scope scope{reading_, std::exchange(reading_, true)};
+        return e.cq->dispatch_ready();
+    }();
     if (r.unhandled) e.pause_with(std::move(*r.unhandled));
+    if (handler_failure_) [[unlikely]]
+        std::rethrow_exception(std::exchange(handler_failure_, nullptr));  // as run_ready lets it out
     return r.completed;
 }
 
@@ -229,6 +239,9 @@ inline void fabric_service::schedule() {
     for (const auto& e : queues_) {
         if (!e->active()) continue;
         if (e->by_descriptor()) {
+            // An operation the provider refused as busy waits for a read, which may be what
+            // makes room (libfabric's FI_EAGAIN): no wait on the descriptor until it is through.
+            if (e->cq->registry()->deferred_count() != 0) e->needs_read = true;
             if (!e->needs_read && prepare_wait(e)) continue;
             interval = std::chrono::microseconds::zero();  // read it in bounded passes
         } else {
@@ -413,6 +426,25 @@ inline void fabric_service::push_ready_here(detail::operation_base& op) noexcept
     ready_here_tail_ = &op.next_ready;
 }
 
+// With mutex_ held by the pass's thread: the read is the innermost thing it does (no handler
+// of ours runs), no completed operation waits for its handler (none is overtaken), and no
+// handler's exception waits to leave.
+inline auto fabric_service::may_finish_here() const noexcept -> bool {
+    return reading_ && !has_ready() && !handler_failure_;
+}
+
+// The handler runs where the reader delivered its last event: the same order as from the
+// ready list, without the list. What it throws leaves when its read ends (read_queue).
+inline void fabric_service::finish_here(detail::operation_base& op) noexcept {
+    reading_ = false;  // what the handler completes or reads goes the usual way
+    try {
+        op.finish(detail::completion_mode::dispatch);
+    } catch (...) {
+        handler_failure_ = std::current_exception();
+    }
+    reading_ = true;
+}
+
 inline void fabric_service::reclaim() {
     std::erase_if(queues_, [](const std::shared_ptr<queue_entry>& e) { return e->removed; });
 }
@@ -475,6 +507,15 @@ inline void service_operation_finished(fabric_service& s) noexcept {
 inline void service_operation_ready(fabric_service& s, operation_base& op) noexcept {
     // Completed by a pass on this thread (which holds the mutex): that pass runs the handler.
     if (s.polling_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return s.push_ready_here(op);
+    s.push_ready(op);
+    s.wake();
+}
+
+inline void service_operation_delivered(fabric_service& s, operation_base& op, bool final_delivery) noexcept {
+    if (s.polling_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
+        if (final_delivery && s.may_finish_here()) return s.finish_here(op);
+        return s.push_ready_here(op);
+    }
     s.push_ready(op);
     s.wake();
 }
