@@ -27,6 +27,23 @@ void failed_read(dispatch_result& out, std::error_code ec) {
     out.unhandled.emplace(std::move(ev));
 }
 
+/// Delivers `earlier`, the entries before a batch's last, as an open batch (a reader nested in
+/// one of those deliveries does not deliver as final), then, all delivered, resubmits the
+/// deferred operations. Returns how many were delivered.
+auto deliver_before_last(completion_registry& reg, std::span<const tagged_completion> earlier, completion_event& ev)
+    -> std::size_t {
+    reg.open_batch();
+    std::size_t i = 0;
+    for (; i < earlier.size(); ++i) {
+        completion_queue::refill(ev, earlier[i].native());
+        if (!reg.dispatch(ev)) [[unlikely]]
+            break;
+    }
+    reg.close_batch();
+    if (i == earlier.size() && reg.deferred_count() != 0) (void)reg.retry_deferred();  // a batch of its own
+    return i;
+}
+
 /// Delivers the provider's entries in order until one no operation owns; returns how many were
 /// delivered. The operations a busy provider had refused are submitted again before the last
 /// entry, which goes through dispatch_final: after it, neither the queue nor the registry is
@@ -35,13 +52,9 @@ auto deliver_entries(completion_registry& reg, std::span<const tagged_completion
     if (entries.empty()) return 0;  // an empty poll builds no event
     completion_event ev;            // one event, refilled per entry: reading allocates nothing
     const std::size_t last = entries.size() - 1;
-    for (std::size_t i = 0; i < last; ++i) {
-        completion_queue::refill(ev, entries[i].native());
-        if (!reg.dispatch(ev)) [[unlikely]]
-            return i;
+    if (last != 0 || reg.deferred_count() != 0) [[unlikely]] {
+        if (const std::size_t n = deliver_before_last(reg, entries.first(last), ev); n != last) return n;
     }
-    if (reg.deferred_count() != 0) [[unlikely]]
-        (void)reg.retry_deferred();
     completion_queue::refill(ev, entries[last].native());
     return reg.dispatch_final(ev) ? entries.size() : last;
 }
@@ -97,7 +110,11 @@ void completion_queue::dispatch_error_entry(completion_registry& reg, dispatch_r
         failed_read(out, e.error());
         return;
     }
-    if (*e == 1) (void)route(reg, ev, out);
+    if (*e == 1) {
+        reg.open_batch();  // the caller goes on with the registry
+        (void)route(reg, ev, out);
+        reg.close_batch();
+    }
 }
 
 auto completion_queue::dispatch_held_then_read(completion_registry* reg) -> dispatch_result {
@@ -106,7 +123,10 @@ auto completion_queue::dispatch_held_then_read(completion_registry* reg) -> disp
         failed_read(out, make_error_code(errc::bad_state));  // no operation can wait on it
         return out;
     }
+    // Held events, typed reads: deliveries through route() after which this reader goes on.
+    reg->open_batch();
     read_held_then_queue(*reg, out);
+    reg->close_batch();
     return out;
 }
 

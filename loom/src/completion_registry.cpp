@@ -244,6 +244,8 @@ auto completion_registry::withdraw_deferred(registered_completion& op) noexcept 
 }
 
 auto completion_registry::retry_deferred() noexcept -> std::size_t {
+    // A retry may end its operation and run user code: a reader nested there is not the last.
+    open_batch();
     std::size_t retried = 0;
     for (std::size_t n = deferred_count_.load(std::memory_order_acquire); n > 0;
          --n) {  // only those queued before this call
@@ -269,6 +271,7 @@ auto completion_registry::retry_deferred() noexcept -> std::size_t {
             break;
         }
     }
+    close_batch();
     return retried;
 }
 
@@ -332,6 +335,7 @@ auto completion_registry::dispatch_held_passive() noexcept -> std::size_t {
             --held_count_;
             op = take(reinterpret_cast<std::uintptr_t>(ev.context));
         }
+        final_event_.store(nullptr, std::memory_order_relaxed);
         op->deliver_(*op, ev);
         ++n;
     }

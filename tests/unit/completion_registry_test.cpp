@@ -171,6 +171,25 @@ TEST(CompletionRegistry, only_the_event_dispatch_final_delivers_is_the_readers_l
     EXPECT_EQ(reg.size(), 0u);
 }
 
+TEST(CompletionRegistry, nothing_is_delivered_as_final_while_a_batch_is_open) {
+    loom::completion_registry reg;
+    op a, b, c;
+    for (op* o : {&a, &b, &c}) {
+        o->asked = &reg;
+        ASSERT_TRUE(reg.add(*o));
+    }
+    reg.open_batch();  // e.g. a reader nested in another reader's delivery
+    reg.open_batch();
+    ASSERT_TRUE(reg.dispatch_final(event_for(a)));
+    EXPECT_FALSE(a.final_delivery);
+    reg.close_batch();
+    ASSERT_TRUE(reg.dispatch_final(event_for(b)));
+    EXPECT_FALSE(b.final_delivery) << "one batch is still open";
+    reg.close_batch();
+    ASSERT_TRUE(reg.dispatch_final(event_for(c)));
+    EXPECT_TRUE(c.final_delivery);
+}
+
 TEST(CompletionRegistry, deferred_operations_are_retried_in_order_once_per_call) {
     loom::completion_registry reg;
     op a, b, c;

@@ -93,13 +93,19 @@ public:
     auto dispatch(const completion_event& ev) noexcept -> bool;
     /// dispatch() for the last event a reader delivers in its call: after it, the reader
     /// touches neither the queue nor this registry, so the operation may run code that reads,
-    /// deregisters or destroys them there and then (is_final_delivery).
+    /// deregisters or destroys them there and then (is_final_delivery). Not final while a batch
+    /// is open (open_batch): a reader nested in another reader's delivery is not the last.
     auto dispatch_final(const completion_event& ev) noexcept -> bool;
-    /// What an operation asks in its delivery: true when dispatch_final delivers `ev` (on the
-    /// thread delivering it; the answer holds until the registry's next dispatch).
+    /// What an operation asks in its delivery: true when dispatch_final delivers `ev` as final
+    /// (on the thread delivering it; the answer holds until the registry's next dispatch).
     [[nodiscard]] auto is_final_delivery(const completion_event& ev) const noexcept -> bool {
         return final_event_.load(std::memory_order_relaxed) == &ev;
     }
+    /// Brackets what a reader delivers or retries before its last delivery, where user code
+    /// may run (a delivery or a retry that polls the queue again): until the matching
+    /// close_batch(), no dispatch_final on any thread counts as final.
+    void open_batch() noexcept { open_batches_.fetch_add(1, std::memory_order_relaxed); }
+    void close_batch() noexcept { open_batches_.fetch_sub(1, std::memory_order_relaxed); }
     /// The same for an operation whose delivery runs no user code (make_passive): what a reader
     /// that must not run other operations' completions (a blocking call) may still deliver.
     auto dispatch_passive(const completion_event& ev) noexcept -> bool;
@@ -196,6 +202,11 @@ private:
     mutable detail::spin_lock_unless_serialized m_;
     registered_completion* root_{nullptr};
     std::size_t size_{0};
+    // The event dispatch_final is delivering as final, in the line every dispatch writes. Every
+    // other dispatch clears it, so that a later event at the same address is not taken for it;
+    // a reader on another thread overwriting it only makes the check false.
+    std::atomic<const completion_event*> final_event_{nullptr};
+    std::atomic<unsigned> open_batches_{0};
     registered_completion* deferred_head_{nullptr};
     registered_completion* deferred_tail_{nullptr};
     // Read without the lock by the polls that find nothing deferred or held (the common case).
@@ -203,10 +214,6 @@ private:
     std::pmr::vector<completion_event> held_;  // a ring: held_count_ events from held_first_
     std::size_t held_first_{0};
     std::atomic<std::size_t> held_count_{0};
-    // The event dispatch_final is delivering. Every other dispatch clears it, so that a later
-    // event at the same address is not taken for it; a reader on another thread overwriting it
-    // only makes the check false.
-    std::atomic<const completion_event*> final_event_{nullptr};
 };
 
 }  // namespace loom

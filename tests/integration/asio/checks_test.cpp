@@ -477,6 +477,49 @@ TEST(AsioChecks, a_send_refused_as_busy_is_resubmitted_where_the_queue_is_polled
     EXPECT_FALSE(s.service().deregister_cq(s.l->st.cq));
 }
 
+TEST(AsioChecks, handlers_left_by_a_throwing_handler_run_without_waiting_for_the_next_read) {
+    auto l = std::make_unique<loopback>();
+    if (!l->open("shm")) GTEST_SKIP() << "no shm here";
+    ::asio::io_context ioc;
+    loom::asio::endpoint ep(ioc, std::move(l->st.ep), l->st.cq, l->st.cq);
+    auto& service = loom::asio::fabric_service::use(ioc);
+    ASSERT_TRUE(service.register_cq(l->st.cq, {.use_fd_polling = false, .poll_interval = std::chrono::hours(1)}));
+    service.start();  // the timer's next read is an hour away: only poll_once reads
+    std::array<std::byte, 8> out{}, in{};
+    auto read_until_delivered = [&service](int want) {
+        for (int got = 0, i = 0; got < want && i < 1000000; ++i) got += static_cast<int>(service.poll_once());
+    };
+    int warm = 0;  // a first exchange: shm refuses the first send to a peer while it connects
+    ep.async_receive(::asio::buffer(in), [&warm](std::error_code, std::size_t) { ++warm; });
+    ep.async_send_to(::asio::buffer(out), *l->self, [&warm](std::error_code, std::size_t) { ++warm; });
+    ::asio::post(ioc, [&] { read_until_delivered(2); });
+    ASSERT_TRUE(run_until(ioc, [&] { return warm == 2; }, 5s));
+    int ran = 0;
+    auto throwing = [&ran](std::error_code, std::size_t) {
+        ++ran;
+        throw std::runtime_error("handler failed");
+    };
+    ep.async_receive(::asio::buffer(in), throwing);
+    ep.async_send_to(::asio::buffer(out), *l->self, throwing);
+    // shm completes the send as it is posted and the receive in the read's progress: one read
+    // returns both, and the first handler's exception ends the pass before the second runs.
+    ::asio::post(ioc, [&] { read_until_delivered(1); });
+    int thrown = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (ran < 2 && std::chrono::steady_clock::now() < deadline) {
+        try {
+            ioc.restart();
+            ioc.run_for(10ms);
+        } catch (const std::runtime_error&) {
+            ++thrown;
+        }
+    }
+    EXPECT_EQ(ran, 2) << "the second handler waited for the next read";
+    EXPECT_EQ(thrown, 2) << "each exception leaves run()";
+    EXPECT_EQ(service.outstanding_operations(), 0u);
+    EXPECT_FALSE(service.deregister_cq(l->st.cq));
+}
+
 TEST(AsioChecks, a_blocking_send_waits_behind_sends_refused_as_busy) {
     served_loopback s;
     if (!s.open("shm")) GTEST_SKIP() << "no shm here";

@@ -1,7 +1,8 @@
 // What the sender front end promises beyond moving data, over in-process loopbacks: a receive
 // on an endpoint whose receive defaults carry FI_MULTI_RECV is refused before posting,
 // poll_completions counts what it delivered, sends the provider refuses as busy reach it in
-// the order they were started, and a poll's last delivery is its last use of the queue.
+// the order they were started, and a poll's last delivery is its last use of the queue (that of
+// a poll nested in a delivery is not).
 #include "busy_sends.hpp"
 #include "guard_page_resource.hpp"
 #include "harness.hpp"
@@ -14,6 +15,7 @@
 #include <array>
 #include <chrono>
 #include <new>
+#include <span>
 
 using namespace loom_test;
 namespace ex = loom::execution;
@@ -153,6 +155,69 @@ TEST(SenderChecks, a_polls_last_delivery_is_its_last_use_of_the_queue) {
     ASSERT_TRUE(ended) << "no delivery was a poll's last";
     EXPECT_GE(ops[0].delivered + ops[1].delivered, 1);
     EXPECT_GE(pool.freed(), 2u) << "the registry and the stack went back to the resource";
+}
+
+/// A send of the test's own front end that records whether its delivery was final and may run
+/// something inside it.
+struct recording_op : loom::registered_completion {
+    recording_op() : registered_completion(&deliver) {}
+    static void deliver(registered_completion& self, const loom::completion_event& ev) noexcept {
+        auto& o = static_cast<recording_op&>(self);
+        o.final_delivery = o.st->cq.registry()->is_final_delivery(ev);
+        o.delivered = true;
+        if (o.inside != nullptr) o.inside(o);
+    }
+    stack* st{nullptr};
+    bool delivered{false};
+    bool final_delivery{false};
+    void (*inside)(recording_op&){nullptr};
+    recording_op* next{nullptr};  ///< what `inside` sends
+    std::span<const std::byte> out{};
+    loom::fabric_addr self{};
+};
+
+/// Sends with `op` as context, polling while the provider is busy (shm's first send to a peer).
+auto send_polling(stack& st, recording_op& op) -> bool {
+    if (!st.cq.registry()->add(op)) return false;
+    for (int i = 0; i < 100000; ++i) {
+        const auto sent = st.ep.send(op.out, op.self, nullptr, op.context());
+        if (sent) return true;
+        if (!loom::is_again(sent.error())) return false;
+        (void)ex::poll_completions(st.cq);
+    }
+    return false;
+}
+
+TEST(SenderChecks, a_poll_nested_in_a_delivery_is_not_the_last_use_of_the_queue) {
+    auto st = open_stack("shm", loom::capability::msg | loom::capability::tagged);
+    if (!st) GTEST_SKIP() << "no shm here";
+    const auto self = st->av.insert(st->ep.name().value()).value();
+    std::array<std::byte, 8> out{};
+    std::array<recording_op, 4> ops;  // a warm-up send, a, b, and c sent from inside a's delivery
+    for (auto& o : ops) {
+        o.st = &*st;
+        o.out = out;
+        o.self = self;
+    }
+    ASSERT_TRUE(send_polling(*st, ops[0]));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!ops[0].delivered && std::chrono::steady_clock::now() < deadline) (void)ex::poll_completions(st->cq);
+    ASSERT_TRUE(ops[0].delivered);
+    recording_op& a = ops[1];
+    recording_op& b = ops[2];
+    recording_op& c = ops[3];
+    a.next = &c;
+    a.inside = [](recording_op& o) {
+        ASSERT_TRUE(send_polling(*o.st, *o.next));
+        while (!o.next->delivered) (void)ex::poll_completions(o.st->cq);  // a reader nested in a's delivery
+    };
+    ASSERT_TRUE(send_polling(*st, a));
+    ASSERT_TRUE(send_polling(*st, b));  // shm completes both sends as they are posted: one batch
+    while (!b.delivered && std::chrono::steady_clock::now() < deadline) (void)ex::poll_completions(st->cq);
+    ASSERT_TRUE(a.delivered && b.delivered && c.delivered);
+    EXPECT_FALSE(a.final_delivery) << "a and b were read in one batch, a first";
+    EXPECT_FALSE(c.final_delivery) << "the nested poll's last delivery was taken for the outer reader's";
+    EXPECT_TRUE(b.final_delivery);
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ inline auto completion_registry::dispatch_final(const completion_event& ev) noex
         op = take(reinterpret_cast<std::uintptr_t>(ev.context));
     }
     if (op == nullptr) return false;
-    final_event_.store(&ev, std::memory_order_relaxed);
+    final_event_.store(open_batches_.load(std::memory_order_relaxed) == 0 ? &ev : nullptr, std::memory_order_relaxed);
     op->deliver_(*op, ev);  // may end the registry: nothing of it is touched after
     return true;
 }

@@ -227,6 +227,7 @@ inline auto fabric_service::prepare_wait(const std::shared_ptr<queue_entry>& e) 
 inline void fabric_service::schedule() {
     note_spin_only();
     if (!started_ || shut_down_) return;
+    if (has_ready()) wake();         // left by a pass a handler's exception ended: a drain runs them
     if (outstanding_.load() == 0) {  // idle: nothing armed, run() may return
         for (const auto& e : queues_) {
             std::error_code ignored;
