@@ -105,6 +105,7 @@ public:
     /// may run (a delivery or a retry that polls the queue again): until the matching
     /// close_batch(), no dispatch_final on any thread counts as final.
     void open_batch() noexcept { open_batches_.fetch_add(1, std::memory_order_relaxed); }
+    /// Ends what the matching open_batch() began.
     void close_batch() noexcept { open_batches_.fetch_sub(1, std::memory_order_relaxed); }
     /// The same for an operation whose delivery runs no user code (make_passive): what a reader
     /// that must not run other operations' completions (a blocking call) may still deliver.
