@@ -27,19 +27,32 @@ void failed_read(dispatch_result& out, std::error_code ec) {
     out.unhandled.emplace(std::move(ev));
 }
 
-/// Delivers `earlier`, the entries before a batch's last, as an open batch (a reader nested in
-/// one of those deliveries does not deliver as final), then, all delivered, resubmits the
-/// deferred operations. Returns how many were delivered.
+/// Deliveries after which the reader goes on with the queue: a reader nested in one of them
+/// (a delivery that polls again) does not deliver as final (completion_registry::open_batch).
+class open_batch_scope {
+public:
+    explicit open_batch_scope(completion_registry& reg) noexcept : reg_(reg) { reg_.open_batch(); }
+    open_batch_scope(const open_batch_scope&) = delete;
+    auto operator=(const open_batch_scope&) -> open_batch_scope& = delete;
+    ~open_batch_scope() { reg_.close_batch(); }
+
+private:
+    completion_registry& reg_;
+};
+
+/// Delivers `earlier`, the entries before a batch's last, as an open batch, then, all
+/// delivered, resubmits the deferred operations. Returns how many were delivered.
 auto deliver_before_last(completion_registry& reg, std::span<const tagged_completion> earlier, completion_event& ev)
     -> std::size_t {
-    reg.open_batch();
     std::size_t i = 0;
-    for (; i < earlier.size(); ++i) {
-        completion_queue::refill(ev, earlier[i].native());
-        if (!reg.dispatch(ev)) [[unlikely]]
-            break;
+    {
+        const open_batch_scope batch(reg);
+        for (; i < earlier.size(); ++i) {
+            completion_queue::refill(ev, earlier[i].native());
+            if (!reg.dispatch(ev)) [[unlikely]]
+                break;
+        }
     }
-    reg.close_batch();
     if (i == earlier.size() && reg.deferred_count() != 0) (void)reg.retry_deferred();  // a batch of its own
     return i;
 }
@@ -111,9 +124,8 @@ void completion_queue::dispatch_error_entry(completion_registry& reg, dispatch_r
         return;
     }
     if (*e == 1) {
-        reg.open_batch();  // the caller goes on with the registry
+        const open_batch_scope batch(reg);  // the caller goes on with the registry
         (void)route(reg, ev, out);
-        reg.close_batch();
     }
 }
 
@@ -123,10 +135,10 @@ auto completion_queue::dispatch_held_then_read(completion_registry* reg) -> disp
         failed_read(out, make_error_code(errc::bad_state));  // no operation can wait on it
         return out;
     }
-    // Held events, typed reads: deliveries through route() after which this reader goes on.
-    reg->open_batch();
-    read_held_then_queue(*reg, out);
-    reg->close_batch();
+    {
+        const open_batch_scope batch(*reg);  // held events, typed reads: route() delivers none as final
+        read_held_then_queue(*reg, out);
+    }
     return out;
 }
 

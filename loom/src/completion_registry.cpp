@@ -100,7 +100,6 @@ auto completion_registry::remove(registered_completion& op) noexcept -> bool {
 }
 
 auto completion_registry::dispatch_passive(const completion_event& ev) noexcept -> bool {
-    final_event_.store(nullptr, std::memory_order_relaxed);
     registered_completion* op = nullptr;
     {
         const detail::lock_unless_single_threaded lock(m_);
@@ -110,7 +109,7 @@ auto completion_registry::dispatch_passive(const completion_event& ev) noexcept 
         if (root_->context_address() != key || !root_->passive_) return false;
         op = take(key);
     }
-    op->deliver_(*op, ev);
+    op->deliver_(*op, ev, false);
     return true;
 }
 
@@ -335,8 +334,7 @@ auto completion_registry::dispatch_held_passive() noexcept -> std::size_t {
             --held_count_;
             op = take(reinterpret_cast<std::uintptr_t>(ev.context));
         }
-        final_event_.store(nullptr, std::memory_order_relaxed);
-        op->deliver_(*op, ev);
+        op->deliver_(*op, ev, false);
         ++n;
     }
 }

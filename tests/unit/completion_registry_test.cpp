@@ -17,11 +17,12 @@ struct op : loom::registered_completion {
         : registered_completion(&deliver_to, &retry_to, owner) {
         if (passive) make_passive();
     }
-    static void deliver_to(registered_completion& self, const loom::completion_event& ev) noexcept {
+    static void deliver_to(registered_completion& self, const loom::completion_event& ev,
+                           bool final_delivery) noexcept {
         auto& o = static_cast<op&>(self);
         ++o.delivered;
         o.bytes = ev.bytes_transferred;
-        if (o.asked != nullptr) o.final_delivery = o.asked->is_final_delivery(ev);
+        o.final_delivery = final_delivery;
         if (o.on_deliver) o.on_deliver(o);
     }
     static auto retry_to(registered_completion& self) noexcept -> bool {
@@ -34,8 +35,7 @@ struct op : loom::registered_completion {
     int busy_retries{0};  ///< retries that find the provider busy again
     std::size_t bytes{0};
     void (*on_deliver)(op&){nullptr};
-    const loom::completion_registry* asked{nullptr};  ///< asked is_final_delivery in its delivery
-    bool final_delivery{false};
+    bool final_delivery{false};  ///< what the last delivery was told
 };
 
 auto event_for(op& o, std::size_t bytes = 0) -> loom::completion_event {
@@ -147,14 +147,11 @@ TEST(CompletionRegistry, a_delivered_operation_may_register_again_from_its_deliv
 TEST(CompletionRegistry, only_the_event_dispatch_final_delivers_is_the_readers_last) {
     loom::completion_registry reg;
     op a, b, c, d;
-    for (op* o : {&a, &b, &c, &d}) {
-        o->asked = &reg;
-        ASSERT_TRUE(reg.add(*o));
-    }
+    for (op* o : {&a, &b, &c, &d}) ASSERT_TRUE(reg.add(*o));
     loom::completion_event ev = event_for(a);
     ASSERT_TRUE(reg.dispatch_final(ev));
     EXPECT_TRUE(a.final_delivery);
-    ev.context = b.context();  // the same event object, delivered by dispatch(): not the last
+    ev.context = b.context();  // the same event object, now delivered by dispatch(): not the last
     ASSERT_TRUE(reg.dispatch(ev));
     EXPECT_EQ(b.delivered, 1);
     EXPECT_FALSE(b.final_delivery);
@@ -164,7 +161,6 @@ TEST(CompletionRegistry, only_the_event_dispatch_final_delivers_is_the_readers_l
     loom::completion_event foreign{};
     foreign.context = &foreign;
     EXPECT_FALSE(reg.dispatch_final(foreign)) << "no owner: left with the caller";
-    EXPECT_FALSE(reg.is_final_delivery(foreign));
     ev.context = d.context();
     ASSERT_TRUE(reg.dispatch(ev));
     EXPECT_FALSE(d.final_delivery);
@@ -174,10 +170,7 @@ TEST(CompletionRegistry, only_the_event_dispatch_final_delivers_is_the_readers_l
 TEST(CompletionRegistry, nothing_is_delivered_as_final_while_a_batch_is_open) {
     loom::completion_registry reg;
     op a, b, c;
-    for (op* o : {&a, &b, &c}) {
-        o->asked = &reg;
-        ASSERT_TRUE(reg.add(*o));
-    }
+    for (op* o : {&a, &b, &c}) ASSERT_TRUE(reg.add(*o));
     reg.open_batch();  // e.g. a reader nested in another reader's delivery
     reg.open_batch();
     ASSERT_TRUE(reg.dispatch_final(event_for(a)));

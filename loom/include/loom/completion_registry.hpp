@@ -23,8 +23,10 @@ class completion_registry;
 class registered_completion {
 public:
     /// Called once with the operation's completion, after the registry has let go of it: the
-    /// function may destroy the state or register it again.
-    using deliver_fn = void (*)(registered_completion& self, const completion_event& ev) noexcept;
+    /// function may destroy the state or register it again. `final_delivery`: the reader's last
+    /// act (completion_registry::dispatch_final), after which it touches neither the queue nor
+    /// the registry, so the function may also run code that reads, deregisters or destroys them.
+    using deliver_fn = void (*)(registered_completion& self, const completion_event& ev, bool final_delivery) noexcept;
     /// Called by completion_registry::retry_deferred for an operation whose submission found the
     /// provider busy (FI_EAGAIN) and was deferred: it submits again, or ends. True when the
     /// provider is still busy: the registry keeps the operation first in line (nothing is
@@ -92,18 +94,13 @@ public:
     /// (and nothing changes) when no registered operation owns the event.
     auto dispatch(const completion_event& ev) noexcept -> bool;
     /// dispatch() for the last event a reader delivers in its call: after it, the reader
-    /// touches neither the queue nor this registry, so the operation may run code that reads,
-    /// deregisters or destroys them there and then (is_final_delivery). Not final while a batch
-    /// is open (open_batch): a reader nested in another reader's delivery is not the last.
+    /// touches neither the queue nor this registry, and the operation is told so (its
+    /// deliver_fn's final_delivery), unless a batch is open (open_batch): a reader nested in
+    /// another reader's delivery is not the last.
     auto dispatch_final(const completion_event& ev) noexcept -> bool;
-    /// What an operation asks in its delivery: true when dispatch_final delivers `ev` as final
-    /// (on the thread delivering it; the answer holds until the registry's next dispatch).
-    [[nodiscard]] auto is_final_delivery(const completion_event& ev) const noexcept -> bool {
-        return final_event_.load(std::memory_order_relaxed) == &ev;
-    }
     /// Brackets what a reader delivers or retries before its last delivery, where user code
     /// may run (a delivery or a retry that polls the queue again): until the matching
-    /// close_batch(), no dispatch_final on any thread counts as final.
+    /// close_batch(), no dispatch_final on any thread delivers as final.
     void open_batch() noexcept { open_batches_.fetch_add(1, std::memory_order_relaxed); }
     /// Ends what the matching open_batch() began.
     void close_batch() noexcept { open_batches_.fetch_sub(1, std::memory_order_relaxed); }
@@ -195,6 +192,8 @@ private:
     /// take() and add() where the tree must be restructured first.
     [[nodiscard]] auto take_splaying(std::uintptr_t key) noexcept -> registered_completion*;
     [[nodiscard]] auto link_splaying(registered_completion& op) noexcept -> bool;
+    /// Under the lock: take() for the event's context.
+    [[nodiscard]] auto take_owner(const completion_event& ev) noexcept -> registered_completion*;
     /// Day-Stout-Warren: the tree as a chain of right children, in key order (still a valid
     /// splay tree), so that it can be walked without a stack.
     void flatten() noexcept;
@@ -203,11 +202,7 @@ private:
     mutable detail::spin_lock_unless_serialized m_;
     registered_completion* root_{nullptr};
     std::size_t size_{0};
-    // The event dispatch_final is delivering as final, in the line every dispatch writes. Every
-    // other dispatch clears it, so that a later event at the same address is not taken for it;
-    // a reader on another thread overwriting it only makes the check false.
-    std::atomic<const completion_event*> final_event_{nullptr};
-    std::atomic<unsigned> open_batches_{0};
+    std::atomic<unsigned> open_batches_{0};  // read by dispatch_final, beside what it writes
     registered_completion* deferred_head_{nullptr};
     registered_completion* deferred_tail_{nullptr};
     // Read without the lock by the polls that find nothing deferred or held (the common case).

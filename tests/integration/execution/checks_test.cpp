@@ -14,6 +14,7 @@
 
 #include <array>
 #include <chrono>
+#include <functional>
 #include <new>
 #include <span>
 
@@ -105,23 +106,33 @@ TEST(SenderChecks, sends_refused_as_busy_reach_the_provider_in_the_order_started
     EXPECT_EQ(sent1.how.load(), completion_kind::value);
 }
 
-/// An operation of a front end of the test's own, which ends the whole stack (queue, registry
-/// and all) from its delivery when the registry says that delivery is the reader's last act.
-struct queue_ending_op : loom::registered_completion {
-    queue_ending_op() : registered_completion(&deliver) {}
-    static void deliver(registered_completion& self, const loom::completion_event& ev) noexcept {
-        auto& o = static_cast<queue_ending_op&>(self);
+/// An operation of a front end of the test's own (a send or a receive): records its deliveries
+/// and whether the last was final, and may run something inside its delivery.
+struct recording_op : loom::registered_completion {
+    recording_op() : registered_completion(&deliver) {}
+    static void deliver(registered_completion& self, const loom::completion_event&, bool final_delivery) noexcept {
+        auto& o = static_cast<recording_op&>(self);
+        o.final_delivery = final_delivery;
         ++o.delivered;
-        if (!o.st->cq.registry()->is_final_delivery(ev)) return;
-        o.st->~stack();
-        o.pool->deallocate(o.st, sizeof(stack), alignof(stack));
-        *o.ended = true;
+        if (o.inside) o.inside(o);
     }
-    stack* st{nullptr};
-    loom::test::guard_page_resource* pool{nullptr};
-    bool* ended{nullptr};
     int delivered{0};
+    bool final_delivery{false};
+    std::function<void(recording_op&)> inside;
 };
+
+/// Registers `op` and sends `out` to `dest` with it, polling while the provider is busy (the
+/// first sends to a peer, while it connects).
+auto send_polling(stack& st, recording_op& op, std::span<const std::byte> out, loom::fabric_addr dest) -> bool {
+    if (!st.cq.registry()->add(op)) return false;
+    for (int i = 0; i < 100000; ++i) {
+        const auto sent = st.ep.send(out, dest, nullptr, op.context());
+        if (sent) return true;
+        if (!loom::is_again(sent.error())) return false;
+        (void)ex::poll_completions(st.cq);
+    }
+    return false;
+}
 
 TEST(SenderChecks, a_polls_last_delivery_is_its_last_use_of_the_queue) {
     // The stack and the queue's registry lie in pages that lose all access when freed: a reader
@@ -135,20 +146,17 @@ TEST(SenderChecks, a_polls_last_delivery_is_its_last_use_of_the_queue) {
     const auto self = st->av.insert(st->ep.name().value()).value();
     std::array<std::byte, 8> out{}, in{};
     bool ended = false;
-    std::array<queue_ending_op, 2> ops;
-    for (auto& o : ops) {
-        o.st = st;
-        o.pool = &pool;
-        o.ended = &ended;
-        ASSERT_TRUE(st->cq.registry()->add(o));
-    }
+    std::array<recording_op, 2> ops;  // a receive and a send: the first final delivery ends it all
+    for (auto& o : ops)
+        o.inside = [&](recording_op& op) {
+            if (!op.final_delivery) return;
+            st->~stack();
+            pool.deallocate(st, sizeof(stack), alignof(stack));
+            ended = true;
+        };
+    ASSERT_TRUE(st->cq.registry()->add(ops[0]));
     ASSERT_TRUE(st->ep.recv(in, loom::fabric_addrs::unspecified, nullptr, ops[0].context()));
-    for (;;) {  // tcp refuses the first sends to a peer while it connects
-        const auto sent = st->ep.send(out, self, nullptr, ops[1].context());
-        if (sent) break;
-        ASSERT_TRUE(loom::is_again(sent.error())) << sent.error().message();
-        ASSERT_FALSE(ex::poll_completions(st->cq).unhandled);
-    }
+    ASSERT_TRUE(send_polling(*st, ops[1], out, self));
     loom::completion_queue& cq = st->cq;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!ended && std::chrono::steady_clock::now() < deadline) ASSERT_FALSE(ex::poll_completions(cq).unhandled);
@@ -157,64 +165,27 @@ TEST(SenderChecks, a_polls_last_delivery_is_its_last_use_of_the_queue) {
     EXPECT_GE(pool.freed(), 2u) << "the registry and the stack went back to the resource";
 }
 
-/// A send of the test's own front end that records whether its delivery was final and may run
-/// something inside it.
-struct recording_op : loom::registered_completion {
-    recording_op() : registered_completion(&deliver) {}
-    static void deliver(registered_completion& self, const loom::completion_event& ev) noexcept {
-        auto& o = static_cast<recording_op&>(self);
-        o.final_delivery = o.st->cq.registry()->is_final_delivery(ev);
-        o.delivered = true;
-        if (o.inside != nullptr) o.inside(o);
-    }
-    stack* st{nullptr};
-    bool delivered{false};
-    bool final_delivery{false};
-    void (*inside)(recording_op&){nullptr};
-    recording_op* next{nullptr};  ///< what `inside` sends
-    std::span<const std::byte> out{};
-    loom::fabric_addr self{};
-};
-
-/// Sends with `op` as context, polling while the provider is busy (shm's first send to a peer).
-auto send_polling(stack& st, recording_op& op) -> bool {
-    if (!st.cq.registry()->add(op)) return false;
-    for (int i = 0; i < 100000; ++i) {
-        const auto sent = st.ep.send(op.out, op.self, nullptr, op.context());
-        if (sent) return true;
-        if (!loom::is_again(sent.error())) return false;
-        (void)ex::poll_completions(st.cq);
-    }
-    return false;
-}
-
 TEST(SenderChecks, a_poll_nested_in_a_delivery_is_not_the_last_use_of_the_queue) {
     auto st = open_stack("shm", loom::capability::msg | loom::capability::tagged);
     if (!st) GTEST_SKIP() << "no shm here";
     const auto self = st->av.insert(st->ep.name().value()).value();
     std::array<std::byte, 8> out{};
     std::array<recording_op, 4> ops;  // a warm-up send, a, b, and c sent from inside a's delivery
-    for (auto& o : ops) {
-        o.st = &*st;
-        o.out = out;
-        o.self = self;
-    }
-    ASSERT_TRUE(send_polling(*st, ops[0]));
+    ASSERT_TRUE(send_polling(*st, ops[0], out, self));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!ops[0].delivered && std::chrono::steady_clock::now() < deadline) (void)ex::poll_completions(st->cq);
-    ASSERT_TRUE(ops[0].delivered);
+    while (ops[0].delivered == 0 && std::chrono::steady_clock::now() < deadline) (void)ex::poll_completions(st->cq);
+    ASSERT_EQ(ops[0].delivered, 1);
     recording_op& a = ops[1];
     recording_op& b = ops[2];
     recording_op& c = ops[3];
-    a.next = &c;
-    a.inside = [](recording_op& o) {
-        ASSERT_TRUE(send_polling(*o.st, *o.next));
-        while (!o.next->delivered) (void)ex::poll_completions(o.st->cq);  // a reader nested in a's delivery
+    a.inside = [&](recording_op&) {
+        ASSERT_TRUE(send_polling(*st, c, out, self));
+        while (c.delivered == 0) (void)ex::poll_completions(st->cq);  // a reader nested in a's delivery
     };
-    ASSERT_TRUE(send_polling(*st, a));
-    ASSERT_TRUE(send_polling(*st, b));  // shm completes both sends as they are posted: one batch
-    while (!b.delivered && std::chrono::steady_clock::now() < deadline) (void)ex::poll_completions(st->cq);
-    ASSERT_TRUE(a.delivered && b.delivered && c.delivered);
+    ASSERT_TRUE(send_polling(*st, a, out, self));
+    ASSERT_TRUE(send_polling(*st, b, out, self));  // shm completes both sends as they are posted: one batch
+    while (b.delivered == 0 && std::chrono::steady_clock::now() < deadline) (void)ex::poll_completions(st->cq);
+    ASSERT_TRUE(a.delivered == 1 && b.delivered == 1 && c.delivered == 1);
     EXPECT_FALSE(a.final_delivery) << "a and b were read in one batch, a first";
     EXPECT_FALSE(c.final_delivery) << "the nested poll's last delivery was taken for the outer reader's";
     EXPECT_TRUE(b.final_delivery);

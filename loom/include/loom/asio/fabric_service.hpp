@@ -112,9 +112,8 @@ private:
     friend auto detail::service_operation_started(fabric_service& s) noexcept -> bool;
     friend void detail::service_arm_polling(fabric_service& s) noexcept;
     friend void detail::service_operation_finished(fabric_service& s) noexcept;
-    friend void detail::service_operation_ready(fabric_service& s, detail::operation_base& op) noexcept;
-    friend void detail::service_operation_delivered(fabric_service& s, detail::operation_base& op,
-                                                    bool final_delivery) noexcept;
+    friend void detail::service_operation_ready(fabric_service& s, detail::operation_base& op,
+                                                bool final_delivery) noexcept;
     struct queue_entry;
     class pass_scope;
 

@@ -49,27 +49,23 @@ inline auto completion_registry::take(std::uintptr_t key) noexcept -> registered
     return found;
 }
 
+inline auto completion_registry::take_owner(const completion_event& ev) noexcept -> registered_completion* {
+    const detail::lock_unless_single_threaded lock(m_);
+    return take(reinterpret_cast<std::uintptr_t>(ev.context));
+}
+
 inline auto completion_registry::dispatch(const completion_event& ev) noexcept -> bool {
-    final_event_.store(nullptr, std::memory_order_relaxed);
-    registered_completion* op = nullptr;
-    {
-        const detail::lock_unless_single_threaded lock(m_);
-        op = take(reinterpret_cast<std::uintptr_t>(ev.context));
-    }
+    registered_completion* op = take_owner(ev);
     if (op == nullptr) return false;
-    op->deliver_(*op, ev);
+    op->deliver_(*op, ev, false);
     return true;
 }
 
 inline auto completion_registry::dispatch_final(const completion_event& ev) noexcept -> bool {
-    registered_completion* op = nullptr;
-    {
-        const detail::lock_unless_single_threaded lock(m_);
-        op = take(reinterpret_cast<std::uintptr_t>(ev.context));
-    }
+    registered_completion* op = take_owner(ev);
     if (op == nullptr) return false;
-    final_event_.store(open_batches_.load(std::memory_order_relaxed) == 0 ? &ev : nullptr, std::memory_order_relaxed);
-    op->deliver_(*op, ev);  // may end the registry: nothing of it is touched after
+    // May end the registry: nothing of it is touched after.
+    op->deliver_(*op, ev, open_batches_.load(std::memory_order_relaxed) == 0);
     return true;
 }
 

@@ -61,7 +61,7 @@ public:
     }
 
 private:
-    static void deliver(registered_completion& self, const completion_event& ev) noexcept {
+    static void deliver(registered_completion& self, const completion_event& ev, bool /*final_delivery*/) noexcept {
         auto& op = static_cast<blocking_operation&>(self);
         op.error_ = ev.error;
         op.bytes_ = ev.bytes_transferred;

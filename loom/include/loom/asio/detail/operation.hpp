@@ -37,10 +37,10 @@ class operation_base;
 [[nodiscard]] auto service_operation_started(fabric_service& s) noexcept -> bool;
 void service_arm_polling(fabric_service& s) noexcept;
 void service_operation_finished(fabric_service& s) noexcept;
-void service_operation_ready(fabric_service& s, operation_base& op) noexcept;
-// The same for an operation its queue's reader delivered; `final_delivery`: as the reader's last act
-// (completion_registry::dispatch_final), when the service's own read may run the handler there.
-void service_operation_delivered(fabric_service& s, operation_base& op, bool final_delivery) noexcept;
+// Hands a completed operation to the service; `final_delivery`: its queue's reader delivered it
+// as its last act (completion_registry::dispatch_final), and the service's own read may run the
+// handler there.
+void service_operation_ready(fabric_service& s, operation_base& op, bool final_delivery) noexcept;
 
 enum class op_kind : std::uint8_t { send, receive, read, write };
 
@@ -184,7 +184,11 @@ protected:
     [[gnu::noinline, gnu::cold]] void completed(std::error_code ec, std::size_t bytes) noexcept {
         ec_ = ec;
         bytes_ = bytes;
-        if (counted_) return service_operation_ready(*target_.service, *this);
+        hand_over(false);
+    }
+    /// Hands the operation, its result recorded, to whoever runs its handler.
+    void hand_over(bool final_delivery) noexcept {
+        if (counted_) return service_operation_ready(*target_.service, *this, final_delivery);
         finish_safely(completion_mode::post);
     }
     /// finish() for callers that cannot throw: a handler that cannot be posted is destroyed.
@@ -211,7 +215,7 @@ protected:
     op_target target_;
 
 private:
-    static void deliver(registered_completion& self, const completion_event& ev) noexcept {
+    static void deliver(registered_completion& self, const completion_event& ev, bool final_delivery) noexcept {
         auto& op = static_cast<operation_base&>(self);
         std::error_code ec = ev.error;
         // Compared only when set: a success reads no error category (one line less, cold).
@@ -219,9 +223,7 @@ private:
         // A receive reports the message length, partial bytes with an error included.
         op.ec_ = ec;
         op.bytes_ = op.kind_ == op_kind::receive ? ev.bytes_transferred : (ec ? 0 : op.total_);
-        if (!op.counted_) return op.finish_safely(completion_mode::post);
-        const bool final_delivery = op.target_.cq->registry()->is_final_delivery(ev);
-        service_operation_delivered(*op.target_.service, op, final_delivery);
+        op.hand_over(final_delivery);
     }
 };
 

@@ -505,14 +505,9 @@ inline void service_operation_finished(fabric_service& s) noexcept {
     (void)s.outstanding_.add(-1, std::memory_order_acq_rel);
 }
 
-inline void service_operation_ready(fabric_service& s, operation_base& op) noexcept {
-    // Completed by a pass on this thread (which holds the mutex): that pass runs the handler.
-    if (s.polling_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return s.push_ready_here(op);
-    s.push_ready(op);
-    s.wake();
-}
-
-inline void service_operation_delivered(fabric_service& s, operation_base& op, bool final_delivery) noexcept {
+inline void service_operation_ready(fabric_service& s, operation_base& op, bool final_delivery) noexcept {
+    // Completed by a pass on this thread (which holds the mutex): that pass runs the handler,
+    // at once where it may.
     if (s.polling_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) {
         if (final_delivery && s.may_finish_here()) return s.finish_here(op);
         return s.push_ready_here(op);

@@ -95,7 +95,7 @@ private:
         }
         return op.try_submit(*op.cq_->registry());
     }
-    static void deliver(registered_completion& self, const completion_event& ev) noexcept {
+    static void deliver(registered_completion& self, const completion_event& ev, bool /*final_delivery*/) noexcept {
         auto& op = static_cast<fabric_operation&>(self);
         op.callback_.reset();  // waits for a cancellation running on another thread
         if (!ev.has_error()) return op.desc_.complete(std::move(op.r_), ev);
